@@ -1,0 +1,29 @@
+# One command for each routine job. Everything installs into .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint bench clean
+
+setup: $(STAMP)
+
+# torch first, pinned: the CPU build lies on disk; a looser requirement would pull a CUDA build.
+$(STAMP): pyproject.toml setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+run: setup
+	$(VENV)/bin/lfrl check lf/examples/Pipeline.lf
+	$(VENV)/bin/lfrl graph lf/examples/Pipeline.lf
+
+test: setup
+	$(PY) -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) build *.egg-info

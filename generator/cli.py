@@ -1,0 +1,138 @@
+"""The `lfrl` command line: check, graph, compile and run LF programs (Python target)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from lfpy.diagnostics import Diagnostics
+
+TIME_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_000_000_000}
+
+
+def parse_duration(text: str) -> int:
+    """`10s`, `500 ms`, `2.5 min` or a bare number of seconds, in nanoseconds."""
+    spelled = text.strip().replace(" ", "")
+    for unit in sorted(TIME_UNITS_NS, key=len, reverse=True):
+        if spelled.endswith(unit):
+            number, scale = spelled[: -len(unit)], TIME_UNITS_NS[unit]
+            break
+    else:
+        number, scale = spelled, TIME_UNITS_NS["s"]
+    try:
+        value = float(number)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}; write e.g. 10s, 500ms, 2min") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative")
+    return round(value * scale)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _report(diags: Diagnostics) -> None:
+    if diags.items:
+        print(diags.render_all(), file=sys.stderr)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from lfpy.frontend import analyze
+
+    diags = Diagnostics()
+    analyze(args.file, diags, require_main=False)
+    _report(diags)
+    return 1 if diags.has_errors else 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from lfpy.frontend import analyze, format_graph, to_dot
+
+    diags = Diagnostics()
+    elaborated = analyze(args.file, diags)
+    _report(diags)
+    if elaborated is None or diags.has_errors:
+        return 1
+    print(to_dot(elaborated) if args.dot else format_graph(elaborated))
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from lfpy.build import compile_file
+
+    diags = Diagnostics()
+    out = compile_file(args.file, diags, use_lfc=args.lfc)
+    _report(diags)
+    if out is None or diags.has_errors:
+        return 1
+    print(f"generated {out}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from lfpy.build import run_file
+
+    diags = Diagnostics()
+    status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
+                      fast=True if args.fast else None, use_lfc=args.lfc)
+    _report(diags)
+    return 1 if diags.has_errors and status == 0 else status
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lfrl", description="Deterministic, parallel RL with Lingua Franca (Python target).")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = sub.add_parser("check", help="parse and check an LF file; print every diagnostic")
+    check.add_argument("file", help="the .lf file")
+    check.set_defaults(func=cmd_check)
+
+    graph = sub.add_parser("graph", help="print the elaborated instances, connections and reaction levels")
+    graph.add_argument("file", help="the .lf file with a main reactor")
+    graph.add_argument("--dot", action="store_true", help="print Graphviz dot instead of text")
+    graph.set_defaults(func=cmd_graph)
+
+    comp = sub.add_parser("compile", help="generate src-gen/<Main>/ next to the program's package root")
+    comp.add_argument("file", help="the .lf file with a main reactor")
+    comp.add_argument("--lfc", action="store_true", help="use the real LF compiler (lfc) found on PATH")
+    comp.set_defaults(func=cmd_compile)
+
+    run = sub.add_parser("run", help="compile if needed and run an LF program")
+    run.add_argument("file", help="the .lf file with a main reactor")
+    run.add_argument("--workers", type=positive_int, help="worker threads (overrides the target property)")
+    run.add_argument("--timeout", type=parse_duration, help="logical time to stop at, e.g. 10s, 500ms")
+    run.add_argument("--fast", action="store_true", help="do not wait for physical time")
+    run.add_argument("--lfc", action="store_true", help="build with the real LF compiler (lfc) found on PATH")
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Callable[[argparse.Namespace], int] = args.func
+    try:
+        return func(args)
+    except KeyboardInterrupt:
+        print("lfrl: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # an internal error: never a bare traceback unless --debug
+        if args.debug:
+            traceback.print_exc()
+        print(f"lfrl: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
+              file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
