@@ -23,6 +23,8 @@ class Program:
     models: dict[str, ast.Model] = field(default_factory=dict)
     # For each file: visible imported name -> (defining file, class name there).
     imported: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    # For each file: names whose import failed (already reported; not to be reported again as unknown).
+    failed: dict[str, set[str]] = field(default_factory=dict)
 
     def resolve(self, model: ast.Model, name: str) -> ast.Reactor | None:
         """The reactor class `name` as seen from `model`: its own reactors, then imports (aliases)."""
@@ -103,7 +105,9 @@ def _load_imports(program: Program, model: ast.Model, diags: Diagnostics, stack:
     here = Path(model.path)
     visible: dict[str, tuple[str, str]] = {}
     program.imported[model.path] = visible
+    failed = program.failed.setdefault(model.path, set())
     for imp in model.imports:
+        failed.update(item.alias or item.name for item in imp.reactors)
         if imp.uri is not None:
             target: Path | None = (here.parent / imp.uri)
         else:
@@ -135,3 +139,4 @@ def _load_imports(program: Program, model: ast.Model, diags: Diagnostics, stack:
                 diags.error(item.loc, f"reactor '{item.name}' is not defined in '{shown}'")
                 continue
             visible[item.alias or item.name] = (file, item.name)
+            failed.discard(item.alias or item.name)

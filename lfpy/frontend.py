@@ -1,0 +1,96 @@
+"""The front end in one call: load, check, elaborate; and the text and Graphviz views of the graph."""
+
+from __future__ import annotations
+
+from lfpy.checks import check_program, check_target
+from lfpy.diagnostics import Diagnostics
+from lfpy.elaborate import elaborate
+from lfpy.graph import Elaborated, Instance, PortInst, Ref
+from lfpy.loader import load_program
+
+
+def analyze(path: str, diags: Diagnostics, require_main: bool = True) -> Elaborated | None:
+    """Load `path` and its imports, check every class, and elaborate the main reactor.
+
+    Returns None when there is no main reactor or any error was found (all are in `diags`).
+    """
+    program = load_program(path, diags)
+    if program is None:
+        return None
+    check_target(program.main, diags)
+    check_program(program, diags)
+    if diags.has_errors:
+        return None
+    elaborated = elaborate(program, diags, require_main=require_main)
+    return None if diags.has_errors else elaborated
+
+
+def format_graph(elaborated: Elaborated) -> str:
+    """Instances (indented tree with parameters), channel links, and reactions by level."""
+    lines = ["instances:"]
+
+    def tree(inst: Instance, depth: int) -> None:
+        params = ", ".join(f"{k}={v!r}" for k, v in inst.parameters.items())
+        cls = inst.reactor.name or "<main>"
+        lines.append(f"{'  ' * (depth + 1)}{inst.full_name}: {cls}({params})")
+        for port in inst.ports.values():
+            kind = "input" if port.is_input else "output"
+            width = f"[{port.width}]" if port.multiport else ""
+            lines.append(f"{'  ' * (depth + 2)}{kind}{width} {port.name}")
+        for members in inst.children.values():
+            for child in members:
+                tree(child, depth + 1)
+
+    tree(elaborated.main, 0)
+    lines.append("connections:")
+    lines.extend(f"  {link.describe()}" for link in elaborated.links)
+    lines.append("reactions:")
+    for r in elaborated.reactions:
+        triggers = ", ".join(_ref_text(ref) for ref in r.triggers)
+        effects = ", ".join(_ref_text(ref) for ref in r.effects)
+        arrow = f" -> {effects}" if effects else ""
+        lines.append(f"  level {r.level}: {r.full_name} ({triggers}){arrow}")
+    return "\n".join(lines)
+
+
+def _ref_text(ref: Ref) -> str:
+    if ref.transition:
+        return f"{ref.transition}({ref.name})"
+    return f"{ref.container}.{ref.name}" if ref.container else ref.name
+
+
+def to_dot(elaborated: Elaborated) -> str:
+    """Graphviz: one cluster per instance holding its reactions; port links and reaction edges."""
+    out = ["digraph lf {", "  rankdir=LR;", "  node [shape=box, fontsize=10];"]
+
+    def node(name: str) -> str:
+        return '"' + name.replace('"', '\\"') + '"'
+
+    def cluster(inst: Instance, depth: int) -> None:
+        pad = "  " * (depth + 1)
+        out.append(f"{pad}subgraph {node('cluster_' + inst.full_name)} {{")
+        out.append(f"{pad}  label={node(inst.full_name)};")
+        for port in inst.ports.values():
+            out.append(f"{pad}  {node(port.full_name)} [label={node(port.name)}, shape=ellipse];")
+        for r in inst.reactions:
+            out.append(f"{pad}  {node(r.full_name)} [label={node(f'{r.name} (L{r.level})')}];")
+        for members in inst.children.values():
+            for child in members:
+                cluster(child, depth + 1)
+        out.append(f"{pad}}}")
+
+    cluster(elaborated.main, 0)
+    for link in elaborated.links:
+        style = " [style=dashed]" if link.delay_ns is not None or link.physical else ""
+        out.append(f"  {node(link.src.full_name)} -> {node(link.dst.full_name)}{style};")
+    for r in elaborated.reactions:
+        for ref in r.effects:
+            for target in ref.targets:
+                if isinstance(target, PortInst):
+                    out.append(f"  {node(r.full_name)} -> {node(target.full_name)};")
+        for ref in r.triggers + r.sources:
+            for target in ref.targets:
+                if isinstance(target, PortInst):
+                    out.append(f"  {node(target.full_name)} -> {node(r.full_name)};")
+    out.append("}")
+    return "\n".join(out)
