@@ -7,6 +7,7 @@ checks here and elaboration read classes through it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from lfpy import ast
 from lfpy.diagnostics import Diagnostics
@@ -14,6 +15,11 @@ from lfpy.loader import Program
 
 SUPPORTED_TARGET = "Python"
 BUILTIN_TRIGGERS = ("startup", "shutdown", "reset")
+
+
+def class_name(reactor: ast.Reactor) -> str:
+    """The class's name; an unnamed main reactor is named after its file, as lfc does."""
+    return reactor.name or Path(reactor.loc.file).stem
 
 
 @dataclass
@@ -199,7 +205,7 @@ def _check_ref(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef,
                                  f"e.g. '{ref.variable}.out'")
             return
         diags.error(ref.loc, f"unknown {role} '{ref.variable}': no port, action or timer of that name "
-                             f"in reactor '{info.reactor.name}'")
+                             f"in reactor '{class_name(info.reactor)}'")
         return
     if ref.container not in info.instantiations:
         diags.error(ref.loc, f"unknown reactor instance '{ref.container}' in '{ref.container}.{ref.variable}'")
@@ -210,7 +216,7 @@ def _check_ref(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef,
     port = child.port(ref.variable)
     if port is None:
         diags.error(ref.loc, f"unknown port '{ref.variable}' of instance '{ref.container}' "
-                             f"(reactor '{child.reactor.name}')")
+                             f"(reactor '{class_name(child.reactor)}')")
     elif role == "effect" and not port.is_input:
         diags.error(ref.loc, f"cannot write to output '{ref.container}.{ref.variable}' of a contained reactor")
     elif role != "effect" and port.is_input:
@@ -240,7 +246,7 @@ def _check_connection_end(info: ClassInfo, children: dict[str, ClassInfo], ref: 
     port = child.port(ref.variable)
     if port is None:
         diags.error(ref.loc, f"unknown port '{ref.variable}' of instance '{ref.container}' "
-                             f"(reactor '{child.reactor.name}')")
+                             f"(reactor '{class_name(child.reactor)}')")
     elif left and port.is_input:
         diags.error(ref.loc, f"wrong direction: input '{ref.container}.{ref.variable}' cannot be on the "
                              f"{side} of a connection")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from lfpy import ast
-from lfpy.checks import ClassInfo, class_info
+from lfpy.checks import ClassInfo, class_info, class_name
 from lfpy.diagnostics import Diagnostics
 from lfpy.graph import (
     ActionInst,
@@ -454,7 +454,7 @@ def elaborate(program: Program, diags: Diagnostics, require_main: bool = True) -
     if main is None:
         return None
     elaborator = Elaborator(program, diags)
-    name = main.name or program.main.path.rsplit("/", 1)[-1].removesuffix(".lf")
+    name = class_name(main)
     try:
         root = elaborator.instantiate(main, name, name, None, {}, None, None, 0, main.loc)
     except ElaborationError:

@@ -13,6 +13,15 @@ from dataclasses import dataclass, field
 from lfpy import ast
 
 
+def format_ns(ns: int) -> str:
+    """`1500000` -> `1500 usec`: the largest LF unit that divides the time exactly."""
+    for unit, size in (("week", 604_800_000_000_000), ("day", 86_400_000_000_000), ("hour", 3_600_000_000_000),
+                       ("min", 60_000_000_000), ("sec", 1_000_000_000), ("msec", 1_000_000), ("usec", 1_000)):
+        if ns and ns % size == 0:
+            return f"{ns // size} {unit}"
+    return f"{ns} nsec"
+
+
 @dataclass(eq=False)
 class PortInst:
     name: str
@@ -141,7 +150,7 @@ class Link:
             return f"{port.full_name}[{channel}]" if port.multiport else port.full_name
 
         arrow = "~>" if self.physical else "->"
-        after = "" if self.delay_ns is None else f" after {self.delay_ns} ns"
+        after = "" if self.delay_ns is None else f" after {format_ns(self.delay_ns)}"
         return f"{end(self.src, self.src_channel)} {arrow} {end(self.dst, self.dst_channel)}{after}"
 
 

@@ -1,0 +1,107 @@
+"""Each check with a wrong program and the exact diagnostic."""
+
+from pathlib import Path
+
+import pytest
+
+from tests.lfutil import diagnostics, write
+
+HEAD = "target Python\n"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    ("target C\nmain reactor {}",
+     ["DIR/Test.lf:1:1: error: unknown target 'C'; lfpy supports target Python"]),
+    ("main reactor {}",
+     ["DIR/Test.lf:1:1: error: missing target declaration: the file must start with 'target Python'"]),
+    (HEAD + "main reactor {\n  a = new Nope()\n}",
+     ["DIR/Test.lf:3:11: error: unknown reactor class 'Nope'"]),
+    (HEAD + "reactor A {\n  input x\n}\nmain reactor {\n  a = new A()\n  reaction(startup) -> a.y {= pass =}\n}",
+     ["DIR/Test.lf:7:24: error: unknown port 'y' of instance 'a' (reactor 'A')"]),
+    (HEAD + "main reactor {\n  reaction(tick) {= pass =}\n}",
+     ["DIR/Test.lf:3:12: error: unknown trigger 'tick': no port, action or timer of that name in reactor 'Test'"]),
+    (HEAD + "reactor A(p = 1) {}\nmain reactor {\n  a = new A(q = 2)\n}",
+     ["DIR/Test.lf:4:13: error: unknown parameter 'q' of reactor 'A'"]),
+    (HEAD + "reactor A {\n  output y\n}\nmain reactor {\n  a = new A()\n  b = new A()\n  a.y -> b.y\n}",
+     ["DIR/Test.lf:8:10: error: wrong direction: output 'b.y' cannot be on the right of a connection"]),
+    (HEAD + "reactor A {\n  input x\n}\nmain reactor {\n  a = new A()\n  b = new A()\n  a.x -> b.x\n}",
+     ["DIR/Test.lf:8:3: error: wrong direction: input 'a.x' cannot be on the left of a connection"]),
+    (HEAD + "reactor A {\n  output y\n  reaction(y) {= pass =}\n}\nmain reactor {\n  a = new A()\n"
+     "  reaction(startup) -> a.y {= pass =}\n}",
+     ["DIR/Test.lf:8:24: error: cannot write to output 'a.y' of a contained reactor"]),
+    (HEAD + "reactor A {\n  input x\n  input x\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:4:3: error: duplicate name 'x': a input with the name of another member (line 3)"]),
+    (HEAD + "reactor A {}\nreactor A {}\nmain reactor {}",
+     ["DIR/Test.lf:3:1: error: duplicate reactor name 'A' (line 2)"]),
+    (HEAD + "reactor A {}",
+     ["DIR/Test.lf:1:1: error: no main reactor: declare 'main reactor' to run this file"]),
+    (HEAD + "main reactor {\n  timer t(1, 1 sec)\n}",
+     ["DIR/Test.lf:3:11: error: Missing time unit. (a timer offset needs a time such as '10 msec', got 1)"]),
+    ("target Python { timeout: 5 }\nmain reactor {}",
+     ["DIR/Test.lf:1:26: error: Missing time unit. (timeout needs a time such as '10 sec', got 5)"]),
+    (HEAD + "reactor A { input x \n output y }\nmain reactor {\n  a = new A()\n  a.y -> a.x after 5\n}",
+     ["DIR/Test.lf:6:20: error: Missing time unit. (an 'after' delay needs a time such as '10 msec', got 5)"]),
+    (HEAD + "reactor A {\n  initial mode One {}\n  initial mode Two {}\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:4:3: error: a reactor can have only one initial mode"]),
+    (HEAD + "reactor A {\n  initial mode One {\n    reaction(startup) -> reset(Three) {= pass =}\n  }\n}\n"
+     "main reactor { a = new A() }",
+     ["DIR/Test.lf:4:26: error: unknown mode 'Three' in reset(Three)"]),
+    (HEAD + "reactor A extends B {}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:2:19: error: unknown reactor class 'B' after 'extends'"]),
+    (HEAD + "reactor A extends B {}\nreactor B extends A {}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:3:19: error: cyclic inheritance: A -> B -> A",
+      "DIR/Test.lf:2:19: error: cyclic inheritance: B -> A -> B"]),
+])
+def test_check_diagnostics(tmp_path: Path, source: str, expected: list[str]) -> None:
+    assert diagnostics(tmp_path, source) == expected
+
+
+def test_width_mismatch_is_a_warning_with_both_widths(tmp_path: Path) -> None:
+    source = HEAD + ("reactor S { output[3] out }\nreactor D { input[2] inp }\n"
+                     "main reactor {\n  s = new S()\n  d = new D()\n  s.out -> d.inp\n}")
+    assert diagnostics(tmp_path, source) == ["DIR/Test.lf:7:3: warning: Left width 3 does not match right width 2"]
+
+
+def test_iterated_width_must_divide(tmp_path: Path) -> None:
+    source = HEAD + ("reactor S { output[2] out }\nreactor D { input[3] inp }\n"
+                     "main reactor {\n  s = new S()\n  d = new D()\n  (s.out)+ -> d.inp\n}")
+    assert diagnostics(tmp_path, source) == ["DIR/Test.lf:7:4: warning: Left width 2 does not divide right width 3"]
+
+
+def test_causality_loop_is_named_hop_by_hop(tmp_path: Path) -> None:
+    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
+                     "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.in\n  b.out -> a.in\n}")
+    assert diagnostics(tmp_path, source) == [
+        "DIR/Test.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.out -> Loop.b.in -> "
+        "Loop.b.reaction_1 -> Loop.b.out -> Loop.a.in -> Loop.a.reaction_1"]
+
+
+def test_after_breaks_the_loop(tmp_path: Path) -> None:
+    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
+                     "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.in\n  b.out -> a.in after 0\n}")
+    assert diagnostics(tmp_path, source) == []
+
+
+def test_loop_through_reaction_order_in_one_reactor(tmp_path: Path) -> None:
+    # reaction 1 reads `in` and reaction 2 writes `out`; out feeds back to in: 1 -> 2 -> out -> in -> 1.
+    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) {= pass =}\n"
+                     "  reaction(startup) -> out {= out.set(1) =}\n}\n"
+                     "main reactor Loop {\n  a = new P()\n  a.out -> a.in\n}")
+    assert diagnostics(tmp_path, source) == [
+        "DIR/Test.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.reaction_2 -> Loop.a.out -> "
+        "Loop.a.in -> Loop.a.reaction_1"]
+
+
+def test_check_accepts_a_library_file_without_main(tmp_path: Path) -> None:
+    assert diagnostics(tmp_path, HEAD + "reactor A {}", require_main=False) == []
+
+
+def test_missing_and_cyclic_imports(tmp_path: Path) -> None:
+    write(tmp_path, HEAD + 'import B from "B.lf"\nreactor A {}', "A.lf")
+    write(tmp_path, HEAD + 'import A from "A.lf"\nreactor B {}', "B.lf")
+    source = HEAD + 'import A from "A.lf"\nimport X from "missing.lf"\nimport Z from "B.lf"\nmain reactor { a = new A() }'
+    assert diagnostics(tmp_path, source) == [
+        "DIR/B.lf:2:1: error: import cycle: A.lf -> B.lf -> A.lf",
+        "DIR/Test.lf:3:1: error: cannot find imported file 'missing.lf' (looked for DIR/missing.lf)",
+        "DIR/Test.lf:4:8: error: reactor 'Z' is not defined in 'B.lf'",
+    ]
