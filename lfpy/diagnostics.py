@@ -58,9 +58,10 @@ class Diagnostics:
         text = self.sources.get(diagnostic.loc.file)
         lines = [diagnostic.header()]
         if text is not None:
-            source_lines = text.splitlines()
+            source_lines = text.split("\n")  # the lexer counts lines by "\\n" only
             if 1 <= diagnostic.loc.line <= len(source_lines):
-                line = source_lines[diagnostic.loc.line - 1].replace("\t", " ")
+                # One character for one, so the caret stays under the column; no control bytes.
+                line = "".join(c if c.isprintable() else " " for c in source_lines[diagnostic.loc.line - 1])
                 lines.append(line)
                 lines.append(" " * max(diagnostic.loc.col - 1, 0) + "^")
         return "\n".join(lines)

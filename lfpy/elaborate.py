@@ -42,6 +42,7 @@ NS_PER_UNIT: dict[str, int] = {name: ns for names, ns in _UNIT_SPELLINGS for nam
 FOREVER_NS = (1 << 63) - 1
 NEVER_NS = -(1 << 63)
 MAX_DEPTH = 64
+MAX_WIDTH = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,8 @@ class Elaborator:
             if isinstance(part, bool) or not isinstance(part, int) or part < 0:
                 raise self.fail(term.loc, f"a width must be a non-negative whole number, got {part!r}")
             total += part
+        if total > MAX_WIDTH:
+            raise self.fail(spec.loc, f"width {total} is larger than the supported {MAX_WIDTH}")
         return total
 
     def widthof(self, ref: ast.VarRef, inst: Instance | None, info: ClassInfo | None, loc: ast.Loc) -> int:

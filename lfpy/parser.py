@@ -23,7 +23,11 @@ _BOOLEANS = {"true": True, "True": True, "false": False, "False": False}
 
 def parse(text: str, path: str) -> ast.Model:
     """Parse one LF file's text; raise LfError at the first syntax error."""
-    return Parser(text, path).parse_model()
+    parser = Parser(text, path)
+    try:
+        return parser.parse_model()
+    except RecursionError:
+        raise parser.error("expressions nested too deeply") from None
 
 
 def parse_file(path: str) -> ast.Model:

@@ -1,6 +1,9 @@
 """The `lfrl` command line: argument parsing and exit statuses."""
 
 import argparse
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +39,52 @@ def test_run_refuses_zero_workers(capsys: pytest.CaptureFixture[str]) -> None:
         main(["run", "x.lf", "--workers", "0"])
     assert exit_info.value.code == 2
     assert "argument --workers: must be at least 1, got 0" in capsys.readouterr().err
+
+
+def run_lfrl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "generator.cli", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent)
+
+
+def test_check_prints_line_and_caret_and_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "Bad.lf"
+    bad.write_text("target Python\nmain reactor {\n  timer t(1 sec)\n  reaction(tock) {= pass =}\n}\n")
+    result = run_lfrl("check", str(bad))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"{bad}:4:12: error: unknown trigger 'tock': no port, action or timer of that name in reactor 'Bad'",
+        "  reaction(tock) {= pass =}",
+        "           ^",
+    ]
+    assert "Traceback" not in result.stderr
+
+
+def test_check_of_binary_garbage_is_a_diagnostic(tmp_path: Path) -> None:
+    bad = tmp_path / "Garbage.lf"
+    bad.write_bytes(bytes(range(256)) * 4)
+    result = run_lfrl("check", str(bad))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{bad}:2:118: error: file is not valid UTF-8 (byte 0x80)")
+    assert "\x1b" not in result.stderr  # control bytes are not echoed to the terminal
+    assert "Traceback" not in result.stderr
+
+
+def test_check_of_missing_file(tmp_path: Path) -> None:
+    result = run_lfrl("check", str(tmp_path / "Nope.lf"))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{tmp_path / 'Nope.lf'}:1:1: error: cannot read file: No such file or directory")
+
+
+def test_graph_prints_levels() -> None:
+    result = run_lfrl("graph", "lf/examples/Pipeline.lf")
+    assert result.returncode == 0, result.stderr
+    assert "  level 1: Pipeline.bank[3].reaction_1 (x) -> y" in result.stdout.splitlines()
+    assert "  Pipeline.bank[3].y -> Pipeline.sink.inputs[3]" in result.stdout.splitlines()
+
+
+def test_deep_nesting_is_a_diagnostic(tmp_path: Path) -> None:
+    deep = tmp_path / "Deep.lf"
+    deep.write_text("target Python\nreactor A(x = " + "[" * 5000 + ") {}\n")
+    result = run_lfrl("check", str(deep))
+    assert result.returncode == 1
+    assert "error: expressions nested too deeply" in result.stderr
