@@ -161,6 +161,11 @@ def _check_class(program: Program, model: ast.Model, reactor: ast.Reactor, diags
             if assignment.name not in child.parameters:
                 diags.error(assignment.loc, f"unknown parameter '{assignment.name}' of reactor "
                                             f"'{inst.reactor_class}'")
+    for param in reactor.parameters:
+        expr = param.init.expr if param.init is not None else None
+        if (param.type is not None and param.type.is_time and isinstance(expr, ast.Literal)
+                and not isinstance(expr.value, bool) and expr.value != 0):
+            diags.error(expr.loc, f"Missing time unit. (parameter '{param.name}' has type time, got {expr.text})")
     if len([m for m in reactor.modes if m.initial]) > 1:
         second = [m for m in reactor.modes if m.initial][1]
         diags.error(second.loc, "a reactor can have only one initial mode")

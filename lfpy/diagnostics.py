@@ -58,7 +58,7 @@ class Diagnostics:
         text = self.sources.get(diagnostic.loc.file)
         lines = [diagnostic.header()]
         if text is not None:
-            source_lines = text.split("\n")  # the lexer counts lines by "\\n" only
+            source_lines = text.split("\n")  # lines end at a newline only, as in the lexer
             if 1 <= diagnostic.loc.line <= len(source_lines):
                 # One character for one, so the caret stays under the column; no control bytes.
                 line = "".join(c if c.isprintable() else " " for c in source_lines[diagnostic.loc.line - 1])

@@ -41,6 +41,8 @@ HEAD = "target Python\n"
      ["DIR/Test.lf:1:26: error: Missing time unit. (timeout needs a time such as '10 sec', got 5)"]),
     (HEAD + "reactor A { input x \n output y }\nmain reactor {\n  a = new A()\n  a.y -> a.x after 5\n}",
      ["DIR/Test.lf:6:20: error: Missing time unit. (an 'after' delay needs a time such as '10 msec', got 5)"]),
+    (HEAD + "reactor A(p: time = 5) {}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:2:21: error: Missing time unit. (parameter 'p' has type time, got 5)"]),
     (HEAD + "reactor A {\n  initial mode One {}\n  initial mode Two {}\n}\nmain reactor { a = new A() }",
      ["DIR/Test.lf:4:3: error: a reactor can have only one initial mode"]),
     (HEAD + "reactor A {\n  initial mode One {\n    reaction(startup) -> reset(Three) {= pass =}\n  }\n}\n"
