@@ -6,7 +6,7 @@ from lfpy.checks import check_program, check_target
 from lfpy.diagnostics import Diagnostics
 from lfpy.elaborate import elaborate
 from lfpy.graph import Elaborated, Instance, PortInst, Ref
-from lfpy.loader import load_program
+from lfpy.loader import Program, load_program
 
 
 def analyze(path: str, diags: Diagnostics, require_main: bool = True) -> Elaborated | None:
@@ -14,15 +14,21 @@ def analyze(path: str, diags: Diagnostics, require_main: bool = True) -> Elabora
 
     Returns None when there is no main reactor or any error was found (all are in `diags`).
     """
+    return analyze_program(path, diags, require_main)[1]
+
+
+def analyze_program(path: str, diags: Diagnostics, require_main: bool = True
+                    ) -> tuple[Program | None, Elaborated | None]:
+    """As `analyze`, also returning the loaded program (for code generation)."""
     program = load_program(path, diags)
     if program is None:
-        return None
+        return None, None
     check_target(program.main, diags)
     check_program(program, diags)
     if diags.has_errors:
-        return None
+        return program, None
     elaborated = elaborate(program, diags, require_main=require_main)
-    return None if diags.has_errors else elaborated
+    return program, None if diags.has_errors else elaborated
 
 
 def format_graph(elaborated: Elaborated) -> str:

@@ -1,0 +1,133 @@
+"""`lfrl compile` and `lfrl run`: generate `src-gen/<Main>/<Main>.py` and run it on lfpy's runtime,
+or hand the file to a real `lfc` when asked."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from lfpy.ast import Loc
+from lfpy.codegen import generate
+from lfpy.diagnostics import Diagnostics
+from lfpy.frontend import analyze_program
+from lfpy.graph import Elaborated
+from lfpy.loader import package_root
+from lfpy.runtime.environment import Environment
+
+
+class Built:
+    """A compiled program: the generated module's path and source, its line map, and the graph."""
+
+    def __init__(self, module: Path, source: str, line_map: dict[int, tuple[str, int]],
+                 class_names: dict[int, str], elaborated: Elaborated) -> None:
+        self.module, self.source, self.line_map = module, source, line_map
+        self.class_names, self.elaborated = class_names, elaborated
+
+
+def _lfc_missing(path: str, diags: Diagnostics) -> None:
+    diags.error(Loc(path, 1, 1), "lfc (the Lingua Franca compiler) was not found on PATH; "
+                                 "install it or run without --lfc to use lfpy's own toolchain")
+
+
+def build(path: str, diags: Diagnostics) -> Built | None:
+    """Check, elaborate and generate; writes the module and returns it, or None on errors."""
+    program, elaborated = analyze_program(path, diags)
+    if program is None or elaborated is None:
+        return None
+    main = elaborated.main.reactor
+    source, line_map, class_names = generate(program, main)
+    source += f"LINE_MAP = {json.dumps({str(k): v for k, v in line_map.items()})}\n"
+    out_dir = package_root(Path(program.main.path)) / "src-gen" / elaborated.main.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    module = out_dir / f"{elaborated.main.name}.py"
+    module.write_text(source)
+    return Built(module, source, line_map, class_names, elaborated)
+
+
+def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path | None:
+    """`lfrl compile`: the folder of generated code, or None (diagnostics say why)."""
+    if use_lfc:
+        lfc = shutil.which("lfc")
+        if lfc is None:
+            _lfc_missing(path, diags)
+            return None
+        result = subprocess.run([lfc, path], check=False)
+        if result.returncode != 0:
+            diags.error(Loc(path, 1, 1), f"lfc failed with exit status {result.returncode}")
+            return None
+        return package_root(Path(path)) / "src-gen"
+    built = build(path, diags)
+    return None if built is None else built.module.parent
+
+
+def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_ns: int | None = None,
+             fast: bool | None = None, use_lfc: bool = False) -> int:
+    """`lfrl run`: compile, then run; returns the program's exit status (1 on compile errors)."""
+    if use_lfc:
+        return _run_with_lfc(path, diags)
+    built = build(path, diags)
+    if built is None:
+        return 1
+    props = built.elaborated.target_properties
+    namespace: dict[str, object] = {"__name__": "lf_program", "__file__": str(built.module)}
+    sys.path.insert(0, str(Path(built.elaborated.main.reactor.loc.file).parent))
+    try:
+        exec(compile(built.source, str(built.module), "exec"), namespace)
+    except Exception as exc:  # a preamble failed at import time
+        return _report_preamble_failure(built, exc)
+    env = Environment(
+        built.elaborated, namespace, built.class_names,
+        workers=workers or int(props.get("workers", 1) or 1),  # type: ignore[call-overload]
+        fast=bool(props.get("fast", False)) if fast is None else fast,
+        timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
+        keepalive=bool(props.get("keepalive", False)),
+        package_dir=str(package_root(Path(path))),
+    )
+    module_file = str(built.module)
+    env.sched.line_map = lambda file, line: built.line_map.get(line) if file == module_file else None
+    trace_path = os.environ.get("LFPY_TRACE")
+    trace: list | None = [] if trace_path else None
+    status = env.run(trace)
+    if trace_path and trace is not None:
+        with open(trace_path, "w") as out:
+            for entry in trace:
+                out.write(json.dumps([entry[0], entry[1], entry[2], repr(entry[3])]) + "\n")
+    return status
+
+
+def _report_preamble_failure(built: Built, exc: Exception) -> int:
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = next((built.line_map.get(f.lineno or 0) for f in reversed(frames) if f.filename == str(built.module)),
+                 None)
+    location = f"{where[0]}:{where[1]}" if where else str(built.module)
+    print(f"{location}: error: preamble failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return 1
+
+
+def _run_with_lfc(path: str, diags: Diagnostics) -> int:
+    out = compile_file(path, diags, use_lfc=True)
+    if out is None:
+        return 1
+    name = Path(path).stem
+    script = out / name / f"{name}.py"
+    if not script.exists():
+        diags.error(Loc(path, 1, 1), f"lfc did not produce {script}")
+        return 1
+    return subprocess.run([sys.executable, str(script)], check=False).returncode
+
+
+def run_generated(module_file: str) -> int:
+    """Entry point of a generated module run directly with Python."""
+    namespace: dict[str, object] = {}
+    exec(compile(Path(module_file).read_text(), module_file, "exec"), namespace)
+    diags = Diagnostics()
+    status = run_file(str(namespace["LF_FILE"]), diags)
+    if diags.items:
+        print(diags.render_all(), file=sys.stderr)
+    return status

@@ -1,0 +1,1 @@
+"""The deterministic reactor runtime (see scheduler.py for the threading contract)."""

@@ -1,0 +1,78 @@
+"""What reaction bodies see besides their ports: `lf`, time units, `Tag`, `request_stop`.
+
+The generated module star-imports the constants; `lf` and `request_stop` are bound per run by
+`lfpy.runtime.environment` (no module-level state: two programs can run in one process).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from lfpy.runtime.tag import (
+    BILLION,
+    DAY,
+    FOREVER,
+    HOUR,
+    MINUTE,
+    MSEC,
+    NEVER,
+    NSEC,
+    SEC,
+    UNIT_FUNCTIONS,
+    USEC,
+    WEEK,
+    Tag,
+    tag_compare,
+)
+
+if TYPE_CHECKING:
+    from lfpy.runtime.scheduler import Scheduler
+
+globals().update(UNIT_FUNCTIONS)
+__all__ = ["BILLION", "DAY", "FOREVER", "HOUR", "MINUTE", "MSEC", "NEVER", "NSEC", "SEC", "USEC", "WEEK", "Tag",
+           "tag_compare", *UNIT_FUNCTIONS]
+
+
+class _Time:
+    def __init__(self, sched: Scheduler) -> None:
+        self._s = sched
+
+    def logical(self) -> int:
+        return self._s.current.time
+
+    def logical_elapsed(self) -> int:
+        return self._s.current.time - self._s.start_time
+
+    def physical(self) -> int:
+        return self._s.physical()
+
+    def physical_elapsed(self) -> int:
+        return self._s.physical() - self._s.start_time
+
+    def start(self) -> int:
+        return self._s.start_time
+
+
+class LfApi:
+    """The `lf` object of LF's Python target."""
+
+    def __init__(self, sched: Scheduler, source_file: str, package_dir: str) -> None:
+        self._s = sched
+        self.time = _Time(sched)
+        self._source_dir = os.path.dirname(source_file)
+        self._package_dir = package_dir
+        self.tag_compare = tag_compare
+        self.Tag = Tag
+
+    def tag(self) -> Tag:
+        return self._s.current
+
+    def request_stop(self) -> None:
+        self._s.request_stop()
+
+    def source_directory(self) -> str:
+        return self._source_dir
+
+    def package_directory(self) -> str:
+        return self._package_dir

@@ -1,0 +1,232 @@
+"""Binding the elaborated graph to runtime objects: reactor objects of the generated classes,
+ports with their fan-out, actions, timers, reactions with their arguments, and modes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from lfpy.codegen import arg_names
+from lfpy.elaborate import Deferred
+from lfpy.graph import ActionInst, Elaborated, Instance, ModeInst, PortInst, ReactionInst, TimerInst
+from lfpy.runtime.actions import Action, Timer
+from lfpy.runtime.api import LfApi
+from lfpy.runtime.ports import ContainedPorts, Multiport, Port
+from lfpy.runtime.reaction import ModeHandle, ModeState, Reaction
+from lfpy.runtime.scheduler import Scheduler
+from lfpy.runtime.tag import Tag
+
+
+class Environment:
+    """One run of one program: the scheduler and every runtime object, built from the graph."""
+
+    def __init__(self, elaborated: Elaborated, namespace: dict[str, Any], class_names: dict[int, str],
+                 workers: int, fast: bool, timeout: int | None, keepalive: bool, package_dir: str) -> None:
+        self.graph = elaborated
+        self.ns = namespace
+        has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
+        self.sched = Scheduler(elaborated.max_level + 1, workers, fast, timeout, keepalive or has_physical)
+        namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
+        namespace["request_stop"] = self.sched.request_stop
+        namespace["lf_request_stop"] = self.sched.request_stop
+        self.class_names = class_names
+        self.objects: dict[int, Any] = {}
+        self.ports: dict[tuple[int, int], Port] = {}  # (id(PortInst), channel) -> Port
+        self.port_objects: dict[int, Port | Multiport] = {}
+        self.actions: dict[int, Action] = {}
+        self.timers: dict[int, Timer] = {}
+        self.mode_states: dict[int, ModeState] = {}
+        # Reactions triggered by `reset`, per instance, with the mode they live in.
+        self.reset_reactions: dict[int, list[tuple[ModeInst | None, Reaction]]] = {}
+        for inst in elaborated.instances:
+            self._make_instance(inst)
+        self._connect()
+        self._bind_reactions()
+        self.sched.on_start = self._start_timers
+
+    # ------------------------------------------------------------ objects
+
+    def _make_instance(self, inst: Instance) -> None:
+        cls = self.ns[self.class_names[id(inst.reactor)]]
+        obj = cls.__new__(cls)
+        parent = self.objects.get(id(inst.parent)) if inst.parent is not None else None
+        for name, value in inst.parameters.items():
+            if isinstance(value, Deferred):
+                scope = {"bank_index": inst.bank_index or 0}
+                if parent is not None:
+                    scope.update({k: getattr(parent, k) for k in inst.parent.parameters if hasattr(parent, k)})
+                value = eval(value.code, self.ns, {**scope, "self": parent if parent is not None else obj})
+            setattr(obj, name, value)
+        if inst.bank_index is not None and "bank_index" not in inst.parameters:
+            obj.bank_index = inst.bank_index
+        self.objects[id(inst)] = obj
+        sched = self.sched
+        for port in inst.ports.values():
+            channels = [Port(f"{port.full_name}[{ch}]" if port.multiport else port.full_name, sched)
+                        for ch in range(port.width)]
+            for ch, p in enumerate(channels):
+                self.ports[(id(port), ch)] = p
+            self.port_objects[id(port)] = Multiport(channels) if port.multiport else channels[0]
+        for action in inst.actions.values():
+            self.actions[id(action)] = Action(action.name, sched, action.origin == "physical", action.min_delay_ns,
+                                              action.min_spacing_ns, action.policy)
+        for timer in inst.timers.values():
+            self.timers[id(timer)] = Timer(timer.name, sched, timer.offset_ns, timer.period_ns)
+        if inst.modes:
+            initial = next(m.name for m in inst.modes.values() if m.initial)
+            state = ModeState(initial, initial)
+            state.on_enter = self._mode_entry(inst)
+            self.mode_states[id(inst)] = state
+            sched.mode_states.append(state)
+        obj._lf_init_state()
+
+    def _connect(self) -> None:
+        direct: dict[int, list[Port]] = {}
+        for link in self.graph.links:
+            src = self.ports[(id(link.src), link.src_channel)]
+            dst = self.ports[(id(link.dst), link.dst_channel)]
+            if link.delay_ns is None and not link.physical:
+                direct.setdefault(id(src), []).append(dst)
+            else:
+                src.delayed.append((link.delay_ns or 0, link.physical, dst))
+        for port in self.ports.values():
+            seen: list[Port] = []
+            stack = list(direct.get(id(port), []))
+            while stack:
+                p = stack.pop(0)
+                if p in seen:
+                    continue
+                seen.append(p)
+                stack.extend(direct.get(id(p), []))
+            port.fanout = seen
+
+    def _target(self, obj: PortInst | TimerInst | ActionInst | ModeInst) -> Any:
+        if isinstance(obj, PortInst):
+            return self.port_objects[id(obj)]
+        if isinstance(obj, TimerInst):
+            return self.timers[id(obj)]
+        if isinstance(obj, ActionInst):
+            return self.actions[id(obj)]
+        raise TypeError(obj)
+
+    def _bind_reactions(self) -> None:
+        for order, r in enumerate(self.graph.reactions):
+            reaction = self._reaction(r)
+            reaction.order = order
+        # A port triggers its own readers and those of every port it feeds without delay.
+        combined: dict[int, list[Reaction]] = {}
+        for port in self.ports.values():
+            readers = list(port.triggered)
+            for downstream in port.fanout:
+                readers += [r for r in downstream.triggered if r not in readers]
+            combined[id(port)] = readers
+        for port in self.ports.values():
+            port.triggered = combined[id(port)]
+
+    def _reaction(self, r: ReactionInst) -> Reaction:
+        inst = r.owner
+        obj = self.objects[id(inst)]
+        args: dict[str, Any] = {}
+        for ref in [*r.triggers, *r.sources, *r.effects]:
+            if ref.kind in ("startup", "shutdown", "reset", "timer"):
+                continue
+            if ref.kind == "mode":
+                mode = ref.targets[0]
+                assert isinstance(mode, ModeInst)
+                args[ref.name] = ModeHandle(mode.name, self.mode_states[id(inst)], ref.transition or "reset")
+            elif ref.container is None:
+                args.setdefault(ref.name, self._target(ref.targets[0]))
+            else:
+                members = inst.children[ref.container]
+                proxies = args.get(ref.container)
+                if proxies is None:
+                    proxies = [ContainedPorts() for _ in members]
+                    args[ref.container] = proxies if members[0].bank_index is not None else proxies[0]
+                proxy_list = proxies if isinstance(proxies, list) else [proxies]
+                for proxy, member in zip(proxy_list, members, strict=True):
+                    setattr(proxy, ref.name, self.port_objects[id(member.ports[ref.name])])
+        names = arg_names(r.decl)
+        fn = getattr(obj, f"reaction_function_{r.index}")
+        reaction = Reaction(r.name, r.full_name, r.level, fn, tuple(args.get(n) for n in names),
+                            r.decl.loc.file, r.decl.loc.line)
+        if r.deadline_ns is not None:
+            reaction.deadline = r.deadline_ns
+            reaction.deadline_fn = getattr(obj, f"deadline_function_{r.index}")
+        reaction.gates = self._gates(inst, r.mode)
+        for ref in r.triggers:
+            if ref.kind == "startup":
+                self.sched.startup.append(reaction)
+            elif ref.kind == "shutdown":
+                self.sched.shutdown.append(reaction)
+            elif ref.kind == "reset":
+                self.reset_reactions.setdefault(id(inst), []).append((r.mode, reaction))
+            elif ref.kind == "port":
+                for target in ref.targets:
+                    assert isinstance(target, PortInst)
+                    for ch in range(target.width):
+                        self.ports[(id(target), ch)].triggered.append(reaction)
+            else:
+                self._target(ref.targets[0]).triggered.append(reaction)
+        return reaction
+
+    def _gates(self, inst: Instance, mode: ModeInst | None) -> list[tuple[ModeState, str]]:
+        gates = []
+        if mode is not None:
+            gates.append((self.mode_states[id(inst)], mode.name))
+        node = inst
+        while node.parent is not None:
+            if node.mode is not None:
+                gates.append((self.mode_states[id(node.parent)], node.mode.name))
+            node = node.parent
+        return gates
+
+    def _start_timers(self) -> None:
+        sched = self.sched
+        for timer in self.timers.values():
+            sched.events.push(Tag(sched.start_time + timer.offset, 0), timer.fire, timer.generation)
+
+    def _mode_entry(self, inst: Instance) -> Callable[[str, str], None]:
+        """On entering mode `mode`: with reset, reinitialise its state, restart its timers, reset
+        the reactors inside it, and trigger its `reset` reactions at the next microstep."""
+        def enter(mode: str, kind: str) -> None:
+            if kind != "reset":
+                return
+            sched = self.sched
+            self.objects[id(inst)]._lf_init_state(mode)
+            for timer in inst.timers.values():
+                if timer.mode is not None and timer.mode.name == mode:
+                    self._restart_timer(self.timers[id(timer)])
+            for members in inst.children.values():
+                for child in members:
+                    if child.mode is not None and child.mode.name == mode:
+                        self._reset_subtree(child)
+            for owner_mode, reaction in self.reset_reactions.get(id(inst), []):
+                if owner_mode is None or owner_mode.name == mode:
+                    sched.events.push(Tag(sched.current.time, sched.current.microstep + 1),
+                                      lambda _v, r=reaction: sched.enqueue(r))
+
+        return enter
+
+    def _reset_subtree(self, inst: Instance) -> None:
+        obj = self.objects[id(inst)]
+        obj._lf_init_state()
+        state = self.mode_states.get(id(inst))
+        if state is not None:
+            state.current = state.initial
+        for timer in inst.timers.values():
+            self._restart_timer(self.timers[id(timer)])
+        for members in inst.children.values():
+            for child in members:
+                self._reset_subtree(child)
+
+    def _restart_timer(self, timer: Timer) -> None:
+        sched = self.sched
+        timer.generation += 1
+        now = sched.current
+        tag = Tag(now.time + timer.offset, 0) if timer.offset > 0 else Tag(now.time, now.microstep + 1)
+        sched.events.push(tag, timer.fire, timer.generation)
+
+    def run(self, trace: list | None = None) -> int:
+        """Run to completion; returns the exit status."""
+        self.sched.trace = trace
+        return self.sched.run()

@@ -1,0 +1,59 @@
+"""Ports as reaction bodies see them: `p.set(v)`, `p.value`, `p.is_present`; multiports as lists.
+
+Threading contract: a port channel has one writer per tag (the elaborated graph guarantees it),
+and is read only by reactions of later levels, so `set` takes no lock. `set` records the port in
+the scheduler's list of ports set at this tag (list.append is atomic), which the scheduler reads
+after the writer's level has finished.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lfpy.runtime.reaction import Reaction
+    from lfpy.runtime.scheduler import Scheduler
+
+
+class Port:
+    __slots__ = ("value", "is_present", "name", "_sched", "fanout", "triggered", "delayed", "trace_name")
+
+    def __init__(self, name: str, sched: Scheduler) -> None:
+        self.value: object = None
+        self.is_present = False
+        self.name = name
+        self._sched = sched
+        # Ports reached through zero-delay connections: they take the value at once.
+        self.fanout: list[Port] = []
+        # Reactions triggered by this port or by any port in `fanout`.
+        self.triggered: list[Reaction] = []
+        # (delay_ns, physical, destination) for `after` and `~>` connections.
+        self.delayed: list[tuple[int, bool, Port]] = []
+        self.trace_name = name
+
+    def set(self, value: object) -> None:
+        self.value = value
+        for port in self.fanout:
+            port.value = value
+            port.is_present = True
+        if not self.is_present:
+            self.is_present = True
+            self._sched.set_ports.append(self)
+
+    def __repr__(self) -> str:
+        return f"<port {self.trace_name} present={self.is_present} value={self.value!r}>"
+
+
+class Multiport(list):
+    """A multiport: a list of ports with `width`."""
+
+    @property
+    def width(self) -> int:
+        return len(self)
+
+
+class ContainedPorts:
+    """`c` in a reaction that names `c.x`: the ports of a contained reactor by name."""
+
+    def __init__(self, **ports: object) -> None:
+        self.__dict__.update(ports)

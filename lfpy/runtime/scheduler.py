@@ -1,0 +1,320 @@
+"""The scheduler: advances superdense time and runs each tag's triggered reactions level by level.
+
+Threading contract:
+- The event queue, the current tag and the level buckets belong to the scheduler's thread.
+- Reactions of one level may run on the worker pool at once. They touch only their own reactor's
+  state and the ports they write (one writer per channel); `Port.set` appends to `set_ports`
+  (atomic), and the scheduler reads that list after the level's barrier. No lock per port or
+  message: the level barrier is the synchronisation.
+- `schedule_logical` from reactions of one level holds `lock` while it pushes an event.
+- `schedule_physical` may be called from any thread; it hands the event over under `cond`.
+"""
+
+from __future__ import annotations
+
+import linecache
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from lfpy.runtime.actions import Action, Timer
+from lfpy.runtime.events import EventQueue
+from lfpy.runtime.ports import Port
+from lfpy.runtime.reaction import ModeState, Reaction
+from lfpy.runtime.tag import FOREVER, Tag
+
+
+class StopNow(Exception):
+    """`exit(n)` in a reaction: end the program at once with status n."""
+
+
+class Scheduler:
+    def __init__(self, levels: int, workers: int, fast: bool, timeout: int | None, keepalive: bool) -> None:
+        self.events = EventQueue()
+        self.buckets: list[list[Reaction]] = [[] for _ in range(max(levels, 1))]
+        self.workers = workers
+        self.fast = fast
+        self.timeout = timeout
+        self.keepalive = keepalive
+        self.lock = threading.Lock()
+        self.cond = threading.Condition()
+        self.physical_pending: list[tuple[Action, int, object]] = []
+        self.set_ports: list[Port] = []
+        self.fired: list[Action | Timer] = []
+        self.start_time = 0
+        self.current = Tag(0, 0)
+        self.stop_tag = Tag(FOREVER, 0)
+        self.tag_number = 0
+        self.startup: list[Reaction] = []
+        self.shutdown: list[Reaction] = []
+        self.mode_states: list[ModeState] = []
+        self.exit_status = 0
+        self.halted = False
+        self.stopping = False
+        self.trace: list[tuple[int, int, str, object]] | None = None
+        self.pool: ThreadPoolExecutor | None = None
+        self.line_map: Callable[[str, int], tuple[str, int] | None] | None = None
+        self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
+
+    # ------------------------------------------------------------ time
+
+    def physical(self) -> int:
+        return time.time_ns()
+
+    def request_stop(self) -> None:
+        """Stop at the next microstep (LF's `request_stop()`); never later than a stop already set."""
+        candidate = Tag(self.current.time, self.current.microstep + 1)
+        with self.lock:
+            if candidate < self.stop_tag:
+                self.stop_tag = candidate
+
+    # ------------------------------------------------------------ scheduling
+
+    def schedule_logical(self, action: Action, delay: int, value: object) -> None:
+        if delay < 0:
+            return  # LF ignores negative delays
+        total = action.min_delay + delay
+        now = self.current
+        tag = Tag(now.time, now.microstep + 1) if total == 0 else Tag(now.time + total, 0)
+        with self.lock:
+            if action.min_spacing is not None and action.last_tag is not None:
+                earliest = Tag(action.last_tag.time + action.min_spacing, action.last_tag.microstep)
+                if tag < earliest:
+                    if action.policy == "drop":
+                        return
+                    if action.policy in ("replace", "update") and action.last_tag > now:
+                        action.last_box[0] = value
+                        return
+                    tag = earliest
+            box = [value]
+            action.last_tag = tag
+            action.last_box = box
+            self.events.push(tag, self._action_event(action), box)
+
+    def schedule_physical(self, action: Action, delay: int, value: object) -> None:
+        with self.cond:
+            self.physical_pending.append((action, delay, value))
+            self.cond.notify()
+
+    def _drain_physical(self) -> None:
+        """Turn physical actions scheduled by other threads into events (scheduler thread)."""
+        with self.cond:
+            pending, self.physical_pending = self.physical_pending, []
+        for action, delay, value in pending:
+            when = self.physical() + action.min_delay + delay
+            tag = Tag(when, 0)
+            if tag <= self.current:
+                tag = Tag(self.current.time, self.current.microstep + 1)
+            if action.min_spacing is not None and action.last_tag is not None:
+                earliest = Tag(action.last_tag.time + action.min_spacing, 0)
+                if tag < earliest:
+                    if action.policy == "drop":
+                        continue
+                    tag = earliest
+            action.last_tag = tag
+            self.events.push(tag, self._action_event(action), [value])
+
+    @staticmethod
+    def _action_event(action: Action) -> Callable[[object], None]:
+        def fire(box: object) -> None:
+            action.fire(box[0])  # type: ignore[index]
+
+        return fire
+
+    def deliver(self, port: Port) -> Callable[[object], None]:
+        """An event handler that sets `port` (the far end of an `after` or physical connection)."""
+        def handler(value: object) -> None:
+            port.set(value)
+
+        return handler
+
+    def fire(self, trigger: Action | Timer) -> None:
+        self.fired.append(trigger)
+        for reaction in trigger.triggered:
+            self.enqueue(reaction)
+
+    def enqueue(self, reaction: Reaction) -> None:
+        if reaction.stamp != self.tag_number and (not reaction.gates or reaction.active()):
+            reaction.stamp = self.tag_number
+            self.buckets[reaction.level].append(reaction)
+
+    # ------------------------------------------------------------ running
+
+    def run(self) -> int:
+        """Run from startup to shutdown; returns the exit status."""
+        self.start_time = self.physical()
+        self.current = Tag(self.start_time, 0)
+        if self.timeout is not None:
+            self.stop_tag = Tag(self.start_time + self.timeout, 0)
+        if self.on_start is not None:
+            self.on_start()
+        if self.workers > 1:
+            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
+        try:
+            self._loop()
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=False, cancel_futures=True)
+        sys.stdout.flush()
+        return self.exit_status
+
+    def _loop(self) -> None:
+        tag = self.current
+        self._process(tag, startup=True)
+        while not self.halted:
+            self._drain_physical()
+            if self.current >= self.stop_tag:
+                break
+            nxt = self.events.next_tag()
+            if nxt is None and not self.keepalive:
+                # Nothing more can happen: shut down at the next microstep.
+                self.stop_tag = min(self.stop_tag, Tag(self.current.time, self.current.microstep + 1))
+                nxt = self.stop_tag
+            if nxt is None or nxt > self.stop_tag:
+                nxt = self.stop_tag
+            if not self.fast and not self._wait_until(nxt):
+                continue  # a physical action arrived first: look again
+            self._process(nxt)
+
+    def _wait_until(self, tag: Tag) -> bool:
+        """Sleep until physical time reaches `tag`; False if a physical action interrupted."""
+        while True:
+            remaining = tag.time - self.physical()
+            if tag.time >= FOREVER:
+                remaining = 3600 * 1_000_000_000
+            if remaining <= 0:
+                return True
+            with self.cond:
+                if self.physical_pending:
+                    return False
+                self.cond.wait(remaining / 1e9)
+                if self.physical_pending:
+                    return False
+
+    def _process(self, tag: Tag, startup: bool = False) -> None:
+        self.current = tag
+        self.tag_number += 1
+        for _t, _m, _s, handler, value in self.events.pop_tag(tag):
+            handler(value)
+        if startup:
+            for r in self.startup:
+                self.enqueue(r)
+        if tag >= self.stop_tag:
+            self.stopping = True
+            for r in self.shutdown:
+                self.enqueue(r)
+        self._run_levels()
+        self._end_tag()
+
+    def _run_levels(self) -> None:
+        buckets = self.buckets
+        for level in range(len(buckets)):
+            bucket = buckets[level]
+            if not bucket:
+                continue
+            buckets[level] = []
+            mark = len(self.set_ports)
+            if len(bucket) > 1:
+                bucket.sort(key=_order)
+            if self.pool is None or len(bucket) == 1:
+                for r in bucket:
+                    self._invoke(r)
+                    if self.halted:
+                        return
+                    if len(self.set_ports) > mark:
+                        mark = self._propagate(mark)
+            else:
+                for _ in self.pool.map(self._invoke, bucket):
+                    pass
+                if self.halted:
+                    return
+                self._propagate(mark)
+
+    def _propagate(self, mark: int) -> int:
+        """Queue the reactions triggered by ports set since `mark`; schedule delayed deliveries."""
+        ports = self.set_ports
+        end = len(ports)
+        for i in range(mark, end):
+            port = ports[i]
+            for r in port.triggered:
+                self.enqueue(r)
+            for delay, physical, dst in port.delayed:
+                if physical:
+                    when = max(self.physical(), self.current.time) + delay
+                    tag = Tag(when, 0) if when > self.current.time else Tag(self.current.time, self.current.microstep + 1)
+                else:
+                    tag = Tag(self.current.time, self.current.microstep + 1) if delay == 0 else \
+                        Tag(self.current.time + delay, 0)
+                with self.lock:
+                    self.events.push(tag, self.deliver(dst), port.value)
+        return end
+
+    def _invoke(self, r: Reaction) -> None:
+        if self.halted:
+            return
+        try:
+            if r.deadline is not None and self.physical() - self.current.time > r.deadline:
+                if r.deadline_fn is not None:
+                    r.deadline_fn(*r.args)
+                return
+            r.fn(*r.args)
+        except SystemExit as stop:
+            code = stop.code
+            if code is None:
+                code = 0
+            elif not isinstance(code, int):
+                print(code, file=sys.stderr)
+                code = 1
+            self.exit_status = code
+            self.halted = True
+        except BaseException as exc:  # the user's code failed: report it, then shut down
+            self._report_failure(r, exc)
+            self.exit_status = 1
+            self.request_stop()
+
+    def _report_failure(self, r: Reaction, exc: BaseException) -> None:
+        frames = traceback.extract_tb(exc.__traceback__)[1:]  # drop the scheduler's own frame
+        lines = [f"{r.lf_file}:{r.lf_line}: error: reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} "
+                 f"failed: {type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
+        for frame in frames:
+            file, line = frame.filename, frame.lineno or 0
+            if self.line_map is not None:
+                mapped = self.line_map(file, line)
+                if mapped is not None:
+                    file, line = mapped
+            lines.append(f'  File "{file}", line {line}, in {frame.name}')
+            text = linecache.getline(file, line).strip()
+            if text:
+                lines.append(f"    {text}")
+        lines.append(f"{type(exc).__name__}: {exc}")
+        print("\n".join(lines), file=sys.stderr, flush=True)
+
+    def _end_tag(self) -> None:
+        if self.trace is not None:
+            rel = self.current.time - self.start_time
+            for port in sorted(self.set_ports, key=lambda p: p.trace_name):
+                self.trace.append((rel, self.current.microstep, port.trace_name, port.value))
+        for port in self.set_ports:
+            port.is_present = False
+            for f in port.fanout:
+                f.is_present = False
+        self.set_ports.clear()
+        for trigger in self.fired:
+            trigger.is_present = False
+        self.fired.clear()
+        for state in self.mode_states:
+            if state.pending is not None:
+                mode, kind = state.pending
+                state.pending = None
+                previous, state.current = state.current, mode
+                if state.on_enter is not None and (mode != previous or kind == "reset"):
+                    state.on_enter(mode, kind)
+        if self.stopping:
+            self.halted = True
+
+
+def _order(r: Reaction) -> int:
+    return r.order
