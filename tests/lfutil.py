@@ -1,5 +1,8 @@
-"""Helpers for tests that write small LF programs to disk and analyze them."""
+"""Helpers for tests that write small LF programs to disk and analyze or run them."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from lfpy.diagnostics import Diagnostics
@@ -28,3 +31,14 @@ def elaborate_source(tmp_path: Path, source: str) -> Elaborated:
     result = analyze(str(path), diags)
     assert result is not None, diags.render_all()
     return result
+
+
+def run_lf(tmp_path: Path, source: str, *args: str, name: str = "Test.lf",
+           trace: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Write `source` and run it with `lfrl run` in a fresh process."""
+    path = write(tmp_path, source, name)
+    env = dict(os.environ)
+    if trace is not None:
+        env["LFPY_TRACE"] = str(trace)
+    return subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path), *args], capture_output=True,
+                          text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120)

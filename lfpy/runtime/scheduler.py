@@ -199,6 +199,8 @@ class Scheduler:
         self.tag_number += 1
         for _t, _m, _s, handler, value in self.events.pop_tag(tag):
             handler(value)
+        if self.set_ports:  # ports delivered by `after` connections
+            self._propagate(0)
         if startup:
             for r in self.startup:
                 self.enqueue(r)

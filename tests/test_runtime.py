@@ -1,0 +1,330 @@
+"""The runtime: each semantic point with a small program whose printed trace is asserted exactly."""
+
+from pathlib import Path
+
+from tests.lfutil import run_lf
+
+FAST = "target Python { fast: true, timeout: 1 sec }\n"
+PRINT_TAG = 'print(f"{lf.time.logical_elapsed() // MSEC(1)}ms/{lf.tag().microstep}'
+
+
+def lines(tmp_path: Path, source: str, *args: str) -> list[str]:
+    result = run_lf(tmp_path, source, *args)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_timers_and_after_delays(tmp_path: Path) -> None:
+    source = FAST + """
+reactor Src {
+  output out
+  timer t(10 msec, 20 msec)
+  state n = 0
+  reaction(t) -> out {= self.n += 1; out.set(self.n) =}
+}
+reactor Dst {
+  input inp
+  reaction(inp) {= """ + PRINT_TAG + """ got {inp.value}") =}
+}
+main reactor {
+  s = new Src()
+  d = new Dst()
+  s.out -> d.inp after 5 msec
+}
+""".replace("self.n += 1; out.set(self.n)", "\n    self.n += 1\n    out.set(self.n)\n  ")
+    out = lines(tmp_path, source, "--timeout", "60ms")
+    assert out == ["15ms/0 got 1", "35ms/0 got 2", "55ms/0 got 3"]
+
+
+def test_after_zero_is_the_next_microstep(tmp_path: Path) -> None:
+    source = FAST + """
+reactor Echo {
+  input inp
+  output out
+  reaction(inp) -> out {=
+    """ + PRINT_TAG + """ echo {inp.value}")
+    if inp.value < 3:
+      out.set(inp.value + 1)
+  =}
+}
+main reactor {
+  e = new Echo()
+  reaction(startup) -> e.inp {= e.inp.set(0) =}
+  e.out -> e.inp after 0
+}
+"""
+    assert lines(tmp_path, source) == ["0ms/0 echo 0", "0ms/1 echo 1", "0ms/2 echo 2", "0ms/3 echo 3"]
+
+
+def test_logical_actions_values_min_delay_and_last_value_wins(tmp_path: Path) -> None:
+    source = FAST + """
+main reactor {
+  logical action a(2 msec)
+  logical action b
+  reaction(startup) -> a, b {=
+    a.schedule(MSEC(1), "first")
+    a.schedule(MSEC(1), "second")
+    b.schedule(0, 42)
+  =}
+  reaction(a) {= """ + PRINT_TAG + """ a={a.value}") =}
+  reaction(b) a {= """ + PRINT_TAG + """ b={b.value} a present={a.is_present}") =}
+}
+"""
+    assert lines(tmp_path, source) == ["0ms/1 b=42 a present=False", "3ms/0 a=second"]
+
+
+def test_min_spacing_defer_and_drop(tmp_path: Path) -> None:
+    source = FAST + """
+main reactor {
+  logical action d(0, 10 msec, "defer")
+  logical action x(0, 10 msec, "drop")
+  reaction(startup) -> d, x {=
+    for i in range(3):
+      d.schedule(MSEC(1), i)
+      x.schedule(MSEC(1), i)
+  =}
+  reaction(d) {= """ + PRINT_TAG + """ defer {d.value}") =}
+  reaction(x) {= """ + PRINT_TAG + """ drop {x.value}") =}
+}
+"""
+    assert lines(tmp_path, source) == ["1ms/0 defer 0", "1ms/0 drop 0", "11ms/0 defer 1", "21ms/0 defer 2"]
+
+
+def test_request_stop_runs_shutdown_at_the_next_microstep(tmp_path: Path) -> None:
+    source = FAST + """
+main reactor {
+  timer t(0, 10 msec)
+  state n = 0
+  reaction(t) {=
+    self.n += 1
+    if self.n == 3:
+      request_stop()
+  =}
+  reaction(shutdown) {= """ + PRINT_TAG + """ shutdown after {self.n} ticks") =}
+}
+"""
+    assert lines(tmp_path, source) == ["20ms/1 shutdown after 3 ticks"]
+
+
+def test_timeout_processes_events_at_the_timeout_tag(tmp_path: Path) -> None:
+    source = "target Python { fast: true, timeout: 30 msec }\n" + """
+main reactor {
+  timer t(0, 10 msec)
+  reaction(t) {= """ + PRINT_TAG + """ tick") =}
+  reaction(shutdown) {= """ + PRINT_TAG + """ shutdown") =}
+}
+"""
+    assert lines(tmp_path, source) == ["0ms/0 tick", "10ms/0 tick", "20ms/0 tick", "30ms/0 tick", "30ms/0 shutdown"]
+
+
+def test_empty_event_queue_shuts_down(tmp_path: Path) -> None:
+    source = "target Python\nmain reactor {\n  reaction(startup) {= print('start') =}\n" \
+             "  reaction(shutdown) {= " + PRINT_TAG + " shutdown\") =}\n}\n"
+    assert lines(tmp_path, source) == ["start", "0ms/1 shutdown"]
+
+
+def test_physical_time_is_followed_without_fast(tmp_path: Path) -> None:
+    source = """target Python { timeout: 50 msec }
+main reactor {
+  timer t(0, 25 msec)
+  reaction(t) {=
+    lag = lf.time.physical() - lf.time.logical()
+    print("behind" if lag < 0 else "on time")
+  =}
+}
+"""
+    assert lines(tmp_path, source) == ["on time", "on time", "on time"]
+
+
+def test_deadline_handler_runs_when_late(tmp_path: Path) -> None:
+    source = """target Python { timeout: 0 msec }
+reactor Slow {
+  output out
+  reaction(startup) -> out {=
+    import time
+    time.sleep(0.05)
+    out.set(1)
+  =}
+}
+reactor Strict {
+  input inp
+  reaction(inp) {= print("on time") =} deadline(10 msec) {= print("missed deadline") =}
+}
+main reactor {
+  s = new Slow()
+  d = new Strict()
+  s.out -> d.inp
+}
+"""
+    assert lines(tmp_path, source) == ["missed deadline"]
+
+
+def test_modes_reset_and_history(tmp_path: Path) -> None:
+    source = FAST + """
+reactor Counter {
+  input next
+  input toggle
+  input back_history
+  output count
+  initial mode Up {
+    state n = 0
+    reaction(next) -> count {=
+      self.n += 1
+      count.set(self.n)
+    =}
+    reaction(toggle) -> reset(Down) {= Down.set() =}
+  }
+  mode Down {
+    state m = 100
+    reaction(reset) {= print(f"entered Down with reset at {lf.tag().microstep}") =}
+    reaction(next) -> count {=
+      self.m -= 1
+      count.set(self.m)
+    =}
+    reaction(back_history) -> history(Up) {= Up.set() =}
+  }
+}
+main reactor {
+  c = new Counter()
+  timer t(0, 10 msec)
+  state step = 0
+  reaction(t) -> c.next, c.toggle, c.back_history {=
+    self.step += 1
+    c.next.set(True)
+    if self.step == 2:
+      c.toggle.set(True)
+    if self.step == 4:
+      c.back_history.set(True)
+  =}
+  reaction(c.count) {= print(f"step {self.step}: {c.count.value}") =}
+}
+"""
+    out = lines(tmp_path, source, "--timeout", "50ms")
+    assert out == ["step 1: 1", "step 2: 2", "entered Down with reset at 1", "step 3: 99", "step 4: 98",
+                   "step 5: 3", "step 6: 4"]
+
+
+def test_banks_multiports_and_contained_ports(tmp_path: Path) -> None:
+    source = FAST + """
+reactor W(bank_index = 0) {
+  input x
+  output y
+  reaction(x) -> y {= y.set(x.value * 10 + self.bank_index) =}
+}
+main reactor(n = 3) {
+  ws = new[n] W()
+  reaction(startup) -> ws.x {=
+    for i, w in enumerate(ws):
+      w.x.set(i + 1)
+  =}
+  reaction(ws.y) {= print([w.y.value for w in ws], len(ws)) =}
+}
+"""
+    assert lines(tmp_path, source) == ["[10, 21, 32] 3"]
+
+
+def test_multiport_width_iteration_and_presence(tmp_path: Path) -> None:
+    source = FAST + """
+reactor S {
+  output[4] out
+  reaction(startup) -> out {=
+    for i in range(0, out.width, 2):
+      out[i].set(i)
+  =}
+}
+reactor D {
+  input[4] inp
+  reaction(inp) {= print(inp.width, len(inp), [p.value if p.is_present else None for p in inp]) =}
+}
+main reactor {
+  s = new S()
+  d = new D()
+  s.out -> d.inp
+}
+"""
+    assert lines(tmp_path, source) == ["4 4 [0, None, 2, None]"]
+
+
+def test_methods_preambles_inheritance_and_state(tmp_path: Path) -> None:
+    source = """target Python { fast: true }
+preamble {=
+  def triple(x):
+    return 3 * x
+=}
+reactor Base(k = 2) {
+  state total = {= [0] =}
+  preamble {=
+    import math
+  =}
+  method add(v) {=
+    self.total[0] += v
+    return self.total[0]
+  =}
+  reaction(startup) {= print("base", self.add(self.k)) =}
+}
+main reactor Derived extends Base {
+  reaction(startup) {= print("derived", self.add(triple(self.k)), self.math.floor(2.5)) =}
+}
+"""
+    assert lines(tmp_path, source) == ["base 2", "derived 8 2"]
+
+
+def test_physical_action_scheduled_from_another_thread(tmp_path: Path) -> None:
+    source = """target Python { timeout: 2 sec }
+main reactor {
+  physical action p
+  preamble {=
+    import threading
+  =}
+  reaction(startup) -> p {=
+    def later():
+      p.schedule(0, "hello")
+    self.threading.Timer(0.05, later).start()
+  =}
+  reaction(p) {=
+    print("got", p.value, lf.time.logical_elapsed() >= MSEC(40))
+    request_stop()
+  =}
+}
+"""
+    assert lines(tmp_path, source) == ["got hello True"]
+
+
+def test_failing_reaction_points_at_the_lf_line_and_shutdown_still_runs(tmp_path: Path) -> None:
+    source = """target Python
+reactor Boom {
+  reaction(startup) {=
+    x = 1
+    y = x / 0
+  =}
+  reaction(shutdown) {= print("shutdown ran") =}
+}
+main reactor {
+  b = new Boom()
+}
+"""
+    result = run_lf(tmp_path, source, name="Boom.lf")
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == ["shutdown ran"]
+    err = result.stderr.splitlines()
+    lf_file = str((tmp_path / "Boom.lf").resolve())
+    assert err[0] == (f"{lf_file}:3: error: reaction 'reaction_1' of Boom.b failed: "
+                      "ZeroDivisionError: division by zero")
+    assert f'  File "{lf_file}", line 5, in reaction_function_1' in err
+    assert "    y = x / 0" in err
+
+
+def test_exit_in_a_reaction_sets_the_status(tmp_path: Path) -> None:
+    source = "target Python\nmain reactor {\n  reaction(startup) {=\n    print('bye')\n    exit(3)\n  =}\n" \
+             "  reaction(shutdown) {= print('not reached') =}\n}\n"
+    result = run_lf(tmp_path, source)
+    assert (result.returncode, result.stdout) == (3, "bye\n")
+
+
+def test_generated_code_lives_in_src_gen(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    source = "target Python\nmain reactor Hi {\n  reaction(startup) {= print('hi') =}\n}\n"
+    result = run_lf(tmp_path, source, name="src/Hi.lf")
+    assert result.returncode == 0 and result.stdout == "hi\n"
+    generated = (tmp_path / "src-gen" / "Hi" / "Hi.py").read_text()
+    assert "    def reaction_function_1(self):\n        print('hi')\n" in generated
