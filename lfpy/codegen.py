@@ -37,15 +37,15 @@ class ModuleWriter:
         first = raw[0].strip()
         rest = textwrap.dedent("\n".join(raw[1:])).split("\n") if len(raw) > 1 else []
         numbered = ([(0, first)] if first else []) + [(i + 1, line) for i, line in enumerate(rest)]
-        wrote = False
+        statements = False
         for offset, line in numbered:
             if not line.strip():
                 self.emit("")
                 continue
             self.emit(indent + line.rstrip())
             self.line_map[len(self.lines)] = (code.loc.file, code.loc.line + offset)
-            wrote = True
-        if not wrote:
+            statements |= not line.lstrip().startswith("#")
+        if not statements:  # only comments: Python still needs a statement
             self.emit(indent + "pass")
 
 
@@ -66,14 +66,15 @@ def value_source(expr: ast.Expression) -> str:
 
 
 def arg_names(reaction: ast.Reaction) -> list[str]:
-    """The names a reaction function takes: ports, actions, containers, modes, in LF's order."""
+    """The names a reaction function takes: ports, actions, containers, modes, in LF's order;
+    a contained port `c.x` is also reachable as `c_x`, as in LF's Python target."""
     names: list[str] = []
     for ref in [*reaction.triggers, *reaction.sources, *reaction.effects]:
         if isinstance(ref, ast.BuiltinTrigger):
             continue
-        name = ref.container or ref.variable
-        if name not in names:
-            names.append(name)
+        for name in [ref.container or ref.variable] + ([f"{ref.container}_{ref.variable}"] if ref.container else []):
+            if name not in names:
+                names.append(name)
     return names
 
 
@@ -84,6 +85,7 @@ def generate(program: Program, main: ast.Reactor) -> tuple[str, dict[int, tuple[
     out.emit("import sys")
     out.emit("import os")
     out.emit("from lfpy.runtime.api import *  # noqa: F403 - the names LF's Python target provides")
+    out.emit("from lfpy.runtime.api import ReactorBase")
     out.emit("")
     for model in program.models.values():
         for preamble in model.preambles:
@@ -96,7 +98,7 @@ def generate(program: Program, main: ast.Reactor) -> tuple[str, dict[int, tuple[
         names[id(reactor)] = python_class_name(reactor, index)
     for reactor in classes:
         info = class_info(program, reactor)
-        out.emit(f"class {names[id(reactor)]}:")
+        out.emit(f"class {names[id(reactor)]}(ReactorBase):")
         out.emit(f"    # reactor {class_name(reactor)} from {reactor.loc.file}:{reactor.loc.line}")
         for cls in info.chain:
             for preamble in cls.preambles:

@@ -342,8 +342,10 @@ class Elaborator:
                 indegree[id(after)] += 1
         queue = deque(r for r in reactions if indegree[id(r)] == 0)
         done = 0
+        order: list[ReactionInst] = []
         while queue:
             r = queue.popleft()
+            order.append(r)
             done += 1
             for after, _path in edges[id(r)]:
                 after.level = max(after.level, r.level + 1)
@@ -351,6 +353,10 @@ class Elaborator:
                 if indegree[id(after)] == 0:
                     queue.append(after)
         if done == len(reactions):
+            for r in reversed(order):
+                candidates = [r.deadline_ns] + [after.inferred_deadline_ns for after, _p in edges[id(r)]]
+                known = [d for d in candidates if d is not None]
+                r.inferred_deadline_ns = min(known) if known else None
             return True
         remaining = [r for r in reactions if indegree[id(r)] > 0]
         self.report_loop(remaining, edges)
@@ -465,5 +471,6 @@ def elaborate(program: Program, diags: Diagnostics, require_main: bool = True) -
     reactions = [r for inst in elaborator.instances for r in inst.reactions]
     if not elaborator.levels(reactions):
         return None
-    reactions.sort(key=lambda r: (r.level, r.full_name))
+    reactions.sort(key=lambda r: (r.level, FOREVER_NS if r.inferred_deadline_ns is None else r.inferred_deadline_ns,
+                                  r.full_name))
     return Elaborated(root, elaborator.instances, elaborator.links, reactions, props)

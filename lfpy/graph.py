@@ -99,6 +99,9 @@ class ReactionInst:
     mode: ModeInst | None = None
     deadline_ns: int | None = None
     level: int = 0
+    # The smallest deadline of this reaction and of every reaction after it in the graph: within a
+    # level, reactions run earliest-deadline first (LF's deadline inheritance).
+    inferred_deadline_ns: int | None = None
 
     @property
     def full_name(self) -> str:

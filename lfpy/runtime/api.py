@@ -7,6 +7,7 @@ The generated module star-imports the constants; `lf` and `request_stop` are bou
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from lfpy.runtime.tag import (
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from lfpy.runtime.scheduler import Scheduler
 
 globals().update(UNIT_FUNCTIONS)
-__all__ = ["BILLION", "DAY", "FOREVER", "HOUR", "MINUTE", "MSEC", "NEVER", "NSEC", "SEC", "USEC", "WEEK", "Tag",
+__all__ = ["lf_print", "lf_print_warning", "lf_print_error", "lf_print_error_and_exit", "BILLION", "DAY", "FOREVER", "HOUR", "MINUTE", "MSEC", "NEVER", "NSEC", "SEC", "USEC", "WEEK", "Tag",
            "tag_compare", *UNIT_FUNCTIONS]
 
 
@@ -52,6 +53,45 @@ class _Time:
 
     def start(self) -> int:
         return self._s.start_time
+
+
+class ReactorBase:
+    """Base of every generated reactor class: what `self` offers beyond parameters and state."""
+
+    _lf_sched: Scheduler
+
+    def check_deadline(self, invoke_handler: bool = False) -> bool:
+        """True if the running reaction has missed its deadline; optionally run its handler now."""
+        reaction = self._lf_sched.running()
+        if reaction is None or reaction.deadline is None:
+            return False
+        late = self._lf_sched.physical() - self._lf_sched.current.time > reaction.deadline
+        if late and invoke_handler and reaction.deadline_fn is not None:
+            reaction.deadline_fn(*reaction.args)
+        return late
+
+    def update_deadline(self, deadline: int) -> None:
+        """Change the running reaction's deadline (nanoseconds) from now on."""
+        reaction = self._lf_sched.running()
+        if reaction is not None:
+            reaction.deadline = int(deadline)
+
+
+def lf_print(*args: object) -> None:
+    print(*args, flush=True)
+
+
+def lf_print_warning(message: object) -> None:
+    print(f"WARNING: {message}", file=sys.stderr, flush=True)
+
+
+def lf_print_error(message: object) -> None:
+    print(f"ERROR: {message}", file=sys.stderr, flush=True)
+
+
+def lf_print_error_and_exit(message: object) -> None:
+    lf_print_error(message)
+    raise SystemExit(1)
 
 
 class LfApi:

@@ -38,6 +38,7 @@ class Environment:
         self.mode_states: dict[int, ModeState] = {}
         # Reactions triggered by `reset`, per instance, with the mode they live in.
         self.reset_reactions: dict[int, list[tuple[ModeInst | None, Reaction]]] = {}
+        self.mutable_ports: list[Port] = []
         for inst in elaborated.instances:
             self._make_instance(inst)
         self._connect()
@@ -49,6 +50,7 @@ class Environment:
     def _make_instance(self, inst: Instance) -> None:
         cls = self.ns[self.class_names[id(inst.reactor)]]
         obj = cls.__new__(cls)
+        obj._lf_sched = self.sched
         parent = self.objects.get(id(inst.parent)) if inst.parent is not None else None
         for name, value in inst.parameters.items():
             if isinstance(value, Deferred):
@@ -66,6 +68,8 @@ class Environment:
                         for ch in range(port.width)]
             for ch, p in enumerate(channels):
                 self.ports[(id(port), ch)] = p
+                if port.decl.mutable:
+                    self.mutable_ports.append(p)
             self.port_objects[id(port)] = Multiport(channels) if port.multiport else channels[0]
         for action in inst.actions.values():
             self.actions[id(action)] = Action(action.name, sched, action.origin == "physical", action.min_delay_ns,
@@ -99,6 +103,7 @@ class Environment:
                 seen.append(p)
                 stack.extend(direct.get(id(p), []))
             port.fanout = seen
+            port.copies = [p for p in seen if p in self.mutable_ports]
 
     def _target(self, obj: PortInst | TimerInst | ActionInst | ModeInst) -> Any:
         if isinstance(obj, PortInst):
@@ -145,6 +150,8 @@ class Environment:
                 proxy_list = proxies if isinstance(proxies, list) else [proxies]
                 for proxy, member in zip(proxy_list, members, strict=True):
                     setattr(proxy, ref.name, self.port_objects[id(member.ports[ref.name])])
+                ports = [self.port_objects[id(m.ports[ref.name])] for m in members]
+                args[f"{ref.container}_{ref.name}"] = ports if members[0].bank_index is not None else ports[0]
         names = arg_names(r.decl)
         fn = getattr(obj, f"reaction_function_{r.index}")
         reaction = Reaction(r.name, r.full_name, r.level, fn, tuple(args.get(n) for n in names),

@@ -8,6 +8,7 @@ after the writer's level has finished.
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
 
 
 class Port:
-    __slots__ = ("value", "is_present", "name", "_sched", "fanout", "triggered", "delayed", "trace_name")
+    __slots__ = ("value", "is_present", "name", "_sched", "fanout", "copies", "triggered", "delayed",
+                 "trace_name")
 
     def __init__(self, name: str, sched: Scheduler) -> None:
         self.value: object = None
@@ -25,6 +27,9 @@ class Port:
         self._sched = sched
         # Ports reached through zero-delay connections: they take the value at once.
         self.fanout: list[Port] = []
+        # Mutable inputs among `fanout`: each gets its own deep copy, so that one reader's changes
+        # are not seen by the others.
+        self.copies: list[Port] = []
         # Reactions triggered by this port or by any port in `fanout`.
         self.triggered: list[Reaction] = []
         # (delay_ns, physical, destination) for `after` and `~>` connections.
@@ -36,6 +41,8 @@ class Port:
         for port in self.fanout:
             port.value = value
             port.is_present = True
+        for port in self.copies:
+            port.value = deepcopy(value)
         if not self.is_present:
             self.is_present = True
             self._sched.set_ports.append(self)

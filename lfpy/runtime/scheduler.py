@@ -57,6 +57,7 @@ class Scheduler:
         self.trace: list[tuple[int, int, str, object]] | None = None
         self.pool: ThreadPoolExecutor | None = None
         self.line_map: Callable[[str, int], tuple[str, int] | None] | None = None
+        self._local = threading.local()  # the reaction each thread is running
         self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
 
     # ------------------------------------------------------------ time
@@ -254,9 +255,13 @@ class Scheduler:
                     self.events.push(tag, self.deliver(dst), port.value)
         return end
 
+    def running(self) -> Reaction | None:
+        return getattr(self._local, "reaction", None)
+
     def _invoke(self, r: Reaction) -> None:
         if self.halted:
             return
+        self._local.reaction = r
         try:
             if r.deadline is not None and self.physical() - self.current.time > r.deadline:
                 if r.deadline_fn is not None:
