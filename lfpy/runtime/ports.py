@@ -2,8 +2,9 @@
 
 Threading contract: a port channel has one writer per tag (the elaborated graph guarantees it),
 and is read only by reactions of later levels, so `set` takes no lock. `set` records the port in
-the scheduler's list of ports set at this tag (list.append is atomic), which the scheduler reads
-after the writer's level has finished.
+the scheduler's list of ports set at this tag (list.append is atomic). With one worker it queues
+the reactions the port triggers at once; with a pool the scheduler does that after the writer's
+level has finished (queueing is not thread-safe).
 """
 
 from __future__ import annotations
@@ -43,9 +44,21 @@ class Port:
             port.is_present = True
         for port in self.copies:
             port.value = deepcopy(value)
+        sched = self._sched
         if not self.is_present:
             self.is_present = True
-            self._sched.set_ports.append(self)
+            sched.set_ports.append(self)
+        if sched.pool is None:
+            # One worker: queue the triggered reactions now (`Scheduler.enqueue`, inlined: this is
+            # the hot path). With a pool, the scheduler does it after the level's barrier.
+            tag_number = sched.tag_number
+            buckets = sched.buckets
+            for r in self.triggered:
+                if r.stamp != tag_number and (not r.gates or r.active()):
+                    r.stamp = tag_number
+                    buckets[r.level].append(r)
+            if self.delayed:
+                sched.schedule_deliveries(self)
 
     def __repr__(self) -> str:
         return f"<port {self.trace_name} present={self.is_present} value={self.value!r}>"

@@ -57,7 +57,8 @@ class Scheduler:
         self.trace: list[tuple[int, int, str, object]] | None = None
         self.pool: ThreadPoolExecutor | None = None
         self.line_map: Callable[[str, int], tuple[str, int] | None] | None = None
-        self._local = threading.local()  # the reaction each thread is running
+        self._local = threading.local()  # the reaction each worker thread is running
+        self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
         self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
 
     # ------------------------------------------------------------ time
@@ -200,7 +201,7 @@ class Scheduler:
         self.tag_number += 1
         for _t, _m, _s, handler, value in self.events.pop_tag(tag):
             handler(value)
-        if self.set_ports:  # ports delivered by `after` connections
+        if self.pool is not None and self.set_ports:  # ports delivered by `after` connections
             self._propagate(0)
         if startup:
             for r in self.startup:
@@ -214,21 +215,37 @@ class Scheduler:
 
     def _run_levels(self) -> None:
         buckets = self.buckets
+        set_ports = self.set_ports
         for level in range(len(buckets)):
             bucket = buckets[level]
             if not bucket:
                 continue
             buckets[level] = []
-            mark = len(self.set_ports)
+            mark = len(set_ports)
             if len(bucket) > 1:
                 bucket.sort(key=_order)
-            if self.pool is None or len(bucket) == 1:
-                for r in bucket:
-                    self._invoke(r)
+            if self.pool is None:
+                # The hot path: run inline; `Port.set` queues what each reaction triggers. The
+                # try is outside the inner loop (entering it costs nothing, but it is not free).
+                i, n = 0, len(bucket)
+                while i < n:
+                    try:
+                        while i < n:
+                            r = bucket[i]
+                            i += 1
+                            if r.deadline is None:
+                                r.fn(*r.args)
+                            else:
+                                self._invoke(r)
+                    except BaseException as exc:
+                        self._failed(r, exc)
                     if self.halted:
                         return
-                    if len(self.set_ports) > mark:
-                        mark = self._propagate(mark)
+            elif len(bucket) == 1:
+                self._invoke(bucket[0])
+                if self.halted:
+                    return
+                self._propagate(mark)
             else:
                 for _ in self.pool.map(self._invoke, bucket):
                     pass
@@ -240,36 +257,57 @@ class Scheduler:
         """Queue the reactions triggered by ports set since `mark`; schedule delayed deliveries."""
         ports = self.set_ports
         end = len(ports)
+        tag_number = self.tag_number
+        buckets = self.buckets
         for i in range(mark, end):
             port = ports[i]
-            for r in port.triggered:
-                self.enqueue(r)
-            for delay, physical, dst in port.delayed:
-                if physical:
-                    when = max(self.physical(), self.current.time) + delay
-                    tag = Tag(when, 0) if when > self.current.time else Tag(self.current.time, self.current.microstep + 1)
-                else:
-                    tag = Tag(self.current.time, self.current.microstep + 1) if delay == 0 else \
-                        Tag(self.current.time + delay, 0)
-                with self.lock:
-                    self.events.push(tag, self.deliver(dst), port.value)
+            for r in port.triggered:  # `enqueue`, inlined: this is the hot path
+                if r.stamp != tag_number and (not r.gates or r.active()):
+                    r.stamp = tag_number
+                    buckets[r.level].append(r)
+            if port.delayed:
+                self.schedule_deliveries(port)
         return end
 
+    def schedule_deliveries(self, port: Port) -> None:
+        """Events for the far ends of `port`'s `after` and physical connections."""
+        now = self.current
+        for delay, physical, dst in port.delayed:
+            if physical:
+                when = max(self.physical(), now.time) + delay
+                tag = Tag(when, 0) if when > now.time else Tag(now.time, now.microstep + 1)
+            else:
+                tag = Tag(now.time, now.microstep + 1) if delay == 0 else Tag(now.time + delay, 0)
+            with self.lock:
+                self.events.push(tag, self.deliver(dst), port.value)
+
     def running(self) -> Reaction | None:
+        """The reaction with a deadline this thread is running (for `check_deadline`)."""
+        if self.pool is None:
+            return self._current
         return getattr(self._local, "reaction", None)
 
     def _invoke(self, r: Reaction) -> None:
         if self.halted:
             return
-        self._local.reaction = r
+        if self.pool is None:
+            self._current = r
+        else:
+            self._local.reaction = r
         try:
             if r.deadline is not None and self.physical() - self.current.time > r.deadline:
                 if r.deadline_fn is not None:
                     r.deadline_fn(*r.args)
                 return
             r.fn(*r.args)
-        except SystemExit as stop:
-            code = stop.code
+        except BaseException as exc:
+            self._failed(r, exc)
+
+    def _failed(self, r: Reaction, exc: BaseException) -> None:
+        """`exit(n)` ends the program at once with status n; any other error is reported, then the
+        program shuts down at the next microstep with status 1."""
+        if isinstance(exc, SystemExit):
+            code = exc.code
             if code is None:
                 code = 0
             elif not isinstance(code, int):
@@ -277,10 +315,10 @@ class Scheduler:
                 code = 1
             self.exit_status = code
             self.halted = True
-        except BaseException as exc:  # the user's code failed: report it, then shut down
-            self._report_failure(r, exc)
-            self.exit_status = 1
-            self.request_stop()
+            return
+        self._report_failure(r, exc)
+        self.exit_status = 1
+        self.request_stop()
 
     def _report_failure(self, r: Reaction, exc: BaseException) -> None:
         frames = traceback.extract_tb(exc.__traceback__)[1:]  # drop the scheduler's own frame

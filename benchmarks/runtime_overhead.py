@@ -1,0 +1,178 @@
+"""Runtime overhead: LF programs on lfpy's runtime against hand-written Python loops making the
+same reaction calls, side by side in one run.
+
+  .venv/bin/python benchmarks/runtime_overhead.py [--tags 10000] [--chain 100] [--round-trips 10000]
+
+Prints each workload's time on the runtime, in the plain loop, and the ratio (runtime / loop);
+writes benchmarks/results/runtime_overhead.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import tempfile
+import time
+from pathlib import Path
+
+from lfpy.build import build
+from lfpy.diagnostics import Diagnostics
+from lfpy.runtime.environment import Environment
+
+CHAIN = """target Python {{ fast: true }}
+reactor Source(tags = 10) {{
+  output out
+  logical action next
+  state n = 0
+  reaction(startup, next) -> out, next {{=
+    self.n += 1
+    out.set(self.n)
+    if self.n < self.tags:
+      next.schedule(0)
+  =}}
+}}
+reactor Node {{
+  input x
+  output y
+  reaction(x) -> y {{= y.set(x.value + 1) =}}
+}}
+reactor Sink {{
+  input x
+  state total = 0
+  reaction(x) {{= self.total += x.value =}}
+}}
+main reactor Chain {{
+  src = new Source(tags = {tags})
+  nodes = new[{chain}] Node()
+  sink = new Sink()
+  src.out, nodes.y -> nodes.x, sink.x
+}}
+"""
+
+PING_PONG = """target Python {{ fast: true }}
+reactor Ping(count = 10) {{
+  input receive
+  output send
+  state left = count
+  reaction(startup) -> send {{= send.set(0) =}}
+  reaction(receive) -> send {{=
+    self.left -= 1
+    if self.left > 0:
+      send.set(receive.value + 1)
+  =}}
+}}
+reactor Pong {{
+  input receive
+  output send
+  reaction(receive) -> send {{= send.set(receive.value + 1) =}}
+}}
+main reactor PingPong {{
+  ping = new Ping(count = {round_trips})
+  pong = new Pong()
+  ping.send -> pong.receive
+  pong.send -> ping.receive after 0
+}}
+"""
+
+
+class PlainPort:
+    """The least a port needs: a value, presence, and set()."""
+
+    __slots__ = ("value", "is_present")
+
+    def __init__(self) -> None:
+        self.value = None
+        self.is_present = False
+
+    def set(self, value: object) -> None:
+        self.value = value
+        self.is_present = True
+
+
+def runtime_seconds(source: str) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "Bench.lf"
+        path.write_text(source)
+        diags = Diagnostics()
+        built = build(str(path), diags)
+        assert built is not None, diags.render_all()
+        namespace: dict[str, object] = {"__name__": "bench"}
+        exec(compile(built.source, str(built.module), "exec"), namespace)
+        env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
+                          keepalive=False, package_dir=tmp)
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            status = env.run()
+        elapsed = time.perf_counter() - start
+        assert status == 0
+        return elapsed
+
+
+def plain_chain_seconds(tags: int, chain: int) -> float:
+    """The same reaction calls: source sets, each node copies +1, the sink sums; per tag."""
+    ports = [PlainPort() for _ in range(chain + 1)]
+
+    def node(x: PlainPort, y: PlainPort) -> None:
+        y.set(x.value + 1)
+
+    total = 0
+    start = time.perf_counter()
+    for n in range(1, tags + 1):
+        ports[0].set(n)
+        for i in range(chain):
+            node(ports[i], ports[i + 1])
+        total += ports[chain].value
+        for p in ports:
+            p.is_present = False
+    return time.perf_counter() - start
+
+
+def plain_ping_pong_seconds(round_trips: int) -> float:
+    ping_send, pong_send = PlainPort(), PlainPort()
+
+    def pong(receive: PlainPort, send: PlainPort) -> None:
+        send.set(receive.value + 1)
+
+    start = time.perf_counter()
+    left = round_trips
+    ping_send.set(0)
+    while True:
+        pong(ping_send, pong_send)
+        ping_send.is_present = False
+        left -= 1
+        if left <= 0:
+            break
+        ping_send.set(pong_send.value + 1)
+        pong_send.is_present = False
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tags", type=int, default=10_000)
+    parser.add_argument("--chain", type=int, default=100)
+    parser.add_argument("--round-trips", type=int, default=10_000)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "runtime_overhead.md"))
+    args = parser.parse_args()
+
+    rows = []
+    chain_rt = runtime_seconds(CHAIN.format(tags=args.tags, chain=args.chain))
+    chain_plain = plain_chain_seconds(args.tags, args.chain)
+    rows.append((f"chain of {args.chain} reactions x {args.tags} tags", chain_rt, chain_plain))
+    pp_rt = runtime_seconds(PING_PONG.format(round_trips=args.round_trips))
+    pp_plain = plain_ping_pong_seconds(args.round_trips)
+    rows.append((f"ping-pong, {args.round_trips} round trips", pp_rt, pp_plain))
+
+    lines = ["| workload | lfpy runtime (s) | plain loop (s) | ratio runtime/loop |", "|---|---:|---:|---:|"]
+    for name, rt, plain in rows:
+        lines.append(f"| {name} | {rt:.3f} | {plain:.3f} | {rt / plain:.2f}x |")
+    table = "\n".join(lines)
+    print(table)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("# Runtime overhead\n\nCommand: `.venv/bin/python benchmarks/runtime_overhead.py`\n\n"
+                              + table + "\n")
+
+
+if __name__ == "__main__":
+    main()
