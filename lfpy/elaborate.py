@@ -90,8 +90,9 @@ class Elaborator:
         self.diags.error(loc, message)
         return ElaborationError(message)
 
-    def value(self, expr: ast.Expression, scope: dict[str, object]) -> object:
-        """A parameter or state value as Python sees it."""
+    def value(self, expr: ast.Expression, scope: dict[str, object], bank_index: int | None = None) -> object:
+        """A parameter or state value as Python sees it. A parameter reference names a parameter
+        of `scope`; inside `{= ... =}`, `bank_index` is the new instance's (when given), as in LF."""
         if isinstance(expr, ast.Literal):
             return expr.value
         if isinstance(expr, ast.Time):
@@ -103,11 +104,12 @@ class Elaborator:
         if isinstance(expr, ast.CodeExpr):
             code = expr.code.text.strip()
             names = {k: v for k, v in scope.items() if not isinstance(v, Deferred)}
+            local = dict(names) if bank_index is None else {**names, "bank_index": bank_index}
             try:
-                return eval(compile(code, expr.loc.file, "eval"), {"self": SimpleNamespace(**names)}, names)
+                return eval(compile(code, expr.loc.file, "eval"), {"self": SimpleNamespace(**names)}, local)
             except Exception as exc:  # user code that needs the running program: leave it to the runtime
                 return Deferred(code, expr.loc, f"{type(exc).__name__}: {exc}")
-        items = [self.value(item, scope) for item in expr.items]
+        items = [self.value(item, scope, bank_index) for item in expr.items]
         if expr.bracket == "(":
             return items[0] if len(items) == 1 else tuple(items)
         return items
@@ -217,8 +219,8 @@ class Elaborator:
             width = self.width(decl.width, scope, inst, info) if decl.width is not None else None
             members = []
             for index in range(width if width is not None else 1):
-                child_scope = {**params, "bank_index": index if width is not None else (bank_index or 0)}
-                values = {a.name: self.value(a.init.expr, child_scope) for a in decl.assignments}
+                member = index if width is not None else None
+                values = {a.name: self.value(a.init.expr, scope, member) for a in decl.assignments}
                 suffix = f"[{index}]" if width is not None else ""
                 child = self.instantiate(target, cname, f"{full_name}.{cname}{suffix}", inst, values,
                                          index if width is not None else None, width, depth + 1, decl.loc)

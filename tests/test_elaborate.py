@@ -185,3 +185,25 @@ def test_dot_output(tmp_path: Path) -> None:
     assert dot.startswith("digraph lf {")
     assert '"Cyc.a.out" -> "Cyc.b.in" [style=dashed];' in dot
     assert '"Cyc.s[1].reaction_1" [label="reaction_1 (L0)"];' in dot
+
+
+NESTED_BANKS = """target Python
+reactor B(outer = 0, bank_index = 0, code = 0) {}
+reactor A(bank_index = 0) {
+  b = new[2] B(outer = bank_index, code = {= bank_index * 10 + self.bank_index =})
+}
+main reactor { a = new[2] A() }
+"""
+
+
+def test_bank_index_in_assignments(tmp_path: Path) -> None:
+    # A parameter reference names the container's parameter; inside {= =}, bank_index is the
+    # new member's own index and self.bank_index the container's.
+    elaborated = elaborate_source(tmp_path, NESTED_BANKS)
+    members = [(i.full_name, i.parameters) for i in elaborated.instances if i.reactor.name == "B"]
+    assert members == [
+        ("Test.a[0].b[0]", {"outer": 0, "bank_index": 0, "code": 0}),
+        ("Test.a[0].b[1]", {"outer": 0, "bank_index": 1, "code": 10}),
+        ("Test.a[1].b[0]", {"outer": 1, "bank_index": 0, "code": 1}),
+        ("Test.a[1].b[1]", {"outer": 1, "bank_index": 1, "code": 11}),
+    ]
