@@ -74,7 +74,14 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         return 1
     props = built.elaborated.target_properties
     namespace: dict[str, object] = {"__name__": "lf_program", "__file__": str(built.module)}
-    sys.path.insert(0, str(Path(built.elaborated.main.reactor.loc.file).parent))
+    source_dir = Path(built.elaborated.main.reactor.loc.file).parent
+    sys.path.insert(0, str(source_dir))
+    # The `files` target property names Python files or folders the program imports (lfc copies
+    # them next to the generated code; here they are imported from where they are).
+    files = props.get("files", [])
+    for entry in files if isinstance(files, list) else [files]:
+        where = source_dir / str(entry)
+        sys.path.insert(0, str(where if where.is_dir() else where.parent))
     try:
         exec(compile(built.source, str(built.module), "exec"), namespace)
     except Exception as exc:  # a preamble failed at import time
@@ -84,7 +91,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         workers=workers or int(props.get("workers", 1) or 1),  # type: ignore[call-overload]
         fast=bool(props.get("fast", False)) if fast is None else fast,
         timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
-        keepalive=bool(props.get("keepalive", False)),
+        keepalive=props.get("keepalive"),  # type: ignore[arg-type]
         package_dir=str(package_root(Path(path))),
     )
     module_file = str(built.module)

@@ -21,11 +21,13 @@ class Environment:
     """One run of one program: the scheduler and every runtime object, built from the graph."""
 
     def __init__(self, elaborated: Elaborated, namespace: dict[str, Any], class_names: dict[int, str],
-                 workers: int, fast: bool, timeout: int | None, keepalive: bool, package_dir: str) -> None:
+                 workers: int, fast: bool, timeout: int | None, keepalive: bool | None, package_dir: str) -> None:
         self.graph = elaborated
         self.ns = namespace
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
-        self.sched = Scheduler(elaborated.max_level + 1, workers, fast, timeout, keepalive or has_physical)
+        # Physical actions keep the program alive unless the program says otherwise.
+        self.sched = Scheduler(elaborated.max_level + 1, workers, fast, timeout,
+                               has_physical if keepalive is None else keepalive)
         namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
         namespace["request_stop"] = self.sched.request_stop
         namespace["lf_request_stop"] = self.sched.request_stop
