@@ -16,14 +16,17 @@ $(STAMP): pyproject.toml setup.py
 	touch $(STAMP)
 
 run: setup
-	$(VENV)/bin/lfrl check lf/examples/Pipeline.lf
 	$(VENV)/bin/lfrl graph lf/examples/Pipeline.lf
+	$(VENV)/bin/lfrl run lf/examples/Pipeline.lf --workers 2
 
 test: setup
 	$(PY) -m pytest -q
 
 lint: setup
 	$(VENV)/bin/ruff check .
+
+bench: setup
+	$(PY) benchmarks/runtime_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -328,3 +328,24 @@ def test_generated_code_lives_in_src_gen(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stdout == "hi\n"
     generated = (tmp_path / "src-gen" / "Hi" / "Hi.py").read_text()
     assert "    def reaction_function_1(self):\n        print('hi')\n" in generated
+
+
+def test_earliest_deadline_first_at_one_tag(tmp_path: Path) -> None:
+    # `b`'s second reaction has a deadline; its first reaction inherits it and both run before
+    # `a`'s reaction, although `a` comes first by name and its reaction has a lower level.
+    source = FAST + """
+reactor Plain {
+  timer t
+  reaction(t) {= print("plain") =}
+}
+reactor Urgent {
+  timer t
+  reaction(t) {= print("urgent first") =}
+  reaction(t) {= print("urgent second") =} deadline(1 sec) {= print("late") =}
+}
+main reactor {
+  a = new Plain()
+  b = new Urgent()
+}
+"""
+    assert lines(tmp_path, source) == ["urgent first", "urgent second", "plain"]

@@ -14,7 +14,7 @@ from lfpy.runtime.api import LfApi
 from lfpy.runtime.ports import ContainedPorts, Multiport, Port
 from lfpy.runtime.reaction import ModeHandle, ModeState, Reaction
 from lfpy.runtime.scheduler import Scheduler
-from lfpy.runtime.tag import Tag
+from lfpy.runtime.tag import FOREVER, Tag
 
 
 class Environment:
@@ -26,7 +26,12 @@ class Environment:
         self.ns = namespace
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
         # Physical actions keep the program alive unless the program says otherwise.
-        self.sched = Scheduler(elaborated.max_level + 1, workers, fast, timeout,
+        # Reactions run in order of (inferred deadline, level), LF's priority: upstream reactions
+        # have a smaller pair than what they feed, and equal pairs share a level, so they are
+        # independent. Without deadlines this is just the level.
+        pairs = sorted({self._priority(r) for r in elaborated.reactions})
+        self.rank = {pair: index for index, pair in enumerate(pairs)}
+        self.sched = Scheduler(len(pairs), workers, fast, timeout,
                                has_physical if keepalive is None else keepalive)
         namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
         namespace["request_stop"] = self.sched.request_stop
@@ -156,7 +161,7 @@ class Environment:
                 args[f"{ref.container}_{ref.name}"] = ports if members[0].bank_index is not None else ports[0]
         names = arg_names(r.decl)
         fn = getattr(obj, f"reaction_function_{r.index}")
-        reaction = Reaction(r.name, r.full_name, r.level, fn, tuple(args.get(n) for n in names),
+        reaction = Reaction(r.name, r.full_name, self.rank[self._priority(r)], fn, tuple(args.get(n) for n in names),
                             r.decl.loc.file, r.decl.loc.line)
         if r.deadline_ns is not None:
             reaction.deadline = r.deadline_ns
@@ -177,6 +182,10 @@ class Environment:
             else:
                 self._target(ref.targets[0]).triggered.append(reaction)
         return reaction
+
+    @staticmethod
+    def _priority(r: ReactionInst) -> tuple[int, int]:
+        return (FOREVER if r.inferred_deadline_ns is None else r.inferred_deadline_ns, r.level)
 
     def _gates(self, inst: Instance, mode: ModeInst | None) -> list[tuple[ModeState, str]]:
         gates = []
