@@ -349,3 +349,30 @@ main reactor {
 }
 """
     assert lines(tmp_path, source) == ["urgent first", "urgent second", "plain"]
+
+
+def test_mode_timers_pause_while_inactive_and_resume_with_history(tmp_path: Path) -> None:
+    # T1 fires at 0 and 75 ms; One is left at 100 ms (due again at 150 ms) and re-entered with
+    # history at 200 ms, so T1 resumes 100 ms late: 250 ms. Two's timer restarts on each reset.
+    source = "target Python { fast: true, timeout: 330 msec }\n" + """
+reactor Modal {
+  input next
+  initial mode One {
+    timer T1(0, 75 msec)
+    reaction(T1) {= """ + PRINT_TAG + """ T1") =}
+    reaction(next) -> reset(Two) {= Two.set() =}
+  }
+  mode Two {
+    timer T2(0, 75 msec)
+    reaction(T2) {= """ + PRINT_TAG + """ T2") =}
+    reaction(next) -> history(One) {= One.set() =}
+  }
+}
+main reactor {
+  timer stepper(100 msec, 100 msec)
+  m = new Modal()
+  reaction(stepper) -> m.next {= m.next.set(True) =}
+}
+"""
+    assert lines(tmp_path, source) == ["0ms/0 T1", "75ms/0 T1", "100ms/1 T2", "175ms/0 T2", "250ms/0 T1",
+                                       "300ms/1 T2"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lfpy.runtime.reaction import Reaction
+    from lfpy.runtime.reaction import ModeState, Reaction
     from lfpy.runtime.scheduler import Scheduler
 
 
 class Action:
     __slots__ = ("name", "is_present", "value", "physical", "min_delay", "min_spacing", "policy",
-                 "triggered", "_sched", "last_tag", "last_box")
+                 "triggered", "_sched", "last_tag", "last_box", "gate")
 
     def __init__(self, name: str, sched: Scheduler, physical: bool, min_delay: int,
                  min_spacing: int | None, policy: str | None) -> None:
@@ -31,6 +31,7 @@ class Action:
         self._sched = sched
         self.last_tag = None  # tag of the last event scheduled (for min spacing)
         self.last_box: list[object] = [None]  # its value, replaceable while it is pending
+        self.gate: tuple[ModeState, str] | None = None  # the mode the action lives in
 
     def schedule(self, delay: int, value: object = None) -> None:
         """Schedule this action `delay` ns (plus its minimum delay) from now, with `value`."""
@@ -49,7 +50,7 @@ class Action:
 
 
 class Timer:
-    __slots__ = ("name", "offset", "period", "triggered", "_sched", "is_present", "generation")
+    __slots__ = ("name", "offset", "period", "triggered", "_sched", "is_present", "generation", "gate")
 
     def __init__(self, name: str, sched: Scheduler, offset: int, period: int) -> None:
         self.name = name
@@ -59,12 +60,21 @@ class Timer:
         self._sched = sched
         self.is_present = False
         self.generation = 0  # bumped when a mode reset restarts the timer; stale events are dropped
+        self.gate: tuple[ModeState, str] | None = None  # the mode the timer lives in
 
-    def fire(self, generation: object) -> None:
+    def event(self) -> tuple[int, int]:
+        """The value of this timer's next event: its generation and its mode's inactive time."""
+        gate = self.gate
+        return (self.generation, gate[0].inactive_total.get(gate[1], 0) if gate else 0)
+
+    def fire(self, value: object) -> None:
+        generation, _inactive = value  # type: ignore[misc]
         if generation != self.generation:
+            return
+        if self.gate is not None and not self._sched.admit(self.gate, self.fire, value):
             return
         self.is_present = True
         self._sched.fire(self)
         if self.period > 0:
             tag = self._sched.current
-            self._sched.events.push(type(tag)(tag.time + self.period, 0), self.fire, generation)
+            self._sched.events.push(type(tag)(tag.time + self.period, 0), self.fire, self.event())

@@ -50,6 +50,13 @@ class Environment:
             self._make_instance(inst)
         self._connect()
         self._bind_reactions()
+        for inst in elaborated.instances:
+            for timer in inst.timers.values():
+                gates = self._gates(inst, timer.mode)
+                self.timers[id(timer)].gate = gates[0] if gates else None
+            for action in inst.actions.values():
+                gates = self._gates(inst, action.mode)
+                self.actions[id(action)].gate = gates[0] if gates else None
         self.sched.on_start = self._start_timers
 
     # ------------------------------------------------------------ objects
@@ -201,7 +208,7 @@ class Environment:
     def _start_timers(self) -> None:
         sched = self.sched
         for timer in self.timers.values():
-            sched.events.push(Tag(sched.start_time + timer.offset, 0), timer.fire, timer.generation)
+            sched.events.push(Tag(sched.start_time + timer.offset, 0), timer.fire, timer.event())
 
     def _mode_entry(self, inst: Instance) -> Callable[[str, str], None]:
         """On entering mode `mode`: with reset, reinitialise its state, restart its timers, reset
@@ -242,7 +249,7 @@ class Environment:
         timer.generation += 1
         now = sched.current
         tag = Tag(now.time + timer.offset, 0) if timer.offset > 0 else Tag(now.time, now.microstep + 1)
-        sched.events.push(tag, timer.fire, timer.generation)
+        sched.events.push(tag, timer.fire, timer.event())
 
     def run(self, trace: list | None = None) -> int:
         """Run to completion; returns the exit status."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(eq=False)
@@ -14,6 +15,12 @@ class ModeState:
     initial: str
     pending: tuple[str, str] | None = None  # (mode, 'reset' | 'history')
     on_enter: Callable[[str, str], None] | None = None
+    # Per mode: when it was last left, and the total time it has been inactive. Timer and action
+    # events of an inactive mode wait in `suspended`; re-entered with history, they resume shifted
+    # by the time the mode was inactive (LF's modal time semantics).
+    left_at: dict[str, int] = field(default_factory=dict)
+    inactive_total: dict[str, int] = field(default_factory=dict)
+    suspended: dict[str, list[tuple[Callable[[object], None], tuple[int, int], Any]]] = field(default_factory=dict)
 
 
 class ModeHandle:

@@ -94,7 +94,7 @@ class Scheduler:
             box = [value]
             action.last_tag = tag
             action.last_box = box
-            self.events.push(tag, self._action_event(action), box)
+            self.events.push(tag, self._action_event(action), (box, self._inactive(action.gate)))
 
     def schedule_physical(self, action: Action, delay: int, value: object) -> None:
         with self.cond:
@@ -117,12 +117,18 @@ class Scheduler:
                         continue
                     tag = earliest
             action.last_tag = tag
-            self.events.push(tag, self._action_event(action), [value])
+            self.events.push(tag, self._action_event(action), ([value], self._inactive(action.gate)))
 
     @staticmethod
-    def _action_event(action: Action) -> Callable[[object], None]:
-        def fire(box: object) -> None:
-            action.fire(box[0])  # type: ignore[index]
+    def _inactive(gate: tuple[ModeState, str] | None) -> int:
+        return gate[0].inactive_total.get(gate[1], 0) if gate is not None else 0
+
+    def _action_event(self, action: Action) -> Callable[[object], None]:
+        def fire(value: object) -> None:
+            box, _inactive = value  # type: ignore[misc]
+            if action.gate is not None and not self.admit(action.gate, fire, value):
+                return
+            action.fire(box[0])
 
         return fire
 
@@ -132,6 +138,22 @@ class Scheduler:
             port.set(value)
 
         return handler
+
+    def admit(self, gate: tuple[ModeState, str], handler: Callable[[object], None], value: object) -> bool:
+        """Whether an event of a mode-local timer or action may happen now. Its value is (payload,
+        the mode's inactive time when scheduled). If the mode is inactive, the event waits; if the
+        mode was inactive since the event was scheduled, the event moves later by that time."""
+        state, mode = gate
+        if state.current != mode:
+            state.suspended.setdefault(mode, []).append((handler, value, self.current))
+            return False
+        payload, inactive = value  # type: ignore[misc]
+        shift = state.inactive_total.get(mode, 0) - inactive
+        if shift > 0:
+            tag = Tag(self.current.time + shift, self.current.microstep)
+            self.events.push(tag, handler, (payload, inactive + shift))
+            return False
+        return True
 
     def fire(self, trigger: Action | Timer) -> None:
         self.fired.append(trigger)
@@ -355,6 +377,17 @@ class Scheduler:
                 mode, kind = state.pending
                 state.pending = None
                 previous, state.current = state.current, mode
+                now = self.current.time
+                state.left_at[previous] = now
+                waiting = state.suspended.pop(mode, [])
+                if kind == "history" and mode in state.left_at:
+                    away = now - state.left_at[mode]
+                    total = state.inactive_total[mode] = state.inactive_total.get(mode, 0) + away
+                    for handler, value, due in waiting:  # each resumes later by the time away
+                        later = Tag(due.time + away, due.microstep)
+                        if later <= self.current:
+                            later = Tag(now, self.current.microstep + 1)
+                        self.events.push(later, handler, (value[0], total))
                 if state.on_enter is not None and (mode != previous or kind == "reset"):
                     state.on_enter(mode, kind)
         if self.stopping:
