@@ -320,10 +320,16 @@ class Scheduler:
             if r.deadline is not None and self.physical() - self.current.time > r.deadline:
                 if r.deadline_fn is not None:
                     r.deadline_fn(*r.args)
-                return
-            r.fn(*r.args)
+            else:
+                r.fn(*r.args)
         except BaseException as exc:
             self._failed(r, exc)
+        finally:
+            # Reactions without a deadline skip `_invoke`: none must look like the running one.
+            if self.pool is None:
+                self._current = None
+            else:
+                self._local.reaction = None
 
     def _failed(self, r: Reaction, exc: BaseException) -> None:
         """`exit(n)` ends the program at once with status n; any other error is reported, then the
