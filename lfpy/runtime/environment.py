@@ -46,6 +46,7 @@ class Environment:
         # Reactions triggered by `reset`, per instance, with the mode they live in.
         self.reset_reactions: dict[int, list[tuple[ModeInst | None, Reaction]]] = {}
         self.mutable_ports: list[Port] = []
+        self.reach: dict[int, list[Port]] = {}  # every port fed without delay, transitively
         for inst in elaborated.instances:
             self._make_instance(inst)
         self._connect()
@@ -99,25 +100,46 @@ class Environment:
         obj._lf_init_state()
 
     def _connect(self) -> None:
+        """Resolve zero-delay connections. As in reactor-c, a port channel fed without delay is an
+        alias of the port that feeds it: reactions downstream read the writer's own Port object,
+        so `set` copies nothing. Mutable inputs (which get their own copy) and ports that a
+        reaction also writes keep their own object and take the value when it is set."""
         direct: dict[int, list[Port]] = {}
+        upstream: dict[int, Port] = {}
         for link in self.graph.links:
             src = self.ports[(id(link.src), link.src_channel)]
             dst = self.ports[(id(link.dst), link.dst_channel)]
             if link.delay_ns is None and not link.physical:
                 direct.setdefault(id(src), []).append(dst)
+                upstream[id(dst)] = src
             else:
                 src.delayed.append((link.delay_ns or 0, link.physical, dst))
+        written = {id(self.ports[(id(t), ch)]) for r in self.graph.reactions for ref in r.effects
+                   for t in ref.targets if isinstance(t, PortInst) for ch in range(t.width)}
+        mutable = {id(p) for p in self.mutable_ports}
+        alias: dict[int, Port] = {}
         for port in self.ports.values():
-            seen: list[Port] = []
-            stack = list(direct.get(id(port), []))
-            while stack:
-                p = stack.pop(0)
-                if p in seen:
-                    continue
-                seen.append(p)
-                stack.extend(direct.get(id(p), []))
-            port.fanout = seen
-            port.copies = [p for p in seen if p in self.mutable_ports]
+            root = port
+            while id(root) in upstream:
+                root = upstream[id(root)]
+            if root is not port and id(port) not in written and id(port) not in mutable:
+                alias[id(port)] = root
+        for port in self.ports.values():
+            reach: list[Port] = []
+            queue = list(direct.get(id(port), []))
+            while queue:
+                p = queue.pop(0)
+                if p not in reach:
+                    reach.append(p)
+                    queue.extend(direct.get(id(p), []))
+            self.reach[id(port)] = reach
+            port.fanout = [p for p in reach if id(p) not in alias and id(p) not in mutable]
+            port.copies = [p for p in reach if id(p) in mutable]
+        for key, obj in list(self.port_objects.items()):
+            if isinstance(obj, Multiport):
+                self.port_objects[key] = Multiport(alias.get(id(p), p) for p in obj)
+            else:
+                self.port_objects[key] = alias.get(id(obj), obj)
 
     def _target(self, obj: PortInst | TimerInst | ActionInst | ModeInst) -> Any:
         if isinstance(obj, PortInst):
@@ -136,7 +158,7 @@ class Environment:
         combined: dict[int, list[Reaction]] = {}
         for port in self.ports.values():
             readers = list(port.triggered)
-            for downstream in port.fanout:
+            for downstream in self.reach[id(port)]:
                 readers += [r for r in downstream.triggered if r not in readers]
             combined[id(port)] = readers
         for port in self.ports.values():

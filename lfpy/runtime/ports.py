@@ -26,7 +26,8 @@ class Port:
         self.is_present = False
         self.name = name
         self._sched = sched
-        # Ports reached through zero-delay connections: they take the value at once.
+        # Ports fed through zero-delay connections that are not aliases of this one (see
+        # `Environment._connect`): they take the value at once.
         self.fanout: list[Port] = []
         # Mutable inputs among `fanout`: each gets its own deep copy, so that one reader's changes
         # are not seen by the others.
@@ -44,6 +45,7 @@ class Port:
             port.is_present = True
         for port in self.copies:
             port.value = deepcopy(value)
+            port.is_present = True
         sched = self._sched
         if not self.is_present:
             self.is_present = True

@@ -374,6 +374,8 @@ class Scheduler:
             port.is_present = False
             for f in port.fanout:
                 f.is_present = False
+            for f in port.copies:
+                f.is_present = False
         self.set_ports.clear()
         for trigger in self.fired:
             trigger.is_present = False
