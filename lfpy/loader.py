@@ -116,15 +116,20 @@ def _load_imports(program: Program, model: ast.Model, diags: Diagnostics, stack:
                 diags.error(imp.loc, f"cannot find package <{imp.package}> (looked in lf-packages/ and "
                                      f"build/lfc_include/ of {package_root(here)})")
                 continue
-        file = str(target.resolve())
         shown = imp.uri if imp.uri is not None else f"<{imp.package}>"
+        try:
+            file = str(target.resolve())
+            exists = Path(file).is_file()
+        except (OSError, ValueError) as exc:  # e.g. a NUL byte in the name
+            diags.error(imp.loc, f"invalid file name {shown!r}: {exc}")
+            continue
         if file in stack:
             cycle = [Path(p).name for p in stack[stack.index(file):]] + [Path(file).name]
             diags.error(imp.loc, "import cycle: " + " -> ".join(cycle))
             continue
         imported = program.models.get(file)
         if imported is None:
-            if not Path(file).is_file():
+            if not exists:
                 diags.error(imp.loc, f"cannot find imported file '{shown}' (looked for {file})")
                 continue
             imported = _parse(file, diags, imp.loc)

@@ -107,3 +107,9 @@ def test_missing_and_cyclic_imports(tmp_path: Path) -> None:
         "DIR/Test.lf:3:1: error: cannot find imported file 'missing.lf' (looked for DIR/missing.lf)",
         "DIR/Test.lf:4:8: error: reactor 'Z' is not defined in 'B.lf'",
     ]
+
+
+def test_import_of_an_invalid_file_name(tmp_path: Path) -> None:
+    source = HEAD + 'import A from "a\x00b.lf"\nmain reactor {}'
+    assert diagnostics(tmp_path, source) == [
+        "DIR/Test.lf:2:1: error: invalid file name 'a\\x00b.lf': embedded null byte"]

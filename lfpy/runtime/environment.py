@@ -106,12 +106,14 @@ class Environment:
         reaction also writes keep their own object and take the value when it is set."""
         direct: dict[int, list[Port]] = {}
         upstream: dict[int, Port] = {}
+        feeds: dict[int, int] = {}  # zero-delay links into each port (more than one: modal connections)
         for link in self.graph.links:
             src = self.ports[(id(link.src), link.src_channel)]
             dst = self.ports[(id(link.dst), link.dst_channel)]
             if link.delay_ns is None and not link.physical:
                 direct.setdefault(id(src), []).append(dst)
                 upstream[id(dst)] = src
+                feeds[id(dst)] = feeds.get(id(dst), 0) + 1
             else:
                 src.delayed.append((link.delay_ns or 0, link.physical, dst))
         written = {id(self.ports[(id(t), ch)]) for r in self.graph.reactions for ref in r.effects
@@ -120,7 +122,7 @@ class Environment:
         alias: dict[int, Port] = {}
         for port in self.ports.values():
             root = port
-            while id(root) in upstream:
+            while feeds.get(id(root)) == 1 and id(root) not in written and id(root) not in mutable:
                 root = upstream[id(root)]
             if root is not port and id(port) not in written and id(port) not in mutable:
                 alias[id(port)] = root
