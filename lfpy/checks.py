@@ -212,20 +212,30 @@ def _check_ref(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef,
         diags.error(ref.loc, f"unknown {role} '{ref.variable}': no port, action or timer of that name "
                              f"in reactor '{class_name(info.reactor)}'")
         return
-    if ref.container not in info.instantiations:
-        diags.error(ref.loc, f"unknown reactor instance '{ref.container}' in '{ref.container}.{ref.variable}'")
+    port = _contained_port(info, children, ref, diags, f"'{ref.container}.{ref.variable}'")
+    if port is None:
         return
+    if role == "effect" and not port.is_input:
+        diags.error(ref.loc, f"cannot write to output '{ref.container}.{ref.variable}' of a contained reactor")
+    elif role != "effect" and port.is_input:
+        diags.error(ref.loc, f"cannot read input '{ref.container}.{ref.variable}' of a contained reactor")
+
+
+def _contained_port(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef, diags: Diagnostics,
+                    where: str) -> ast.Port | None:
+    """The port `c.x` names, or None after reporting an unknown instance or port."""
+    assert ref.container is not None
+    if ref.container not in info.instantiations:
+        diags.error(ref.loc, f"unknown reactor instance '{ref.container}' in {where}")
+        return None
     child = children.get(ref.container)
     if child is None:
-        return  # unknown class: reported at the instantiation
+        return None  # unknown class: reported at the instantiation
     port = child.port(ref.variable)
     if port is None:
         diags.error(ref.loc, f"unknown port '{ref.variable}' of instance '{ref.container}' "
                              f"(reactor '{class_name(child.reactor)}')")
-    elif role == "effect" and not port.is_input:
-        diags.error(ref.loc, f"cannot write to output '{ref.container}.{ref.variable}' of a contained reactor")
-    elif role != "effect" and port.is_input:
-        diags.error(ref.loc, f"cannot read input '{ref.container}.{ref.variable}' of a contained reactor")
+    return port
 
 
 def _check_connection_end(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef,
@@ -242,17 +252,10 @@ def _check_connection_end(info: ClassInfo, children: dict[str, ClassInfo], ref: 
             diags.error(ref.loc, f"wrong direction: input '{ref.variable}' of this reactor cannot be on "
                                  f"the right of a connection")
         return
-    if ref.container not in info.instantiations:
-        diags.error(ref.loc, f"unknown reactor instance '{ref.container}' in connection")
-        return
-    child = children.get(ref.container)
-    if child is None:
-        return
-    port = child.port(ref.variable)
+    port = _contained_port(info, children, ref, diags, "connection")
     if port is None:
-        diags.error(ref.loc, f"unknown port '{ref.variable}' of instance '{ref.container}' "
-                             f"(reactor '{class_name(child.reactor)}')")
-    elif left and port.is_input:
+        return
+    if left and port.is_input:
         diags.error(ref.loc, f"wrong direction: input '{ref.container}.{ref.variable}' cannot be on the "
                              f"{side} of a connection")
     elif not left and not port.is_input:

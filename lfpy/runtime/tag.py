@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 FOREVER = (1 << 63) - 1
@@ -21,37 +22,22 @@ def tag_compare(a: Tag, b: Tag) -> int:
     return (a > b) - (a < b)
 
 
-def NSEC(n: float) -> int:  # noqa: N802 - the names LF programs use
-    return int(n)
+def _unit(ns: int) -> Callable[[float], int]:
+    def convert(n: float) -> int:
+        return int(n * ns)
+
+    return convert
 
 
-def USEC(n: float) -> int:  # noqa: N802
-    return int(n * 1_000)
-
-
-def MSEC(n: float) -> int:  # noqa: N802
-    return int(n * 1_000_000)
-
-
-def SEC(n: float) -> int:  # noqa: N802
-    return int(n * 1_000_000_000)
-
-
-def MINUTE(n: float) -> int:  # noqa: N802
-    return int(n * 60_000_000_000)
-
-
-def HOUR(n: float) -> int:  # noqa: N802
-    return int(n * 3_600_000_000_000)
-
-
-def DAY(n: float) -> int:  # noqa: N802
-    return int(n * 86_400_000_000_000)
-
-
-def WEEK(n: float) -> int:  # noqa: N802
-    return int(n * 604_800_000_000_000)
-
+# The names LF programs use: SEC(2) is two seconds in nanoseconds.
+NSEC = _unit(1)
+USEC = _unit(1_000)
+MSEC = _unit(1_000_000)
+SEC = _unit(1_000_000_000)
+MINUTE = _unit(60_000_000_000)
+HOUR = _unit(3_600_000_000_000)
+DAY = _unit(86_400_000_000_000)
+WEEK = _unit(604_800_000_000_000)
 
 # Plural and short spellings, as in reactor-c's Python target.
 UNIT_FUNCTIONS = {
