@@ -88,3 +88,24 @@ def test_deep_nesting_is_a_diagnostic(tmp_path: Path) -> None:
     result = run_lfrl("check", str(deep))
     assert result.returncode == 1
     assert "error: expressions nested too deeply" in result.stderr
+
+
+def test_compile_with_lfc_missing_says_so(tmp_path: Path) -> None:
+    program = tmp_path / "Hi.lf"
+    program.write_text("target Python\nmain reactor Hi {\n  reaction(startup) {= print('hi') =}\n}\n")
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "compile", "--lfc", str(program)],
+                            capture_output=True, text=True, cwd=Path(__file__).parent.parent,
+                            env={"PATH": "/nonexistent"})
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"{program}:1:1: error: lfc (the Lingua Franca compiler) was not found on PATH; "
+        "install it or run without --lfc to use lfpy's own toolchain")
+
+
+def test_compile_writes_src_gen(tmp_path: Path) -> None:
+    program = tmp_path / "Hi.lf"
+    program.write_text("target Python\nmain reactor Hi {\n  reaction(startup) {= print('hi') =}\n}\n")
+    result = run_lfrl("compile", str(program))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"generated {tmp_path.resolve() / 'src-gen' / 'Hi'}\n"
+    assert (tmp_path / "src-gen" / "Hi" / "Hi.py").is_file()
