@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # torch first, pinned: the CPU build lies on disk; a looser requirement would pull a CUDA build.
-$(STAMP): pyproject.toml setup.py
+$(STAMP): pyproject.toml setup.py pyreplay/_core.c pyreplay/sumtree.c pyreplay/sumtree.h
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[dev]'
@@ -26,7 +26,9 @@ lint: setup
 	$(VENV)/bin/ruff check .
 
 bench: setup
+	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/runtime_overhead.py
+	$(PY) benchmarks/replay.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
