@@ -289,7 +289,12 @@ static PyObject *Core_state(Core *self, PyObject *Py_UNUSED(ignored)) {
     return out;
 }
 
+static PyObject *Core_size(Core *self, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromSize_t(self->size);  /* one aligned word: no lock needed to read it */
+}
+
 static PyMethodDef Core_methods[] = {
+    {"size", (PyCFunction)Core_size, METH_NOARGS, "size() -> transitions stored"},
     {"add", (PyCFunction)Core_add, METH_VARARGS, "add(arrays, n) -> first slot"},
     {"sample", (PyCFunction)Core_sample, METH_VARARGS, "sample(n, seed, outs, indices, weights, beta)"},
     {"update", (PyCFunction)Core_update, METH_VARARGS, "update(indices, priorities)"},

@@ -20,7 +20,7 @@ import numpy as np
 
 from pyreplay._core import Core
 
-DEFAULT_K = 16  # fan-out measured best on this project's machines (see benchmarks/replay.py --fanout)
+DEFAULT_K = 8  # one child group per 64-byte line; K = 4..16 sample alike here, adds are cheapest at 4..8 (benchmarks/replay.py --fanout)
 MAGIC = b"PYREPLAY"
 VERSION = 1
 
@@ -137,7 +137,7 @@ class ReplayBuffer:
     # ------------------------------------------------------------ the rest
 
     def __len__(self) -> int:
-        return self._core.state()[1]
+        return self._core.size()
 
     def clear(self) -> None:
         self._core.clear()
