@@ -376,3 +376,25 @@ main reactor {
 """
     assert lines(tmp_path, source) == ["0ms/0 T1", "75ms/0 T1", "100ms/1 T2", "175ms/0 T2", "250ms/0 T1",
                                        "300ms/1 T2"]
+
+
+def test_a_port_set_twice_delivers_its_last_value_after_a_delay(tmp_path: Path) -> None:
+    source = FAST + """
+reactor Twice {
+  output out
+  reaction(startup) -> out {=
+    out.set(1)
+    out.set(2)
+  =}
+}
+reactor Show {
+  input inp
+  reaction(inp) {= """ + PRINT_TAG + """ {inp.value}") =}
+}
+main reactor {
+  t = new Twice()
+  s = new Show()
+  t.out -> s.inp after 1 msec
+}
+"""
+    assert lines(tmp_path, source) == ["1ms/0 2"]

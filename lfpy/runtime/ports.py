@@ -40,16 +40,19 @@ class Port:
 
     def set(self, value: object) -> None:
         self.value = value
-        for port in self.fanout:
-            port.value = value
-            port.is_present = True
-        for port in self.copies:
-            port.value = deepcopy(value)
-            port.is_present = True
+        if self.fanout:
+            for port in self.fanout:
+                port.value = value
+                port.is_present = True
+        if self.copies:
+            for port in self.copies:
+                port.value = deepcopy(value)
+                port.is_present = True
+        if self.is_present:
+            return  # set again at this tag: the reactions are queued already
+        self.is_present = True
         sched = self._sched
-        if not self.is_present:
-            self.is_present = True
-            sched.set_ports.append(self)
+        sched.set_ports.append(self)
         if sched.pool is None:
             # One worker: queue the triggered reactions now (`Scheduler.enqueue`, inlined: this is
             # the hot path). With a pool, the scheduler does it after the level's barrier.
@@ -59,8 +62,6 @@ class Port:
                 if r.stamp != tag_number and (not r.gates or r.active()):
                     r.stamp = tag_number
                     buckets[r.level].append(r)
-            if self.delayed:
-                sched.schedule_deliveries(self)
 
     def __repr__(self) -> str:
         return f"<port {self.trace_name} present={self.is_present} value={self.value!r}>"

@@ -276,7 +276,7 @@ class Scheduler:
                 self._propagate(mark)
 
     def _propagate(self, mark: int) -> int:
-        """Queue the reactions triggered by ports set since `mark`; schedule delayed deliveries."""
+        """Queue the reactions triggered by ports set since `mark` (with a worker pool)."""
         ports = self.set_ports
         end = len(ports)
         tag_number = self.tag_number
@@ -287,8 +287,6 @@ class Scheduler:
                 if r.stamp != tag_number and (not r.gates or r.active()):
                     r.stamp = tag_number
                     buckets[r.level].append(r)
-            if port.delayed:
-                self.schedule_deliveries(port)
         return end
 
     def schedule_deliveries(self, port: Port) -> None:
@@ -366,6 +364,9 @@ class Scheduler:
         print("\n".join(lines), file=sys.stderr, flush=True)
 
     def _end_tag(self) -> None:
+        for port in self.set_ports:  # their final values travel on `after` and `~>` connections
+            if port.delayed:
+                self.schedule_deliveries(port)
         if self.trace is not None:
             rel = self.current.time - self.start_time
             for port in sorted(self.set_ports, key=lambda p: p.trace_name):
