@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 
@@ -36,7 +37,7 @@ class ModeHandle:
 
 
 class Reaction:
-    __slots__ = ("name", "full_name", "level", "order", "fn", "args", "deadline", "deadline_fn", "gates",
+    __slots__ = ("name", "full_name", "level", "order", "fn", "args", "call", "deadline", "deadline_fn", "gates",
                  "stamp", "lf_file", "lf_line")
 
     def __init__(self, name: str, full_name: str, level: int, fn: Callable[..., object], args: tuple,
@@ -47,6 +48,7 @@ class Reaction:
         self.order = 0  # position in the program's deterministic reaction order
         self.fn = fn
         self.args = args
+        self.call = partial(fn, *args)  # the body with its arguments bound: the cheapest call
         self.deadline: int | None = None
         self.deadline_fn: Callable[..., object] | None = None
         # (mode state, mode name) pairs that must all be current for the reaction to run.

@@ -236,44 +236,52 @@ class Scheduler:
         self._end_tag()
 
     def _run_levels(self) -> None:
+        if self.pool is None:
+            self._run_levels_inline()
+            return
         buckets = self.buckets
-        set_ports = self.set_ports
         for level in range(len(buckets)):
             bucket = buckets[level]
             if not bucket:
                 continue
             buckets[level] = []
-            mark = len(set_ports)
-            if len(bucket) > 1:
-                bucket.sort(key=_order)
-            if self.pool is None:
-                # The hot path: run inline; `Port.set` queues what each reaction triggers. The
-                # try is outside the inner loop (entering it costs nothing, but it is not free).
-                i, n = 0, len(bucket)
-                while i < n:
-                    try:
-                        while i < n:
-                            r = bucket[i]
-                            i += 1
-                            if r.deadline is None:
-                                r.fn(*r.args)
-                            else:
-                                self._invoke(r)
-                    except BaseException as exc:
-                        self._failed(r, exc)
-                    if self.halted:
-                        return
-            elif len(bucket) == 1:
+            mark = len(self.set_ports)
+            if len(bucket) == 1:
                 self._invoke(bucket[0])
-                if self.halted:
-                    return
-                self._propagate(mark)
             else:
+                bucket.sort(key=_order)
                 for _ in self.pool.map(self._invoke, bucket):
                     pass
+            if self.halted:
+                return
+            self._propagate(mark)
+
+    def _run_levels_inline(self) -> None:
+        """One worker, the hot path: run each level's reactions in order; `Port.set` queues what
+        they trigger into later levels. The try is outside the inner loop (it costs little to enter,
+        but not nothing)."""
+        for bucket in self.buckets:
+            if not bucket:
+                continue
+            n = len(bucket)
+            if n > 1:
+                bucket.sort(key=_order)
+            i = 0
+            while i < n:
+                try:
+                    while i < n:
+                        r = bucket[i]
+                        i += 1
+                        if r.deadline is None:
+                            r.call()
+                        else:
+                            self._invoke(r)
+                except BaseException as exc:
+                    self._failed(r, exc)
                 if self.halted:
+                    bucket.clear()
                     return
-                self._propagate(mark)
+            bucket.clear()
 
     def _propagate(self, mark: int) -> int:
         """Queue the reactions triggered by ports set since `mark` (with a worker pool)."""
