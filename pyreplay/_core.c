@@ -17,6 +17,14 @@
 #include "sumtree.h"
 
 #define MAX_FIELDS 32
+/* `sample` lets the tree write slot numbers (size_t) into the int64 index array. */
+typedef char size_t_is_64_bits[sizeof(size_t) == sizeof(int64_t) ? 1 : -1];
+#define PREFETCH 8
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH_ROW(p) __builtin_prefetch((p), 0, 0)
+#else
+#define PREFETCH_ROW(p) ((void)(p))
+#endif
 
 typedef struct {
     PyObject_HEAD
@@ -159,9 +167,12 @@ static PyObject *Core_sample(Core *self, PyObject *args) {
     } else if (self->prioritized) {
         double total = sumtree_total(&self->tree);
         double p_min = sumtree_min(&self->tree) / total;
+        /* weights[] holds the draws, then the weights; `slots` reuses the indices' memory. */
+        size_t *slots = (size_t *)indices;
+        for (Py_ssize_t i = 0; i < n; i++) weights[i] = pyreplay_uniform(&state) * total;
+        sumtree_find_many(&self->tree, weights, slots, (size_t)n);
         for (Py_ssize_t i = 0; i < n; i++) {
-            double u = pyreplay_uniform(&state) * total;
-            size_t slot = sumtree_find(&self->tree, u);
+            size_t slot = slots[i];
             indices[i] = (int64_t)slot;
             double p = sumtree_get(&self->tree, slot) / total;
             /* w_i = (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta */
@@ -174,11 +185,16 @@ static PyObject *Core_sample(Core *self, PyObject *args) {
         }
     }
     if (!empty) {
+        /* Gather field by field; prefetching a few rows ahead lets the misses of random rows in a
+         * large buffer overlap instead of coming one after another. */
         for (size_t f = 0; f < self->nfields; f++) {
             size_t bytes = self->row_bytes[f];
             char *out = views[f].buf;
             const char *src = self->storage[f];
-            for (Py_ssize_t i = 0; i < n; i++) memcpy(out + (size_t)i * bytes, src + (size_t)indices[i] * bytes, bytes);
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (i + PREFETCH < n) PREFETCH_ROW(src + (size_t)indices[i + PREFETCH] * bytes);
+                memcpy(out + (size_t)i * bytes, src + (size_t)indices[i] * bytes, bytes);
+            }
         }
     }
     pthread_rwlock_unlock(&self->lock);

@@ -100,23 +100,51 @@ double sumtree_min(const sumtree *t) {
     return m;
 }
 
-size_t sumtree_find(const sumtree *t, double u) {
-    size_t k = t->k, node = 0;
-    for (size_t l = 0; l < t->depth; l++) {
-        const double *group = t->sum[l] + node * k;
-        size_t chosen = k, last_positive = k;
-        for (size_t c = 0; c < k; c++) {
-            if (group[c] <= 0.0) continue;
-            last_positive = c;
-            if (u < group[c]) { chosen = c; break; }
-            u -= group[c];
-        }
-        /* Rounding can leave u just past the last positive child: take that child. */
-        if (chosen == k) chosen = last_positive == k ? 0 : last_positive;
-        if (chosen != last_positive && u < 0.0) u = 0.0;
-        node = node * k + chosen;
+/* One step down: from `node` at level l to its child where u falls; u becomes the remainder. */
+static size_t step(const sumtree *t, size_t l, size_t node, double *u) {
+    size_t k = t->k;
+    const double *group = t->sum[l] + node * k;
+    size_t chosen = k, last_positive = k;
+    double rest = *u;
+    for (size_t c = 0; c < k; c++) {
+        if (group[c] <= 0.0) continue;
+        last_positive = c;
+        if (rest < group[c]) { chosen = c; break; }
+        rest -= group[c];
     }
+    /* Rounding can leave u just past the last positive child: take that child. */
+    if (chosen == k) {
+        chosen = last_positive == k ? 0 : last_positive;
+        rest = 0.0;
+    }
+    *u = rest;
+    return node * k + chosen;
+}
+
+size_t sumtree_find(const sumtree *t, double u) {
+    size_t node = 0;
+    for (size_t l = 0; l < t->depth; l++) node = step(t, l, node, &u);
     return node;
+}
+
+#define LANES 16
+
+void sumtree_find_many(const sumtree *t, double *u, size_t *out, size_t n) {
+    /* Descend LANES draws together, level by level, prefetching each one's next child group: the
+     * cache misses of the deep levels overlap instead of coming one after another. */
+    for (size_t base = 0; base < n; base += LANES) {
+        size_t m = n - base < LANES ? n - base : LANES;
+        size_t node[LANES] = {0};
+        for (size_t l = 0; l < t->depth; l++) {
+            for (size_t j = 0; j < m; j++) {
+                node[j] = step(t, l, node[j], &u[base + j]);
+#if defined(__GNUC__) || defined(__clang__)
+                if (l + 1 < t->depth) __builtin_prefetch(t->sum[l + 1] + node[j] * t->k, 0, 0);
+#endif
+            }
+        }
+        for (size_t j = 0; j < m; j++) out[base + j] = node[j];
+    }
 }
 
 double sumtree_check(const sumtree *t) {

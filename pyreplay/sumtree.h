@@ -29,6 +29,8 @@ double sumtree_total(const sumtree *t);
 double sumtree_min(const sumtree *t);
 /* The leaf where the running sum of leaves passes u, 0 <= u < total; only leaves > 0 are returned. */
 size_t sumtree_find(const sumtree *t, double u);
+/* sumtree_find for n draws at once (u is overwritten): faster on large trees. */
+void sumtree_find_many(const sumtree *t, double *u, size_t *out, size_t n);
 /* Largest |stored sum - recomputed sum| over all internal nodes: 0 for a consistent tree. */
 double sumtree_check(const sumtree *t);
 

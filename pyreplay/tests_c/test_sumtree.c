@@ -34,6 +34,15 @@ static int run(size_t capacity, size_t k) {
         CHECK(i < capacity);
         CHECK(leaves[i] > 0.0);
     }
+    /* Many draws at once give what one at a time gives. */
+    {
+        enum { N = 37 };
+        double us[N], copy[N];
+        size_t got[N];
+        for (int j = 0; j < N; j++) us[j] = copy[j] = pyreplay_uniform(&state) * sumtree_total(&t);
+        sumtree_find_many(&t, us, got, N);
+        for (int j = 0; j < N; j++) CHECK(got[j] == sumtree_find(&t, copy[j]));
+    }
     /* The edges: u = 0 and u just below the total. */
     CHECK(leaves[sumtree_find(&t, 0.0)] > 0.0);
     CHECK(leaves[sumtree_find(&t, nextafter(sumtree_total(&t), 0.0))] > 0.0);
