@@ -20,7 +20,7 @@ import numpy as np
 
 from pyreplay._core import Core
 
-DEFAULT_K = 16  # measured best with K = 16..32 at 1M transitions (benchmarks/replay.py --fanout)
+DEFAULT_K = 8  # one child group per 64-byte line; measured best with K = 8..16 at 1M (benchmarks/replay.py --fanout)
 MAGIC = b"PYREPLAY"
 VERSION = 1
 
