@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 from lfpy.ast import Loc
@@ -107,8 +108,6 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
 
 
 def _report_preamble_failure(built: Built, exc: Exception) -> int:
-    import traceback
-
     frames = traceback.extract_tb(exc.__traceback__)
     where = next((built.line_map.get(f.lineno or 0) for f in reversed(frames) if f.filename == str(built.module)),
                  None)
