@@ -22,8 +22,19 @@ def format_ns(ns: int) -> str:
     return f"{ns} nsec"
 
 
+class Member:
+    """Something that belongs to an instance: its full name is the instance's plus its own."""
+
+    name: str
+    owner: Instance
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner.full_name}.{self.name}"
+
+
 @dataclass(eq=False)
-class PortInst:
+class PortInst(Member):
     name: str
     owner: Instance
     is_input: bool
@@ -31,13 +42,9 @@ class PortInst:
     multiport: bool
     decl: ast.Port
 
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner.full_name}.{self.name}"
-
 
 @dataclass(eq=False)
-class TimerInst:
+class TimerInst(Member):
     name: str
     owner: Instance
     offset_ns: int
@@ -45,13 +52,9 @@ class TimerInst:
     decl: ast.Timer
     mode: ModeInst | None = None
 
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner.full_name}.{self.name}"
-
 
 @dataclass(eq=False)
-class ActionInst:
+class ActionInst(Member):
     name: str
     owner: Instance
     origin: str  # 'logical' | 'physical'
@@ -60,10 +63,6 @@ class ActionInst:
     policy: str | None
     decl: ast.Action
     mode: ModeInst | None = None
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner.full_name}.{self.name}"
 
 
 @dataclass(eq=False)
@@ -88,7 +87,7 @@ class Ref:
 
 
 @dataclass(eq=False)
-class ReactionInst:
+class ReactionInst(Member):
     owner: Instance
     index: int  # 1-based position in the flattened class (superclasses first, modes in place)
     name: str  # the declared name, else reaction_<index>
@@ -102,10 +101,6 @@ class ReactionInst:
     # The smallest deadline of this reaction and of every reaction after it in the graph: within a
     # level, reactions run earliest-deadline first (LF's deadline inheritance).
     inferred_deadline_ns: int | None = None
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.owner.full_name}.{self.name}"
 
 
 @dataclass(eq=False)
