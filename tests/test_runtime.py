@@ -398,3 +398,30 @@ main reactor {
 }
 """
     assert lines(tmp_path, source) == ["1ms/0 2"]
+
+
+def test_mode_startup_on_first_entry_and_shutdown_of_visited_modes(tmp_path: Path) -> None:
+    source = "target Python { fast: true, timeout: 250 msec }\n" + """
+reactor Modal {
+  input next
+  initial mode One {
+    reaction(startup) {= """ + PRINT_TAG + """ startup One") =}
+    reaction(next) -> reset(Two) {= Two.set() =}
+    reaction(shutdown) {= print("shutdown One") =}
+  }
+  mode Two {
+    reaction(startup) {= """ + PRINT_TAG + """ startup Two") =}
+    reaction(next) -> history(One) {= One.set() =}
+    reaction(shutdown) {= print("shutdown Two") =}
+  }
+  mode Never {
+    reaction(shutdown) {= print("shutdown Never") =}
+  }
+}
+main reactor {
+  timer t(100 msec, 100 msec)
+  m = new Modal()
+  reaction(t) -> m.next {= m.next.set(True) =}
+}
+"""
+    assert lines(tmp_path, source) == ["0ms/0 startup One", "100ms/1 startup Two", "shutdown One", "shutdown Two"]

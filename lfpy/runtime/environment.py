@@ -46,6 +46,8 @@ class Environment:
         # Reactions triggered by `reset`, per instance, with the mode they live in.
         self.reset_reactions: dict[int, list[tuple[ModeInst | None, Reaction]]] = {}
         self.mutable_ports: list[Port] = []
+        # Startup reactions of modes other than the initial one, run when the mode is first entered.
+        self.first_entry: dict[tuple[int, str], list[Reaction]] = {}
         self.reach: dict[int, list[Port]] = {}  # every port fed without delay, transitively
         for inst in elaborated.instances:
             self._make_instance(inst)
@@ -93,7 +95,7 @@ class Environment:
             self.timers[id(timer)] = Timer(timer.name, sched, timer.offset_ns, timer.period_ns)
         if inst.modes:
             initial = next(m.name for m in inst.modes.values() if m.initial)
-            state = ModeState(initial, initial)
+            state = ModeState(initial, initial, visited={initial})
             state.on_enter = self._mode_entry(inst)
             self.mode_states[id(inst)] = state
             sched.mode_states.append(state)
@@ -200,7 +202,10 @@ class Environment:
         reaction.gates = self._gates(inst, r.mode)
         for ref in r.triggers:
             if ref.kind == "startup":
-                self.sched.startup.append(reaction)
+                if r.mode is None or r.mode.initial:
+                    self.sched.startup.append(reaction)
+                else:  # runs when its mode is first entered
+                    self.first_entry.setdefault((id(inst), r.mode.name), []).append(reaction)
             elif ref.kind == "shutdown":
                 self.sched.shutdown.append(reaction)
             elif ref.kind == "reset":
@@ -238,9 +243,15 @@ class Environment:
         """On entering mode `mode`: with reset, reinitialise its state, restart its timers, reset
         the reactors inside it, and trigger its `reset` reactions at the next microstep."""
         def enter(mode: str, kind: str) -> None:
+            sched = self.sched
+            state = self.mode_states[id(inst)]
+            if mode not in state.visited:
+                state.visited.add(mode)
+                for reaction in self.first_entry.get((id(inst), mode), []):
+                    sched.events.push(Tag(sched.current.time, sched.current.microstep + 1),
+                                      lambda _v, r=reaction: sched.enqueue(r))
             if kind != "reset":
                 return
-            sched = self.sched
             self.objects[id(inst)]._lf_init_state(mode)
             for timer in inst.timers.values():
                 if timer.mode is not None and timer.mode.name == mode:

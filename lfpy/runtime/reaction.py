@@ -20,6 +20,7 @@ class ModeState:
     # events of an inactive mode wait in `suspended`; re-entered with history, they resume shifted
     # by the time the mode was inactive (LF's modal time semantics).
     left_at: dict[str, int] = field(default_factory=dict)
+    visited: set[str] = field(default_factory=set)  # modes entered at least once
     inactive_total: dict[str, int] = field(default_factory=dict)
     suspended: dict[str, list[tuple[Callable[[object], None], tuple[int, int], Any]]] = field(default_factory=dict)
 
@@ -59,6 +60,10 @@ class Reaction:
 
     def active(self) -> bool:
         return all(state.current == mode for state, mode in self.gates)
+
+    def visited(self) -> bool:
+        """Whether every mode it lives in has been active at some time (for shutdown reactions)."""
+        return all(mode in state.visited for state, mode in self.gates)
 
     def __repr__(self) -> str:
         return f"<reaction {self.full_name} level {self.level}>"

@@ -231,7 +231,10 @@ class Scheduler:
         if tag >= self.stop_tag:
             self.stopping = True
             for r in self.shutdown:
-                self.enqueue(r)
+                # Shutdown reactions of modes run if their mode was ever active, current or not.
+                if r.stamp != self.tag_number and r.visited():
+                    r.stamp = self.tag_number
+                    self.buckets[r.level].append(r)
         self._run_levels()
         self._end_tag()
 
@@ -405,7 +408,7 @@ class Scheduler:
                         if later <= self.current:
                             later = Tag(now, self.current.microstep + 1)
                         self.events.push(later, handler, (value[0], total))
-                if state.on_enter is not None and (mode != previous or kind == "reset"):
+                if state.on_enter is not None:
                     state.on_enter(mode, kind)
         if self.stopping:
             self.halted = True
