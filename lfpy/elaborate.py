@@ -229,8 +229,8 @@ class Elaborator:
             inst.children[cname] = members
         for index, (reaction, mode) in enumerate(info.reactions, start=1):
             inst.reactions.append(self.reaction(inst, index, reaction, self.mode_of(inst, mode), scope))
-        for connection, _mode in info.connections:
-            self.connect(inst, connection, scope)
+        for connection, mode in info.connections:
+            self.connect(inst, connection, scope, self.mode_of(inst, mode))
         return inst
 
     def mode_of(self, inst: Instance, mode: ast.Mode | None) -> ModeInst | None:
@@ -286,7 +286,8 @@ class Elaborator:
             return [(p, ch) for ch in range(width) for p in ports]
         return [(p, ch) for p in ports for ch in range(p.width)]
 
-    def connect(self, inst: Instance, decl: ast.Connection, scope: dict[str, object]) -> None:
+    def connect(self, inst: Instance, decl: ast.Connection, scope: dict[str, object],
+                mode: ModeInst | None = None) -> None:
         left = [c for ref in decl.left for c in self.channels(inst, ref)]
         right = [c for ref in decl.right for c in self.channels(inst, ref)]
         delay = self.time_value(decl.delay, scope, "an 'after' delay") if decl.delay is not None else None
@@ -300,7 +301,7 @@ class Elaborator:
         if decl.iterated and left:
             left = [left[i % len(left)] for i in range(max(len(right), len(left)))]
         for (src, sch), (dst, dch) in zip(left, right, strict=False):
-            self.links.append(Link(src, sch, dst, dch, delay, decl.physical, decl, inst))
+            self.links.append(Link(src, sch, dst, dch, delay, decl.physical, decl, inst, mode))
 
     # ------------------------------------------------------------ reaction graph
 

@@ -142,6 +142,7 @@ class Link:
     physical: bool
     decl: ast.Connection
     owner: Instance  # the instance whose body holds the connection
+    mode: ModeInst | None = None  # the owner's mode the connection is declared in
 
     def describe(self) -> str:
         def end(port: PortInst, channel: int) -> str:

@@ -117,7 +117,8 @@ class Environment:
                 upstream[id(dst)] = src
                 feeds[id(dst)] = feeds.get(id(dst), 0) + 1
             else:
-                src.delayed.append((link.delay_ns or 0, link.physical, dst))
+                gates = self._gates(link.owner, link.mode)
+                src.delayed.append((link.delay_ns or 0, link.physical, dst, gates[0] if gates else None))
         written = {id(self.ports[(id(t), ch)]) for r in self.graph.reactions for ref in r.effects
                    for t in ref.targets if isinstance(t, PortInst) for ch in range(t.width)}
         mutable = {id(p) for p in self.mutable_ports}

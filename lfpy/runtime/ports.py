@@ -13,7 +13,7 @@ from copy import deepcopy
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lfpy.runtime.reaction import Reaction
+    from lfpy.runtime.reaction import ModeState, Reaction
     from lfpy.runtime.scheduler import Scheduler
 
 
@@ -34,8 +34,8 @@ class Port:
         self.copies: list[Port] = []
         # Reactions triggered by this port or by any port in `fanout`.
         self.triggered: list[Reaction] = []
-        # (delay_ns, physical, destination) for `after` and `~>` connections.
-        self.delayed: list[tuple[int, bool, Port]] = []
+        # (delay_ns, physical, destination, mode gate) for `after` and `~>` connections.
+        self.delayed: list[tuple[int, bool, Port, tuple[ModeState, str] | None]] = []
         self.trace_name = name
 
     def set(self, value: object) -> None:

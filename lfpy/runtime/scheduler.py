@@ -132,10 +132,13 @@ class Scheduler:
 
         return fire
 
-    def deliver(self, port: Port) -> Callable[[object], None]:
-        """An event handler that sets `port` (the far end of an `after` or physical connection)."""
+    def deliver(self, port: Port, gate: tuple[ModeState, str] | None) -> Callable[[object], None]:
+        """An event handler that sets `port` (the far end of an `after` or physical connection);
+        in a mode, the delivery waits while the mode is inactive, like an action's event."""
         def handler(value: object) -> None:
-            port.set(value)
+            if gate is not None and not self.admit(gate, handler, value):
+                return
+            port.set(value[0])  # type: ignore[index]
 
         return handler
 
@@ -303,14 +306,14 @@ class Scheduler:
     def schedule_deliveries(self, port: Port) -> None:
         """Events for the far ends of `port`'s `after` and physical connections."""
         now = self.current
-        for delay, physical, dst in port.delayed:
+        for delay, physical, dst, gate in port.delayed:
             if physical:
                 when = max(self.physical(), now.time) + delay
                 tag = Tag(when, 0) if when > now.time else Tag(now.time, now.microstep + 1)
             else:
                 tag = Tag(now.time, now.microstep + 1) if delay == 0 else Tag(now.time + delay, 0)
             with self.lock:
-                self.events.push(tag, self.deliver(dst), port.value)
+                self.events.push(tag, self.deliver(dst, gate), (port.value, self._inactive(gate)))
 
     def running(self) -> Reaction | None:
         """The reaction with a deadline this thread is running (for `check_deadline`)."""
