@@ -425,3 +425,23 @@ main reactor {
 }
 """
     assert lines(tmp_path, source) == ["0ms/0 startup One", "100ms/1 startup Two", "shutdown One", "shutdown Two"]
+
+
+def test_user_trace_points_are_recorded_with_their_tag(tmp_path: Path) -> None:
+    source = FAST + """
+main reactor {
+  timer t(0, 10 msec)
+  state handle = 0
+  state n = 0
+  reaction(startup) {= self.handle = self.register_user_trace_event("ticks") =}
+  reaction(t) {=
+    self.n += 1
+    self.tracepoint_user_value(self.handle, self.n)
+  =}
+}
+"""
+    trace = tmp_path / "trace.jsonl"
+    result = run_lf(tmp_path, source, "--timeout", "20ms", trace=trace)
+    assert result.returncode == 0, result.stderr
+    assert trace.read_text().splitlines() == ['[0, 0, "user:ticks", "1"]', '[10000000, 0, "user:ticks", "2"]',
+                                              '[20000000, 0, "user:ticks", "3"]']

@@ -77,6 +77,19 @@ class ReactorBase:
             reaction.deadline = int(deadline)
 
 
+    def register_user_trace_event(self, description: str) -> int:
+        """A handle (never 0) for `tracepoint_user_event` / `tracepoint_user_value`, as in LF."""
+        return self._lf_sched.register_trace_event(str(description))
+
+    def tracepoint_user_event(self, handle: int) -> None:
+        """Record the registered event in the trace (LFPY_TRACE) at the current tag."""
+        self._lf_sched.trace_user(handle, None)
+
+    def tracepoint_user_value(self, handle: int, value: object) -> None:
+        """Record the registered event with a value in the trace (LFPY_TRACE)."""
+        self._lf_sched.trace_user(handle, value)
+
+
 def lf_print(*args: object) -> None:
     print(*args, flush=True)
 

@@ -55,6 +55,7 @@ class Scheduler:
         self.halted = False
         self.stopping = False
         self.trace: list[tuple[int, int, str, object]] | None = None
+        self.trace_events: list[str] = []  # descriptions of registered user trace events
         self.pool: ThreadPoolExecutor | None = None
         self.line_map: Callable[[str, int], tuple[str, int] | None] | None = None
         self._local = threading.local()  # the reaction each worker thread is running
@@ -376,6 +377,20 @@ class Scheduler:
                 lines.append(f"    {text}")
         lines.append(f"{type(exc).__name__}: {exc}")
         print("\n".join(lines), file=sys.stderr, flush=True)
+
+    def register_trace_event(self, description: str) -> int:
+        with self.lock:
+            self.trace_events.append(description)
+            return len(self.trace_events)
+
+    def trace_user(self, handle: int, value: object) -> None:
+        """A user trace point: recorded with the tag when tracing is on, otherwise nothing to do."""
+        if not 1 <= handle <= len(self.trace_events):
+            raise ValueError(f"unknown trace event handle {handle!r}; use register_user_trace_event()")
+        if self.trace is not None:
+            with self.lock:
+                self.trace.append((self.current.time - self.start_time, self.current.microstep,
+                                   f"user:{self.trace_events[handle - 1]}", value))
 
     def _end_tag(self) -> None:
         for port in self.set_ports:  # their final values travel on `after` and `~>` connections
