@@ -15,9 +15,10 @@ $(STAMP): pyproject.toml setup.py pyreplay/_core.c pyreplay/sumtree.c pyreplay/s
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The main job: generate the sampling program for two workers, then compile and run it.
 run: setup
-	$(VENV)/bin/lfrl graph lf/examples/Pipeline.lf
-	$(VENV)/bin/lfrl run lf/examples/Pipeline.lf --workers 2
+	$(VENV)/bin/lfrl gen sampling --workers 2 --steps 20000 --env-id CartPole-v1 -o build/sampling/Sampling.lf
+	$(VENV)/bin/lfrl run build/sampling/Sampling.lf --workers 2
 
 test: setup
 	$(PY) -m pytest -q

@@ -88,6 +88,35 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if diags.has_errors and status == 0 else status
 
 
+def cmd_gen(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from generator.catalog import CATALOG, TemplateError, template, write
+
+    if args.list or args.template is None:
+        for tpl in CATALOG.values():
+            print(f"{tpl.name:12s} {tpl.description}")
+            for p in tpl.params:
+                print(f"    {p.flag:16s} {p.help} (default {p.default!r})")
+        return 0
+    try:
+        tpl = template(args.template)
+        parser = argparse.ArgumentParser(prog=f"lfrl gen {tpl.name}", description=tpl.description)
+        parser.add_argument("-o", "--output", required=True, help="the .lf file to write (lib/ goes beside it)")
+        for p in tpl.params:
+            parser.add_argument(p.flag, dest=p.name, type=str, default=None,
+                                help=f"{p.help} (default {p.default!r})")
+        options = parser.parse_args(args.rest)
+        values = {p.name: p.parse(getattr(options, p.name)) for p in tpl.params
+                  if getattr(options, p.name) is not None}
+        out = write(tpl.name, values, Path(options.output))
+    except TemplateError as exc:
+        print(f"lfrl gen: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} (and its library files in {out.parent / 'lib'})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lfrl", description="Deterministic, parallel RL with Lingua Franca (Python target).")
@@ -107,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("file", help="the .lf file with a main reactor")
     comp.add_argument("--lfc", action="store_true", help="use the real LF compiler (lfc) found on PATH")
     comp.set_defaults(func=cmd_compile)
+
+    gen = sub.add_parser("gen", help="render a program template: lfrl gen TEMPLATE [--param value ...] -o FILE.lf",
+                         add_help=False)
+    gen.add_argument("template", nargs="?", help="the template (lfrl gen --list shows them)")
+    gen.add_argument("--list", action="store_true", help="list the templates and their parameters")
+    gen.add_argument("rest", nargs=argparse.REMAINDER, help="the template's parameters and -o FILE.lf")
+    gen.set_defaults(func=cmd_gen)
 
     run = sub.add_parser("run", help="compile if needed and run an LF program")
     run.add_argument("file", help="the .lf file with a main reactor")

@@ -1,0 +1,168 @@
+"""Program templates and their parameter schemas; rendering with validated values.
+
+Templates live in `templates/*.lf.j2` and import reusable reactors from `lf/lib/`; a rendered
+program is written with the library files it imports copied to `lib/` beside it, so that the
+program and its imports stand on their own (for lfpy and for the real lfc alike).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from lfpy.diagnostics import Diagnostics
+from lfpy.frontend import analyze
+
+ROOT = Path(__file__).resolve().parent.parent
+TEMPLATES = ROOT / "templates"
+LIBRARY = ROOT / "lf" / "lib"
+
+
+class TemplateError(Exception):
+    """A bad template name or parameter value; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: type
+    default: object
+    help: str
+    min: int | None = None
+    max: int | None = None
+    check: str | None = None  # 'env_id' for a gymnasium environment id
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parse(self, text: str) -> object:
+        """The value of `--flag text`, validated."""
+        if self.type is bool:
+            lowered = text.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no"):
+                raise TemplateError(f"{self.flag}: expected true or false, got {text!r}")
+            return lowered in ("true", "1", "yes")
+        if self.type is int:
+            try:
+                value: object = int(text)
+            except ValueError:
+                raise TemplateError(f"{self.flag}: expected a whole number, got {text!r}") from None
+        else:
+            value = text
+        self.validate(value)
+        return value
+
+    def validate(self, value: object) -> None:
+        if self.type is int:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TemplateError(f"{self.flag}: expected a whole number, got {value!r}")
+            if self.min is not None and value < self.min:
+                raise TemplateError(f"{self.flag} must be at least {self.min}, got {value}")
+            if self.max is not None and value > self.max:
+                raise TemplateError(f"{self.flag} must be at most {self.max}, got {value}")
+        if self.check == "env_id":
+            check_env_id(str(value), self.flag)
+
+
+def check_env_id(env_id: str, flag: str) -> None:
+    """Refuse an environment id that gymnasium (with ale_py's Atari games) does not know."""
+    import gymnasium
+
+    if env_id.startswith("ALE/"):
+        try:
+            import ale_py
+
+            gymnasium.register_envs(ale_py)
+        except ImportError:
+            raise TemplateError(f"{flag}: {env_id!r} is an Atari game, which needs ale-py "
+                                "(pip install ale-py)") from None
+    if not re.fullmatch(r"[\w/.:-]+", env_id) or env_id not in gymnasium.registry:
+        close = sorted(k for k in gymnasium.registry if k.lower().startswith(env_id.split("-")[0].lower()))[:5]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise TemplateError(f"{flag}: unknown environment id {env_id!r}{hint}")
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    file: str
+    description: str
+    params: tuple[Param, ...]
+    libraries: tuple[str, ...] = field(default_factory=tuple)
+
+    def defaults(self) -> dict[str, object]:
+        return {p.name: p.default for p in self.params}
+
+
+CATALOG: dict[str, Template] = {
+    t.name: t for t in (
+        Template(
+            "sampling", "sampling.lf.j2",
+            "N environment workers in a bank, stepped in lockstep by a driver; counts samples/s",
+            (
+                Param("env_id", str, "CartPole-v1", "gymnasium environment id (ALE/Pong-v5 for Atari)",
+                      check="env_id"),
+                Param("workers", int, 2, "environment workers (the bank's width)", min=1, max=256),
+                Param("steps", int, 10_000, "samples in total", min=1, max=10**9),
+                Param("sync_every", int, 1, "steps each worker takes between synchronisations", min=1,
+                      max=10**6),
+                Param("seed", int, 0, "seed; worker i uses seed + i", min=0, max=2**31 - 1),
+                Param("progress", bool, True, "show a progress bar"),
+            ),
+            ("EnvWorker.lf", "SampleDriver.lf"),
+        ),
+    )
+}
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              keep_trailing_newline=True, autoescape=False)
+
+
+def template(name: str) -> Template:
+    if name not in CATALOG:
+        raise TemplateError(f"unknown template {name!r}; choose one of: {', '.join(CATALOG)}")
+    return CATALOG[name]
+
+
+def render(name: str, values: dict[str, object] | None = None) -> str:
+    """The LF source of template `name` with `values` (others at their defaults), validated."""
+    tpl = template(name)
+    merged = tpl.defaults()
+    for key, value in (values or {}).items():
+        param = next((p for p in tpl.params if p.name == key), None)
+        if param is None:
+            raise TemplateError(f"template {name!r} has no parameter {key!r}; it has: "
+                                f"{', '.join(p.name for p in tpl.params)}")
+        param.validate(value)
+        merged[key] = value
+    return environment().get_template(tpl.file).render(**merged)
+
+
+def write(name: str, values: dict[str, object] | None, out: Path) -> Path:
+    """Render, check with lfpy's front end, then write `out` and its library files to `lib/`."""
+    tpl = template(name)
+    source = render(name, values)
+    with tempfile.TemporaryDirectory() as tmp:
+        staged = Path(tmp) / out.name
+        _place(tpl, source, staged)
+        diags = Diagnostics()
+        if analyze(str(staged), diags) is None or diags.has_errors:
+            raise TemplateError(f"template {name!r} rendered a program lfpy rejects:\n{diags.render_all()}")
+    _place(tpl, source, out)
+    return out
+
+
+def _place(tpl: Template, source: str, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    (out.parent / "lib").mkdir(exist_ok=True)
+    for library in tpl.libraries:
+        shutil.copyfile(LIBRARY / library, out.parent / "lib" / library)
+    out.write_text(source)
