@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml setup.py pyreplay/_core.c pyreplay/sumtree.c pyreplay/s
 # The main job: generate the sampling program for two workers, then compile and run it.
 run: setup
 	$(VENV)/bin/lfrl gen sampling --workers 2 --steps 20000 --env-id CartPole-v1 -o build/sampling/Sampling.lf
-	$(VENV)/bin/lfrl run build/sampling/Sampling.lf --workers 2
+	$(VENV)/bin/lfrl run build/sampling/Sampling.lf
 
 test: setup
 	$(PY) -m pytest -q
@@ -30,6 +30,7 @@ bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) benchmarks/runtime_overhead.py
 	$(PY) benchmarks/replay.py
+	$(PY) benchmarks/vs_ray.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

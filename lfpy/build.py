@@ -35,9 +35,12 @@ def _lfc_missing(path: str, diags: Diagnostics) -> None:
 
 
 def build(path: str, diags: Diagnostics) -> Built | None:
-    """Check, elaborate and generate; writes the module and returns it, or None on errors."""
-    program, elaborated = analyze_program(path, diags)
+    """Check, elaborate and generate; writes the module and returns it, or None on errors or when
+    the file has no main reactor (then a warning says so: like lfc, nothing is generated)."""
+    program, elaborated = analyze_program(path, diags, require_main=False)
     if program is None or elaborated is None:
+        if program is not None and not diags.has_errors:
+            diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
         return None
     main = elaborated.main.reactor
     source, line_map, class_names = generate(program, main)
@@ -62,7 +65,9 @@ def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path |
             return None
         return package_root(Path(path)) / "src-gen"
     built = build(path, diags)
-    return None if built is None else built.module.parent
+    if built is None:
+        return None if diags.has_errors else package_root(Path(path)) / "src-gen"
+    return built.module.parent
 
 
 def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_ns: int | None = None,
@@ -72,7 +77,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         return _run_with_lfc(path, diags)
     built = build(path, diags)
     if built is None:
-        return 1
+        return 1 if diags.has_errors else 0
     props = built.elaborated.target_properties
     namespace: dict[str, object] = {"__name__": "lf_program", "__file__": str(built.module)}
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent

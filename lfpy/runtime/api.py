@@ -60,8 +60,9 @@ class ReactorBase:
 
     _lf_sched: Scheduler
 
-    def check_deadline(self, invoke_handler: bool = False) -> bool:
-        """True if the running reaction has missed its deadline; optionally run its handler now."""
+    def check_deadline(self, invoke_handler: bool = True) -> bool:
+        """True if the running reaction has missed its deadline; then also runs its handler unless
+        `invoke_handler` is False (reactor-c's Python target invokes it by default)."""
         reaction = self._lf_sched.running()
         if reaction is None or reaction.deadline is None:
             return False
