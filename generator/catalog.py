@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -95,9 +96,33 @@ class Template:
     description: str
     params: tuple[Param, ...]
     libraries: tuple[str, ...] = field(default_factory=tuple)
+    # Values computed from the parameters (and checks across them); raises TemplateError.
+    derive: Callable[[dict[str, object]], dict[str, object]] | None = None
 
     def defaults(self) -> dict[str, object]:
         return {p.name: p.default for p in self.params}
+
+
+def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
+    """The observation size of the environment, which must have a discrete action space."""
+    import gymnasium
+
+    env = gymnasium.make(str(values["env_id"]))
+    try:
+        if not isinstance(env.action_space, gymnasium.spaces.Discrete):
+            raise TemplateError(f"--env-id: Q-learning needs discrete actions; {values['env_id']!r} has "
+                                f"{type(env.action_space).__name__} actions")
+        if len(env.observation_space.shape or ()) != 1:
+            raise TemplateError(f"--env-id: Q-learning here needs flat observations; {values['env_id']!r} "
+                                f"has shape {env.observation_space.shape}")
+        obs_dim = int(env.observation_space.shape[0])
+    finally:
+        env.close()
+    per_round = int(values["actors"]) * int(values["steps_per_round"])  # type: ignore[call-overload]
+    if per_round < int(values["batch_size"]):  # type: ignore[call-overload]
+        raise TemplateError(f"--batch-size {values['batch_size']} is more than the {per_round} transitions one "
+                            f"round collects (--actors x --steps-per-round)")
+    return {"obs_dim": obs_dim}
 
 
 CATALOG: dict[str, Template] = {
@@ -116,6 +141,23 @@ CATALOG: dict[str, Template] = {
                 Param("progress", bool, True, "show a progress bar"),
             ),
             ("EnvWorker.lf", "SampleDriver.lf"),
+        ),
+        Template(
+            "qlearning", "qlearning.lf.j2",
+            "synchronized parallel Q-learning: N actors, a pyreplay buffer, a torch learner broadcasting weights",
+            (
+                Param("env_id", str, "CartPole-v1", "gymnasium environment id (discrete actions)", check="env_id"),
+                Param("actors", int, 2, "actors collecting in parallel", min=1, max=256),
+                Param("rounds", int, 100, "learning rounds", min=1, max=10**7),
+                Param("steps_per_round", int, 32, "steps each actor collects per round", min=1, max=10**6),
+                Param("batch_size", int, 64, "transitions per learner batch", min=1, max=10**6),
+                Param("updates", int, 1, "gradient steps per round", min=1, max=10**4),
+                Param("hidden", int, 64, "hidden units of the Q-network", min=1, max=65536),
+                Param("capacity", int, 100_000, "replay capacity", min=1, max=10**8),
+                Param("seed", int, 0, "seed; actor i uses seed + i", min=0, max=2**31 - 1),
+            ),
+            ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"),
+            derive_qlearning,
         ),
     )
 }
@@ -143,6 +185,8 @@ def render(name: str, values: dict[str, object] | None = None) -> str:
                                 f"{', '.join(p.name for p in tpl.params)}")
         param.validate(value)
         merged[key] = value
+    if tpl.derive is not None:
+        merged.update(tpl.derive(merged))
     return environment().get_template(tpl.file).render(**merged)
 
 

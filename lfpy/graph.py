@@ -2,12 +2,23 @@
 
 Built once by `lfpy.elaborate` from the AST; the runtime and `lfrl graph` read it. It is separate
 from the objects reaction bodies touch (as in reactor-ts): this is the program's fixed structure.
-Instance names are dotted paths from the main reactor, with `[i]` for bank members:
-`Main.workers[2].sink`.
+
+Naming: an instance's `full_name` is the dotted path from the main reactor (named after its class,
+or after its file when unnamed), with `[i]` after each bank member: `Main.workers[2].sink`. A
+member's full name appends its own: `Main.workers[2].sink.in`, `Main.a.reaction_1`.
+
+Conventions:
+- Times are int nanoseconds. `delay_ns` of a link is None without `after`, 0 for `after 0`.
+- Ports have `width` channels (1 for a single port); a connection is expanded into one `Link` per
+  channel pair, banks in bank-major order unless `interleaved(...)` was written.
+- Mode membership: `TimerInst.mode`, `ActionInst.mode`, `ReactionInst.mode`, `Link.mode` and
+  `Instance.mode` (of a child) name the owner's `ModeInst` they are declared in, None outside modes.
+- Objects compare by identity (`eq=False`); key dictionaries by the objects themselves or `id()`.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from lfpy import ast
@@ -35,6 +46,8 @@ class Member:
 
 @dataclass(eq=False)
 class PortInst(Member):
+    """An input or output of one instance; a bank member has its own PortInst."""
+
     name: str
     owner: Instance
     is_input: bool
@@ -45,6 +58,8 @@ class PortInst(Member):
 
 @dataclass(eq=False)
 class TimerInst(Member):
+    """A timer; `mode` is the owner's mode it is declared in (None: the reactor body)."""
+
     name: str
     owner: Instance
     offset_ns: int
@@ -55,6 +70,8 @@ class TimerInst(Member):
 
 @dataclass(eq=False)
 class ActionInst(Member):
+    """A logical or physical action; `min_spacing_ns` None when not given; `policy` as written."""
+
     name: str
     owner: Instance
     origin: str  # 'logical' | 'physical'
@@ -67,6 +84,8 @@ class ActionInst(Member):
 
 @dataclass(eq=False)
 class ModeInst:
+    """A mode of one instance; reactions change mode through `Ref(kind='mode')` effects."""
+
     name: str
     owner: Instance
     initial: bool
@@ -88,6 +107,10 @@ class Ref:
 
 @dataclass(eq=False)
 class ReactionInst(Member):
+    """A reaction of one instance. `level` is its position in the dependency graph (longest path
+    from a root, 0 first): reactions of one level never depend on each other. Effects include
+    inputs of contained instances (`c.in`, one target per bank member) and mode transitions."""
+
     owner: Instance
     index: int  # 1-based position in the flattened class (superclasses first, modes in place)
     name: str  # the declared name, else reaction_<index>
@@ -105,6 +128,12 @@ class ReactionInst(Member):
 
 @dataclass(eq=False)
 class Instance:
+    """One reactor instance. `parameters` hold evaluated Python values in declaration order
+    (superclasses first); a value the front end cannot compute (a `{= =}` needing a preamble's
+    names) is an `lfpy.elaborate.Deferred` for the runtime to evaluate. `bank_index` and
+    `bank_width` are None outside a bank. `children` maps an instantiation name to its members (one
+    for a plain `new`, `bank_width` for a bank), in declaration order."""
+
     name: str  # the instantiation's name (the main reactor's class name for the root)
     full_name: str
     reactor: ast.Reactor
@@ -120,6 +149,16 @@ class Instance:
     actions: dict[str, ActionInst] = field(default_factory=dict)
     modes: dict[str, ModeInst] = field(default_factory=dict)
     reactions: list[ReactionInst] = field(default_factory=list)
+
+    @property
+    def file(self) -> str:
+        """The path of the file that declares this instance's class (`Program.models` key)."""
+        return self.reactor.loc.file
+
+    @property
+    def class_name(self) -> str:
+        """The class's name; an unnamed main reactor is named after its file."""
+        return self.reactor.name or self.full_name
 
     def all_instances(self) -> list[Instance]:
         """This instance and every instance below it, parents before children."""
@@ -154,16 +193,75 @@ class Link:
 
 
 @dataclass(eq=False)
+class Reach:
+    """A port channel reached from another through links (see `Elaborated.reach`)."""
+
+    port: PortInst
+    channel: int
+    delay_ns: int | None  # None: at the same tag; else the `after` delay of the last link
+    physical: bool
+    via: Link  # the last link on the way
+
+
+@dataclass(eq=False)
 class Elaborated:
+    """The whole program. `instances` lists parents before children (main first); `links` are in
+    declaration order, innermost instances first; `reactions` are ordered by (level, inferred
+    deadline, full name), the order in which one worker would run those of a tag."""
+
     main: Instance
     instances: list[Instance]
     links: list[Link]
-    reactions: list[ReactionInst]  # ordered by (level, full name)
-    target_properties: dict[str, object]
+    reactions: list[ReactionInst]
+    target_properties: dict[str, object]  # times in ns; e.g. {'timeout': 10**9, 'fast': True}
+    _by_src: dict[tuple[int, int], list[Link]] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for link in self.links:
+            self._by_src.setdefault((id(link.src), link.src_channel), []).append(link)
 
     @property
     def max_level(self) -> int:
         return max((r.level for r in self.reactions), default=-1)
 
+    @property
+    def levels(self) -> list[list[ReactionInst]]:
+        """Reactions grouped by level: `levels[k]` holds the reactions of level k."""
+        out: list[list[ReactionInst]] = [[] for _ in range(self.max_level + 1)]
+        for r in self.reactions:
+            out[r.level].append(r)
+        return out
+
     def links_from(self, port: PortInst, channel: int) -> list[Link]:
-        return [link for link in self.links if link.src is port and link.src_channel == channel]
+        """The links that leave `port[channel]` directly."""
+        return list(self._by_src.get((id(port), channel), []))
+
+    def reach(self, port: PortInst, channel: int) -> list[Reach]:
+        """Every port channel a value set on `port[channel]` arrives at at the same tag, following
+        chains of zero-delay links through pass-through ports (breadth first, each channel once),
+        plus the far ends of the delayed and physical links that leave any of them (not followed
+        further: at its later tag the runtime calls `reach` again from there)."""
+        out: list[Reach] = []
+        seen = {(id(port), channel)}
+        frontier = deque([(port, channel)])
+        while frontier:
+            p, ch = frontier.popleft()
+            for link in self._by_src.get((id(p), ch), []):
+                if link.delay_ns is None and not link.physical:
+                    if (id(link.dst), link.dst_channel) in seen:
+                        continue
+                    seen.add((id(link.dst), link.dst_channel))
+                    frontier.append((link.dst, link.dst_channel))
+                    out.append(Reach(link.dst, link.dst_channel, None, False, link))
+                else:
+                    out.append(Reach(link.dst, link.dst_channel, link.delay_ns, link.physical, link))
+        return out
+
+    def readers(self, port: PortInst) -> list[ReactionInst]:
+        """The reactions that have `port` as a trigger or source (in graph order)."""
+        return [r for r in self.reactions
+                if any(t is port for ref in r.triggers + r.sources for t in ref.targets)]
+
+    def writers(self, port: PortInst) -> list[ReactionInst]:
+        """The reactions that have `port` as an effect (in graph order)."""
+        return [r for r in self.reactions if any(t is port for ref in r.effects for t in ref.targets)]

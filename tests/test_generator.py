@@ -33,19 +33,48 @@ def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None
 
 
 def test_unknown_template() -> None:
-    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling$"):
+    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling, qlearning$"):
         render("nope")
 
 
-@pytest.mark.parametrize("values", [{}, {"workers": 1, "steps": 1, "sync_every": 1, "seed": 0},
-                                    {"workers": 256, "sync_every": 1_000_000, "seed": 2**31 - 1},
-                                    {"env_id": "ALE/Pong-v5", "progress": False}])
-def test_every_template_renders_and_passes_the_front_end(tmp_path: Path, values: dict) -> None:
-    for name in CATALOG:
-        out = write(name, values, tmp_path / name / "Program.lf")
-        result = lfrl("check", str(out))
+@pytest.mark.parametrize(("name", "values"), [
+    ("sampling", {}), ("sampling", {"workers": 1, "steps": 1, "sync_every": 1, "seed": 0}),
+    ("sampling", {"workers": 256, "sync_every": 1_000_000, "seed": 2**31 - 1}),
+    ("sampling", {"env_id": "ALE/Pong-v5", "progress": False}),
+    ("qlearning", {}), ("qlearning", {"actors": 1, "rounds": 1, "steps_per_round": 1, "batch_size": 1, "hidden": 1}),
+    ("qlearning", {"actors": 256, "env_id": "Acrobot-v1", "capacity": 10**8}),
+])
+def test_every_template_renders_and_passes_the_front_end(tmp_path: Path, name: str, values: dict) -> None:
+    out = write(name, values, tmp_path / name / "Program.lf")
+    result = lfrl("check", str(out))
+    assert result.returncode == 0, result.stderr
+    for library in CATALOG[name].libraries:
+        assert (out.parent / "lib" / library).is_file()
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"env_id": "ALE/Pong-v5"}, "--env-id: Q-learning here needs flat observations; 'ALE/Pong-v5' has shape "
+                                "(210, 160, 3)"),
+    ({"env_id": "Pendulum-v1"}, "--env-id: Q-learning needs discrete actions; 'Pendulum-v1' has Box actions"),
+    ({"actors": 2, "steps_per_round": 8, "batch_size": 64},
+     "--batch-size 64 is more than the 16 transitions one round collects (--actors x --steps-per-round)"),
+])
+def test_qlearning_checks_across_parameters(values: dict, message: str) -> None:
+    with pytest.raises(TemplateError) as info:
+        render("qlearning", values)
+    assert str(info.value) == message
+
+
+def test_qlearning_learns_the_same_weights_with_one_and_two_workers(tmp_path: Path) -> None:
+    outputs = []
+    for threads in (1, 2):
+        out = write("qlearning", {"actors": 3, "rounds": 8, "steps_per_round": 16, "batch_size": 32, "hidden": 16},
+                    tmp_path / f"t{threads}" / "Q.lf")
+        result = lfrl("run", str(out), "--workers", str(threads))
         assert result.returncode == 0, result.stderr
-        assert (out.parent / "lib" / "EnvWorker.lf").is_file()
+        outputs.append(result.stdout.splitlines())
+    assert outputs[0][0].startswith("8 rounds, last loss ")
+    assert outputs[0] == outputs[1]
 
 
 def run_sampling(tmp_path: Path, threads: int, **values: object) -> list[str]:

@@ -4,6 +4,7 @@ ports with their fan-out, actions, timers, reactions with their arguments, and m
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from lfpy.codegen import arg_names
@@ -61,6 +62,43 @@ class Environment:
                 gates = self._gates(inst, action.mode)
                 self.actions[id(action)].gate = gates[0] if gates else None
         self.sched.on_start = self._start_timers
+        self._specialize()
+
+    def _specialize(self) -> None:
+        """Pick each port's class and each reaction's call for this run (see ports.py)."""
+        sched = self.sched
+        pool = sched.workers > 1
+        # How many things can queue each reaction: port channels (one object per channel, so an
+        # alias counts once), timers, actions, startup/shutdown/reset, mode entry.
+        settable: dict[int, Port] = {}  # the port objects whose `set` is ever called
+        for r in self.graph.reactions:
+            for ref in r.effects:
+                for t in ref.targets:
+                    if isinstance(t, PortInst):
+                        obj = self.port_objects[id(t)]
+                        settable.update((id(p), p) for p in (obj if isinstance(obj, Multiport) else [obj]))
+        for port in self.ports.values():
+            settable.update((id(dst), dst) for _d, _p, dst, _g in port.delayed)
+        count: dict[int, int] = {}
+        for port in settable.values():
+            for r in set(map(id, port.triggered)):
+                count[r] = count.get(r, 0) + 1
+        others = [*self.timers.values(), *self.actions.values()]
+        for r in [x for o in others for x in o.triggered] + sched.startup + sched.shutdown + \
+                [x for rs in self.first_entry.values() for x in rs] + \
+                [x for rs in self.reset_reactions.values() for _m, x in rs]:
+            count[id(r)] = count.get(id(r), 0) + 2
+        sole = {r for r, n in count.items() if n == 1}
+        for port in self.ports.values():
+            port.specialize(pool, sole)
+            sched.has_delayed |= bool(port.delayed)
+        per_level = [0] * len(sched.buckets)
+        for reaction in self.reactions:
+            per_level[reaction.level] += 1
+        sched.levels = [(bucket, n > 1) for bucket, n in zip(sched.buckets, per_level, strict=True)]
+        for reaction in self.reactions:
+            if reaction.deadline is not None:
+                reaction.call = partial(sched.call_with_deadline, reaction)
 
     # ------------------------------------------------------------ objects
 
@@ -156,9 +194,11 @@ class Environment:
         raise TypeError(obj)
 
     def _bind_reactions(self) -> None:
+        self.reactions: list[Reaction] = []
         for order, r in enumerate(self.graph.reactions):
             reaction = self._reaction(r)
             reaction.order = order
+            self.reactions.append(reaction)
         # A port triggers its own readers and those of every port it feeds without delay.
         combined: dict[int, list[Reaction]] = {}
         for port in self.ports.values():

@@ -1,10 +1,19 @@
 """Ports as reaction bodies see them: `p.set(v)`, `p.value`, `p.is_present`; multiports as lists.
 
-Threading contract: a port channel has one writer per tag (the elaborated graph guarantees it),
-and is read only by reactions of later levels, so `set` takes no lock. `set` records the port in
-the scheduler's list of ports set at this tag (list.append is atomic). With one worker it queues
-the reactions the port triggers at once; with a pool the scheduler does that after the writer's
-level has finished (queueing is not thread-safe).
+Four classes share one slot layout; `Environment` picks one per port channel once the program is
+bound (`specialize`), so that the common case pays for nothing it does not use:
+- `Port`: one worker, no zero-delay fan-out to keep in step, no reader in a mode. `set` records
+  the port and queues its readers straight into their level's bucket. This is the hot path.
+- `SolePort`: as `Port`, when nothing else can trigger its readers: no per-tag stamp to check.
+- `FanoutPort`: one worker, and the port also updates the ports it feeds that are not aliases of
+  it (mutable inputs get deep copies), or some reader lives in a mode (checked when queued).
+- `PoolPort`: several workers. `set` only records the port; the scheduler queues the readers
+  after the writer's level has finished (queueing is not thread-safe).
+
+Threading contract: a port channel has one writer per tag (the elaborated graph guarantees it) and
+is read only by reactions of later levels, so `set` takes no lock: the level barrier is the
+synchronisation. `set` appends the port to the scheduler's `set_ports` list (list.append is atomic).
+`is_present` is cleared by the scheduler's thread at the end of the tag.
 """
 
 from __future__ import annotations
@@ -13,13 +22,15 @@ from copy import deepcopy
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from lfpy.runtime.reaction import ModeState, Reaction
     from lfpy.runtime.scheduler import Scheduler
 
 
 class Port:
-    __slots__ = ("value", "is_present", "name", "_sched", "fanout", "copies", "triggered", "delayed",
-                 "trace_name")
+    __slots__ = ("value", "is_present", "name", "_sched", "fanout", "copies", "others", "triggered", "delayed",
+                 "trace_name", "_set_ports", "_queue")
 
     def __init__(self, name: str, sched: Scheduler) -> None:
         self.value: object = None
@@ -29,42 +40,100 @@ class Port:
         # Ports fed through zero-delay connections that are not aliases of this one (see
         # `Environment._connect`): they take the value at once.
         self.fanout: list[Port] = []
-        # Mutable inputs among `fanout`: each gets its own deep copy, so that one reader's changes
-        # are not seen by the others.
+        # Mutable inputs among the fed ports: each gets its own deep copy, so that one reader's
+        # changes are not seen by the others.
         self.copies: list[Port] = []
-        # Reactions triggered by this port or by any port in `fanout`.
+        self.others: tuple[Port, ...] = ()  # fanout + copies: their presence is cleared with ours
+        # Reactions triggered by this port or by any port it feeds without delay.
         self.triggered: list[Reaction] = []
         # (delay_ns, physical, destination, mode gate) for `after` and `~>` connections.
         self.delayed: list[tuple[int, bool, Port, tuple[ModeState, str] | None]] = []
         self.trace_name = name
+        self._set_ports: list[Port] = sched.set_ports
+        # (reaction, its bucket's append) for each reader: queueing is one call.
+        self._queue: tuple[tuple[Reaction, Callable[[Reaction], None]], ...] = ()
 
     def set(self, value: object) -> None:
         self.value = value
-        if self.fanout:
-            for port in self.fanout:
-                port.value = value
-                port.is_present = True
-        if self.copies:
-            for port in self.copies:
-                port.value = deepcopy(value)
-                port.is_present = True
         if self.is_present:
-            return  # set again at this tag: the reactions are queued already
+            return  # set again at this tag: the readers are queued already
         self.is_present = True
-        sched = self._sched
-        sched.set_ports.append(self)
-        if sched.pool is None:
-            # One worker: queue the triggered reactions now (`Scheduler.enqueue`, inlined: this is
-            # the hot path). With a pool, the scheduler does it after the level's barrier.
-            tag_number = sched.tag_number
-            buckets = sched.buckets
-            for r in self.triggered:
-                if r.stamp != tag_number and (not r.gates or r.active()):
-                    r.stamp = tag_number
-                    buckets[r.level].append(r)
+        self._set_ports.append(self)
+        stamp = self._sched.tag_number
+        for r, queue in self._queue:
+            if r.stamp != stamp:
+                r.stamp = stamp
+                queue(r)
+
+    def specialize(self, pool: bool, sole: set[int]) -> None:
+        """Pick the class for this port (see the module's docstring); call once after binding.
+        `sole` holds the ids of reactions that nothing but one port channel can trigger."""
+        self.others = tuple(self.fanout) + tuple(self.copies)
+        buckets = self._sched.buckets
+        self._queue = tuple((r, buckets[r.level].append) for r in self.triggered)
+        if pool:
+            self.__class__ = PoolPort
+        elif self.others or any(r.gates for r in self.triggered):
+            self.__class__ = FanoutPort
+        elif all(id(r) in sole for r in self.triggered):
+            self.__class__ = SolePort
 
     def __repr__(self) -> str:
         return f"<port {self.trace_name} present={self.is_present} value={self.value!r}>"
+
+
+class SolePort(Port):
+    """One worker, and this port is the only thing that can trigger each of its readers: the
+    port's own presence already keeps them from being queued twice at a tag."""
+
+    __slots__ = ()
+
+    def set(self, value: object) -> None:
+        self.value = value
+        if self.is_present:
+            return
+        self.is_present = True
+        self._set_ports.append(self)
+        for r, queue in self._queue:
+            queue(r)
+
+
+class FanoutPort(Port):
+    __slots__ = ()
+
+    def set(self, value: object) -> None:
+        self.value = value
+        for port in self.fanout:
+            port.value = value
+            port.is_present = True
+        for port in self.copies:
+            port.value = deepcopy(value)
+            port.is_present = True
+        if self.is_present:
+            return
+        self.is_present = True
+        self._set_ports.append(self)
+        stamp = self._sched.tag_number
+        for r, queue in self._queue:
+            if r.stamp != stamp and (not r.gates or r.active()):
+                r.stamp = stamp
+                queue(r)
+
+
+class PoolPort(Port):
+    __slots__ = ()
+
+    def set(self, value: object) -> None:
+        self.value = value
+        for port in self.fanout:
+            port.value = value
+            port.is_present = True
+        for port in self.copies:
+            port.value = deepcopy(value)
+            port.is_present = True
+        if not self.is_present:
+            self.is_present = True
+            self._set_ports.append(self)
 
 
 class Multiport(list):

@@ -49,7 +49,10 @@ class Reaction:
         self.order = 0  # position in the program's deterministic reaction order
         self.fn = fn
         self.args = args
-        self.call = partial(fn, *args)  # the body with its arguments bound: the cheapest call
+        # The body with its arguments bound, the cheapest call: the plain function with the reactor
+        # object first skips the bound method's extra layer. A deadline wraps it (`Environment`).
+        func = getattr(fn, "__func__", None)
+        self.call = partial(func, fn.__self__, *args) if func is not None else partial(fn, *args)
         self.deadline: int | None = None
         self.deadline_fn: Callable[..., object] | None = None
         # (mode state, mode name) pairs that must all be current for the reaction to run.

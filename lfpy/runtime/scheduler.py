@@ -43,6 +43,9 @@ class Scheduler:
         self.cond = threading.Condition()
         self.physical_pending: list[tuple[Action, int, object]] = []
         self.set_ports: list[Port] = []
+        self.has_delayed = False  # whether any port has `after` or `~>` connections
+        # (bucket, whether more than one reaction has its level): `Environment` fills it in.
+        self.levels: list[tuple[list[Reaction], bool]] = [(b, True) for b in self.buckets]
         self.fired: list[Action | Timer] = []
         self.start_time = 0
         self.current = Tag(0, 0)
@@ -104,6 +107,8 @@ class Scheduler:
 
     def _drain_physical(self) -> None:
         """Turn physical actions scheduled by other threads into events (scheduler thread)."""
+        if not self.physical_pending:  # a hint read without the lock; looked at again under it
+            return
         with self.cond:
             pending, self.physical_pending = self.physical_pending, []
         for action, delay, value in pending:
@@ -265,30 +270,44 @@ class Scheduler:
 
     def _run_levels_inline(self) -> None:
         """One worker, the hot path: run each level's reactions in order; `Port.set` queues what
-        they trigger into later levels. The try is outside the inner loop (it costs little to enter,
-        but not nothing)."""
-        for bucket in self.buckets:
-            if not bucket:
-                continue
-            n = len(bucket)
-            if n > 1:
-                bucket.sort(key=_order)
-            i = 0
-            while i < n:
+        they trigger into later levels (never into the level running, so iterating is safe). The
+        try is outside the inner loop: entering it costs little, but not nothing."""
+        for bucket, shared in self.levels:
+            if bucket:
                 try:
-                    while i < n:
-                        r = bucket[i]
-                        i += 1
-                        if r.deadline is None:
+                    if shared:
+                        bucket.sort(key=_order)
+                        for r in bucket:
                             r.call()
-                        else:
-                            self._invoke(r)
+                        bucket.clear()
+                    else:  # a level of one reaction
+                        r = bucket.pop()
+                        r.call()
                 except BaseException as exc:
                     self._failed(r, exc)
-                if self.halted:
+                    rest = bucket[bucket.index(r) + 1:] if shared else []
+                    for r in rest:  # the rest of the level still runs
+                        if self.halted:
+                            break
+                        self._invoke(r)
                     bucket.clear()
-                    return
-            bucket.clear()
+                    if self.halted:
+                        for b, _shared in self.levels:
+                            b.clear()
+                        return
+
+    def call_with_deadline(self, r: Reaction) -> None:
+        """`r.call` for a reaction with a deadline on the inline path: the handler runs instead of
+        the body when the lag (physical minus logical time) exceeds the deadline. Errors propagate."""
+        self._current = r
+        try:
+            if r.deadline is not None and self.physical() - self.current.time > r.deadline:
+                if r.deadline_fn is not None:
+                    r.deadline_fn(*r.args)
+            else:
+                r.fn(*r.args)
+        finally:
+            self._current = None
 
     def _propagate(self, mark: int) -> int:
         """Queue the reactions triggered by ports set since `mark` (with a worker pool)."""
@@ -393,23 +412,25 @@ class Scheduler:
                                    f"user:{self.trace_events[handle - 1]}", value))
 
     def _end_tag(self) -> None:
-        for port in self.set_ports:  # their final values travel on `after` and `~>` connections
-            if port.delayed:
-                self.schedule_deliveries(port)
+        set_ports = self.set_ports
+        if self.has_delayed:
+            for port in set_ports:  # their final values travel on `after` and `~>` connections
+                if port.delayed:
+                    self.schedule_deliveries(port)
         if self.trace is not None:
             rel = self.current.time - self.start_time
-            for port in sorted(self.set_ports, key=lambda p: p.trace_name):
+            for port in sorted(set_ports, key=lambda p: p.trace_name):
                 self.trace.append((rel, self.current.microstep, port.trace_name, port.value))
-        for port in self.set_ports:
+        for port in set_ports:
             port.is_present = False
-            for f in port.fanout:
-                f.is_present = False
-            for f in port.copies:
-                f.is_present = False
-        self.set_ports.clear()
-        for trigger in self.fired:
-            trigger.is_present = False
-        self.fired.clear()
+            if port.others:
+                for f in port.others:
+                    f.is_present = False
+        set_ports.clear()
+        if self.fired:
+            for trigger in self.fired:
+                trigger.is_present = False
+            self.fired.clear()
         for state in self.mode_states:
             if state.pending is not None:
                 mode, kind = state.pending
