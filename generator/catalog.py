@@ -125,6 +125,31 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     return {"obs_dim": obs_dim}
 
 
+MULTIAGENT_ENVS = ("simple_spread_v3",)
+
+
+def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
+    """Observation and action sizes of the agents (mpe2 environments give all agents the same)."""
+    import importlib
+
+    name = str(values["env_name"])
+    if name not in MULTIAGENT_ENVS:
+        raise TemplateError(f"--env-name: {name!r} is not supported; choose one of: {', '.join(MULTIAGENT_ENVS)}")
+    try:
+        module = importlib.import_module(f"mpe2.{name}")
+    except ImportError as exc:
+        raise TemplateError(f"--env-name: cannot import mpe2.{name} ({exc}); pip install mpe2") from None
+    env = module.parallel_env(N=int(values["agents"]))  # type: ignore[call-overload]
+    try:
+        env.reset(seed=0)
+        agent = env.agents[0]
+        obs_dim = int(env.observation_space(agent).shape[0])
+        n_actions = int(env.action_space(agent).n)
+    finally:
+        env.close()
+    return {"obs_dim": obs_dim, "n_actions": n_actions}
+
+
 CATALOG: dict[str, Template] = {
     t.name: t for t in (
         Template(
@@ -158,6 +183,19 @@ CATALOG: dict[str, Template] = {
             ),
             ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"),
             derive_qlearning,
+        ),
+        Template(
+            "multiagent", "multiagent.lf.j2",
+            "multi-agent inference: M agents with their own torch policies in a PettingZoo (mpe2) environment",
+            (
+                Param("env_name", str, "simple_spread_v3", "mpe2 environment (parallel API)"),
+                Param("agents", int, 3, "agents, each with its own policy", min=1, max=64),
+                Param("steps", int, 200, "environment steps", min=1, max=10**9),
+                Param("hidden", int, 64, "hidden units of each policy", min=1, max=65536),
+                Param("seed", int, 0, "seed; agent i's policy uses seed + i", min=0, max=2**31 - 1),
+            ),
+            ("MultiAgentEnv.lf", "AgentPolicy.lf"),
+            derive_multiagent,
         ),
     )
 }

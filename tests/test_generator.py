@@ -33,7 +33,7 @@ def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None
 
 
 def test_unknown_template() -> None:
-    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling, qlearning$"):
+    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling, qlearning, multiagent$"):
         render("nope")
 
 
@@ -43,6 +43,7 @@ def test_unknown_template() -> None:
     ("sampling", {"env_id": "ALE/Pong-v5", "progress": False}),
     ("qlearning", {}), ("qlearning", {"actors": 1, "rounds": 1, "steps_per_round": 1, "batch_size": 1, "hidden": 1}),
     ("qlearning", {"actors": 256, "env_id": "Acrobot-v1", "capacity": 10**8}),
+    ("multiagent", {}), ("multiagent", {"agents": 1, "steps": 1, "hidden": 1}), ("multiagent", {"agents": 64}),
 ])
 def test_every_template_renders_and_passes_the_front_end(tmp_path: Path, name: str, values: dict) -> None:
     out = write(name, values, tmp_path / name / "Program.lf")
@@ -109,3 +110,19 @@ def test_lfrl_gen_cli(tmp_path: Path) -> None:
     assert not (tmp_path / "T.lf").exists()
     listing = lfrl("gen", "--list")
     assert listing.stdout.splitlines()[0].startswith("sampling ")
+
+
+def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:
+    outputs = []
+    for threads in (1, 2):
+        out = write("multiagent", {"agents": 3, "steps": 50, "seed": 4}, tmp_path / f"t{threads}" / "Agents.lf")
+        result = lfrl("run", str(out), "--workers", str(threads))
+        assert result.returncode == 0, result.stderr
+        outputs.append(result.stdout.splitlines())
+    assert outputs[0][0].startswith("50 steps x 3 agents in ")
+    assert outputs[0][1].startswith("total reward ") and outputs[0][1] == outputs[1][1]
+
+
+def test_multiagent_refuses_unknown_environments() -> None:
+    with pytest.raises(TemplateError, match=r"^--env-name: 'pong' is not supported; choose one of: simple_spread_v3$"):
+        render("multiagent", {"env_name": "pong"})
