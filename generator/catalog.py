@@ -248,3 +248,20 @@ def _place(tpl: Template, source: str, out: Path) -> None:
     for library in tpl.libraries:
         shutil.copyfile(LIBRARY / library, out.parent / "lib" / library)
     out.write_text(source)
+
+
+# `lfrl new` asks for one count; each template names its parallel members differently.
+MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "agents"}
+
+
+def project_values(program: str, env_id: str, workers: str, seed: str) -> dict[str, object]:
+    """The template values of a project's answers (strings), validated; progress bars off."""
+    tpl = template(program)
+    params = {p.name: p for p in tpl.params}
+    answers = {"env_id": env_id, MEMBER_COUNT[program]: workers, "seed": seed}
+    values: dict[str, object] = {name: params[name].parse(text) for name, text in answers.items() if name in params}
+    if "progress" in params:
+        values["progress"] = False
+    if tpl.derive is not None:
+        tpl.derive({**tpl.defaults(), **values})  # cross-parameter checks, before anything is written
+    return values

@@ -117,6 +117,44 @@ def cmd_gen(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_new(args: argparse.Namespace) -> int:
+    import json
+    import logging
+
+    from cookiecutter.exceptions import CookiecutterException, FailedHookException, OutputDirExistsException
+    from cookiecutter.main import cookiecutter
+
+    from generator.catalog import TEMPLATES, TemplateError, project_values
+
+    context = {key: str(value) for key, value in (("project_name", args.project_name), ("program", args.template),
+                                                   ("env_id", args.env_id), ("workers", args.workers),
+                                                   ("seed", args.seed)) if value is not None}
+    if args.no_input:  # check the answers before anything is written
+        defaults = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
+        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in defaults.items()} | context
+        try:
+            project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"])
+        except TemplateError as exc:
+            print(f"lfrl new: error: {exc}", file=sys.stderr)
+            return 1
+    # The hook prints its own reason; cookiecutter's log of the failure is noise to a user.
+    logging.getLogger("cookiecutter").setLevel(logging.CRITICAL)
+    try:
+        out = cookiecutter(str(TEMPLATES / "project"), no_input=args.no_input, extra_context=context,
+                           output_dir=args.output)
+    except FailedHookException as exc:
+        print(f"lfrl new: error: the project could not be generated ({exc})", file=sys.stderr)
+        return 1
+    except OutputDirExistsException as exc:
+        print(f"lfrl new: error: {exc}; choose another --project-name or --output", file=sys.stderr)
+        return 1
+    except CookiecutterException as exc:
+        print(f"lfrl new: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lfrl", description="Deterministic, parallel RL with Lingua Franca (Python target).")
@@ -143,6 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--list", action="store_true", help="list the templates and their parameters")
     gen.add_argument("rest", nargs=argparse.REMAINDER, help="the template's parameters and -o FILE.lf")
     gen.set_defaults(func=cmd_gen)
+
+    new = sub.add_parser("new", help="scaffold a project (a cookiecutter template): asks, or takes flags")
+    new.add_argument("--no-input", action="store_true", help="do not ask: take the flags and the defaults")
+    new.add_argument("--project-name", help="the project's name (its folder is derived from it)")
+    new.add_argument("--template", help="sampling, qlearning or multiagent")
+    new.add_argument("--env-id", help="the environment id (sampling, qlearning)")
+    new.add_argument("--workers", help="workers / actors / agents")
+    new.add_argument("--seed", help="the seed")
+    new.add_argument("-o", "--output", default=".", help="where to create the project folder (default: here)")
+    new.set_defaults(func=cmd_new)
 
     run = sub.add_parser("run", help="compile if needed and run an LF program")
     run.add_argument("file", help="the .lf file with a main reactor")

@@ -1,0 +1,16 @@
+"""Render the chosen lfrl program template into src/ (with its LF library files in src/lib/).
+
+Runs after cookiecutter (or `lfrl new`) has written the project; needs lfrl installed in the Python
+that runs cookiecutter. Values are validated by lfrl's schema: a bad one stops with its reason."""
+
+import sys
+from pathlib import Path
+
+from generator.catalog import TemplateError, project_values, write
+
+try:
+    values = project_values("{{ cookiecutter.program }}", "{{ cookiecutter.env_id }}", "{{ cookiecutter.workers }}",
+                            "{{ cookiecutter.seed }}")
+    write("{{ cookiecutter.program }}", values, Path("src") / "Main.lf")
+except TemplateError as exc:
+    sys.exit(f"lfrl new: error: {exc}")
