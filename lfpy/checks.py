@@ -1,4 +1,8 @@
-"""Checks over reactor classes: names, directions, duplicates, modes, inheritance, target.
+"""Checks over reactor classes: names, directions, duplicates, modes, inheritance, times, target.
+
+Every class of every loaded file is checked once (not once per instance), so library files without
+a main reactor are checked too. Messages follow lfc's validator where it has one (e.g. "Missing time
+unit.", "Left width 3 does not match right width 2"), with what and where added in parentheses.
 
 `ClassInfo` is a reactor class flattened with its superclasses (their members first); both the
 checks here and elaboration read classes through it.
@@ -130,7 +134,7 @@ def check_target(model: ast.Model, diags: Diagnostics) -> None:
 
 
 def check_program(program: Program, diags: Diagnostics) -> None:
-    """Every class of every loaded file: names, directions, modes, instantiations."""
+    """Every class of every loaded file: names, directions, modes, instantiations, times."""
     for model in program.models.values():
         names: dict[str, ast.Loc] = {}
         for reactor in model.reactors:
@@ -139,125 +143,343 @@ def check_program(program: Program, diags: Diagnostics) -> None:
                     diags.error(reactor.loc, f"duplicate reactor name '{reactor.name}' "
                                              f"(line {names[reactor.name].line})")
                 names.setdefault(reactor.name, reactor.loc)
-            _check_class(program, model, reactor, diags)
+            _ClassChecker(program, reactor, diags).run()
 
 
-def _check_class(program: Program, model: ast.Model, reactor: ast.Reactor, diags: Diagnostics) -> None:
-    info = class_info(program, reactor, diags)
-    children: dict[str, ClassInfo] = {}
-    for name, (cls, inst, _mode) in info.instantiations.items():
-        target = program.resolve(program.models[cls.loc.file], inst.reactor_class)
-        if target is None:
-            if cls is reactor and inst.reactor_class not in program.failed.get(cls.loc.file, set()):
-                diags.error(inst.class_loc or inst.loc, f"unknown reactor class '{inst.reactor_class}'")
-            continue
-        if target.main or target.federated:
-            diags.error(inst.class_loc or inst.loc, f"cannot instantiate main reactor '{inst.reactor_class}'")
-        child = class_info(program, target)
-        children[name] = child
-        if cls is not reactor:
-            continue
-        for assignment in inst.assignments:
-            if assignment.name not in child.parameters:
-                diags.error(assignment.loc, f"unknown parameter '{assignment.name}' of reactor "
-                                            f"'{inst.reactor_class}'")
-    for param in reactor.parameters:
-        expr = param.init.expr if param.init is not None else None
-        if (param.type is not None and param.type.is_time and isinstance(expr, ast.Literal)
-                and not isinstance(expr.value, bool) and expr.value != 0):
-            diags.error(expr.loc, f"Missing time unit. (parameter '{param.name}' has type time, got {expr.text})")
-    if len([m for m in reactor.modes if m.initial]) > 1:
-        second = [m for m in reactor.modes if m.initial][1]
-        diags.error(second.loc, "a reactor can have only one initial mode")
-    if reactor.modes and not any(m.initial for m in reactor.modes):
-        diags.error(reactor.modes[0].loc, "a reactor with modes needs one 'initial mode'")
+def _is_number(expr: ast.Expression | None) -> bool:
+    """An int or float literal (not a boolean)."""
+    return (isinstance(expr, ast.Literal) and isinstance(expr.value, int | float)
+            and not isinstance(expr.value, bool))
 
-    own_reactions = [r for r in reactor.reactions] + [r for m in reactor.modes for r in m.reactions]
-    for reaction in own_reactions:
+
+def _is_time_param(param: ast.Parameter) -> bool:
+    """lfc's `isOfTimeType`: declared `time`, or a time value as default."""
+    if param.type is not None and param.type.is_time:
+        return True
+    return param.init is not None and isinstance(param.init.expr, ast.Time)
+
+
+def _ref_text(ref: ast.VarRef) -> str:
+    return f"{ref.container}.{ref.variable}" if ref.container else ref.variable
+
+
+class _ClassChecker:
+    """The checks of one reactor class; members inherited from superclasses are checked in theirs."""
+
+    def __init__(self, program: Program, reactor: ast.Reactor, diags: Diagnostics) -> None:
+        self.program = program
+        self.reactor = reactor
+        self.diags = diags
+        self.info = class_info(program, reactor, diags)
+        self.children: dict[str, ClassInfo] = {}
+
+    def error(self, loc: ast.Loc, message: str) -> None:
+        self.diags.error(loc, message)
+
+    def run(self) -> None:
+        reactor = self.reactor
+        self.check_instantiations()
+        self.check_header()
+        self.check_types()
+        self.check_modes()
+        for port in reactor.inputs + reactor.outputs:
+            self.check_width(port.width, "multiports")
+        for body in [reactor, *reactor.modes]:
+            for timer in body.timers:
+                self.check_time(timer.offset, "a timer offset")
+                self.check_time(timer.period, "a timer period")
+            for action in body.actions:
+                self.check_time(action.min_delay, "an action's minimum delay")
+                self.check_time(action.min_spacing, "an action's minimum spacing")
+            for watchdog in body.watchdogs:
+                self.check_time(watchdog.timeout, "a watchdog timeout")
+                for effect in watchdog.effects:
+                    self.check_ref(effect, "effect")
+            for reaction in body.reactions:
+                self.check_reaction(reaction)
+            for connection in body.connections:
+                self.check_connection(connection, body)
+
+    # ------------------------------------------------------------ header, types, modes
+
+    def check_header(self) -> None:
+        reactor = self.reactor
+        if reactor.main or reactor.federated:
+            stem = Path(reactor.loc.file).stem
+            if reactor.name is not None and reactor.name != stem:
+                self.diags.warning(reactor.loc, f"the main reactor '{reactor.name}' should be named after its "
+                                                f"file '{stem}' (or be unnamed): lfc requires it")
+            for port in reactor.inputs + reactor.outputs:
+                kind = "inputs" if port.is_input else "outputs"
+                self.error(port.loc, f"a main reactor cannot have {kind}: '{port.name}'")
+        elif reactor.name is None:
+            self.error(reactor.loc, "a reactor that is not main must be named")
+        for param in reactor.parameters:
+            if param.init is None:
+                self.error(param.loc, f"parameter '{param.name}' must have a default value")
+                continue
+            expr = param.init.expr
+            for item in expr.items if isinstance(expr, ast.ListExpr) else [expr]:
+                if isinstance(item, ast.ParamRef):
+                    self.error(item.loc, f"parameter '{param.name}' cannot be initialized using parameter "
+                                         f"'{item.name}' (lfc forbids it; use {{= ... =}} code)")
+            if param.type is not None and param.type.is_time:
+                self.check_time(expr, f"parameter '{param.name}' (type time)")
+
+    def check_types(self) -> None:
+        """lfc: "Types are not allowed in the Python target" (except in generic reactors' uses)."""
+        reactor = self.reactor
+        typed: list[ast.TypeRef | None] = [p.type for p in reactor.parameters]
+        typed += [p.type for p in reactor.inputs + reactor.outputs]
+        typed += [m.return_type for m in reactor.methods] + [a.type for m in reactor.methods for a in m.arguments]
+        for body in [reactor, *reactor.modes]:
+            typed += [s.type for s in body.state_vars] + [a.type for a in body.actions]
+        for t in typed:
+            if t is not None:
+                self.error(t.loc, f"types are not allowed in the Python target: ': {t.text}'")
+
+    def check_modes(self) -> None:
+        reactor = self.reactor
+        initial = [m for m in reactor.modes if m.initial]
+        if len(initial) > 1:
+            self.error(initial[1].loc, "a reactor can have only one initial mode")
+        if reactor.modes and not initial:
+            self.error(reactor.modes[0].loc, "a reactor with modes needs one 'initial mode'")
+
+    # ------------------------------------------------------------ instantiations
+
+    def check_instantiations(self) -> None:
+        program, reactor, info = self.program, self.reactor, self.info
+        for name, (cls, inst, _mode) in info.instantiations.items():
+            target = program.resolve(program.models[cls.loc.file], inst.reactor_class)
+            own = cls is reactor
+            if target is None:
+                if own and inst.reactor_class not in program.failed.get(cls.loc.file, set()):
+                    self.error(inst.class_loc or inst.loc, f"unknown reactor class '{inst.reactor_class}'")
+                continue
+            child = class_info(program, target)
+            self.children[name] = child
+            if not own:
+                continue
+            if target.main or target.federated:
+                self.error(inst.class_loc or inst.loc, f"cannot instantiate main reactor '{inst.reactor_class}'")
+            cycle = _instantiation_cycle(program, reactor, target)
+            if cycle is not None:
+                self.error(inst.class_loc or inst.loc, "recursive instantiation: " +
+                           " -> ".join(class_name(c) for c in [reactor, *cycle]))
+            self.check_width(inst.width, "banks")
+            for assignment in inst.assignments:
+                param = child.parameters.get(assignment.name)
+                if param is None:
+                    self.error(assignment.loc, f"unknown parameter '{assignment.name}' of reactor "
+                                               f"'{inst.reactor_class}'")
+                    continue
+                self.check_param_refs(assignment.init.expr)
+                if _is_time_param(param):
+                    self.check_time(assignment.init.expr, f"parameter '{assignment.name}' (a time)")
+
+    def check_param_refs(self, expr: ast.Expression) -> None:
+        if isinstance(expr, ast.ParamRef) and expr.name not in self.info.parameters:
+            self.error(expr.loc, f"unknown parameter '{expr.name}' in reactor '{class_name(self.reactor)}'")
+        elif isinstance(expr, ast.ListExpr):
+            for item in expr.items:
+                self.check_param_refs(item)
+
+    def check_width(self, spec: ast.WidthSpec | None, what: str) -> None:
+        if spec is None:
+            return
+        if spec.variable_length:
+            example = "'new[4] R()'" if what == "banks" else "'input[4] in'"
+            self.error(spec.loc, f"variable-width {what} are not supported: give the width, e.g. {example}")
+        for term in spec.terms:
+            if term.kind == "param" and term.value not in self.info.parameters:
+                self.error(term.loc, f"unknown parameter '{term.value}' in width")
+            elif term.kind == "widthof":
+                assert isinstance(term.value, ast.VarRef)
+                ref = term.value
+                if ref.container is None:
+                    if self.info.port(ref.variable) is None:
+                        self.error(ref.loc, f"widthof(): unknown port '{ref.variable}'")
+                else:
+                    self.contained_port(ref, "widthof()")
+
+    # ------------------------------------------------------------ times
+
+    def check_time(self, expr: ast.Expression | None, what: str) -> None:
+        """lfc's `checkExpressionIsTime`: a time, a parameter, or the number 0."""
+        if expr is None or isinstance(expr, ast.Time):
+            return
+        if isinstance(expr, ast.ParamRef):
+            param = self.info.parameters.get(expr.name)
+            if param is None:
+                self.error(expr.loc, f"unknown parameter '{expr.name}' in reactor '{class_name(self.reactor)}'")
+            elif not _is_time_param(param) and param.init is not None:
+                default = param.init.expr
+                if isinstance(default, ast.Literal) and _is_number(default) and default.value != 0:
+                    self.error(expr.loc, f"Missing time unit. ({what} is parameter '{expr.name}', whose default "
+                                         f"{default.text} has no unit)")
+            return
+        if _is_number(expr):
+            assert isinstance(expr, ast.Literal)
+            if expr.value == 0:
+                return
+            if isinstance(expr.value, int):
+                self.error(expr.loc, f"Missing time unit. ({what} needs a time such as '10 msec', got {expr.text})")
+                return
+        shown = expr.text if isinstance(expr, ast.Literal) else "{= ... =}" if isinstance(expr, ast.CodeExpr) \
+            else "a list"
+        self.error(expr.loc, f"Invalid time value. ({what} needs a time such as '10 msec' or a parameter, "
+                             f"got {shown})")
+
+    # ------------------------------------------------------------ reactions
+
+    def check_reaction(self, reaction: ast.Reaction) -> None:
+        triggers: set[tuple[str | None, str]] = set()
         for trigger in reaction.triggers:
             if isinstance(trigger, ast.VarRef):
-                _check_ref(info, children, trigger, diags, "trigger")
+                self.check_ref(trigger, "trigger")
+                triggers.add((trigger.container, trigger.variable))
         for source in reaction.sources:
-            _check_ref(info, children, source, diags, "source")
+            self.check_ref(source, "source")
+            if (source.container, source.variable) in triggers:
+                self.error(source.loc, f"source '{_ref_text(source)}' is already listed as a trigger")
         for effect in reaction.effects:
-            _check_ref(info, children, effect, diags, "effect")
-    for watchdog in reactor.watchdogs:
-        for effect in watchdog.effects:
-            _check_ref(info, children, effect, diags, "effect")
-    own_connections = reactor.connections + [c for m in reactor.modes for c in m.connections]
-    for connection in own_connections:
-        for ref in connection.left:
-            _check_connection_end(info, children, ref, diags, left=True)
-        for ref in connection.right:
-            _check_connection_end(info, children, ref, diags, left=False)
+            self.check_ref(effect, "effect")
+        if reaction.deadline is not None:
+            self.check_time(reaction.deadline.delay, "a deadline")
+        if reaction.stp is not None and reaction.stp.value is not None:
+            self.check_time(reaction.stp.value, f"an {reaction.stp.keyword} offset")
 
-
-def _check_ref(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef,
-               diags: Diagnostics, role: str) -> None:
-    if ref.transition is not None:
-        if ref.variable not in info.modes:
-            diags.error(ref.loc, f"unknown mode '{ref.variable}' in {ref.transition}({ref.variable})")
-        return
-    if ref.container is None:
-        if info.port(ref.variable) or ref.variable in info.actions or ref.variable in info.timers:
-            if role == "effect" and ref.variable in info.timers:
-                diags.error(ref.loc, f"a timer cannot be an effect: '{ref.variable}'")
-            elif role == "effect" and ref.variable in info.inputs:
-                diags.error(ref.loc, f"an input of this reactor cannot be an effect: '{ref.variable}'")
+    def check_ref(self, ref: ast.VarRef, role: str) -> None:
+        info = self.info
+        if ref.transition is not None:
+            if ref.variable not in info.modes:
+                self.error(ref.loc, f"unknown mode '{ref.variable}' in {ref.transition}({ref.variable})")
             return
-        if ref.variable in info.instantiations:
-            diags.error(ref.loc, f"'{ref.variable}' is a reactor instance; name one of its ports, "
-                                 f"e.g. '{ref.variable}.out'")
+        if ref.container is None:
+            if ref.variable in info.modes and role == "effect":
+                return  # a transition written without reset()/history(): lfc assumes reset
+            if info.port(ref.variable) or ref.variable in info.actions or ref.variable in info.timers:
+                if role == "effect" and ref.variable in info.timers:
+                    self.error(ref.loc, f"a timer cannot be an effect: '{ref.variable}'")
+                elif role == "effect" and ref.variable in info.inputs:
+                    self.error(ref.loc, f"an input of this reactor cannot be an effect: '{ref.variable}'")
+                elif role != "effect" and ref.variable in info.outputs:
+                    self.error(ref.loc, f"an output of this reactor cannot be a {role}: '{ref.variable}'")
+                return
+            if ref.variable in info.instantiations:
+                self.error(ref.loc, f"'{ref.variable}' is a reactor instance; name one of its ports, "
+                                    f"e.g. '{ref.variable}.out'")
+                return
+            self.error(ref.loc, f"unknown {role} '{ref.variable}': no port, action or timer of that name "
+                                f"in reactor '{class_name(info.reactor)}'")
             return
-        diags.error(ref.loc, f"unknown {role} '{ref.variable}': no port, action or timer of that name "
-                             f"in reactor '{class_name(info.reactor)}'")
-        return
-    port = _contained_port(info, children, ref, diags, f"'{ref.container}.{ref.variable}'")
-    if port is None:
-        return
-    if role == "effect" and not port.is_input:
-        diags.error(ref.loc, f"cannot write to output '{ref.container}.{ref.variable}' of a contained reactor")
-    elif role != "effect" and port.is_input:
-        diags.error(ref.loc, f"cannot read input '{ref.container}.{ref.variable}' of a contained reactor")
-
-
-def _contained_port(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef, diags: Diagnostics,
-                    where: str) -> ast.Port | None:
-    """The port `c.x` names, or None after reporting an unknown instance or port."""
-    assert ref.container is not None
-    if ref.container not in info.instantiations:
-        diags.error(ref.loc, f"unknown reactor instance '{ref.container}' in {where}")
-        return None
-    child = children.get(ref.container)
-    if child is None:
-        return None  # unknown class: reported at the instantiation
-    port = child.port(ref.variable)
-    if port is None:
-        diags.error(ref.loc, f"unknown port '{ref.variable}' of instance '{ref.container}' "
-                             f"(reactor '{class_name(child.reactor)}')")
-    return port
-
-
-def _check_connection_end(info: ClassInfo, children: dict[str, ClassInfo], ref: ast.VarRef,
-                          diags: Diagnostics, left: bool) -> None:
-    side = "left" if left else "right"
-    if ref.container is None:
-        port = info.port(ref.variable)
+        port = self.contained_port(ref, f"'{ref.container}.{ref.variable}'")
         if port is None:
-            diags.error(ref.loc, f"unknown port '{ref.variable}' in connection")
-        elif left and not port.is_input:
-            diags.error(ref.loc, f"wrong direction: output '{ref.variable}' of this reactor cannot be on "
-                                 f"the left of a connection")
-        elif not left and port.is_input:
-            diags.error(ref.loc, f"wrong direction: input '{ref.variable}' of this reactor cannot be on "
-                                 f"the right of a connection")
-        return
-    port = _contained_port(info, children, ref, diags, "connection")
-    if port is None:
-        return
-    if left and port.is_input:
-        diags.error(ref.loc, f"wrong direction: input '{ref.container}.{ref.variable}' cannot be on the "
-                             f"{side} of a connection")
-    elif not left and not port.is_input:
-        diags.error(ref.loc, f"wrong direction: output '{ref.container}.{ref.variable}' cannot be on the "
-                             f"{side} of a connection")
+            return
+        if role == "effect" and not port.is_input:
+            self.error(ref.loc, f"cannot write to output '{ref.container}.{ref.variable}' of a contained reactor")
+        elif role != "effect" and port.is_input:
+            self.error(ref.loc, f"cannot read input '{ref.container}.{ref.variable}' of a contained reactor")
+
+    def contained_port(self, ref: ast.VarRef, where: str) -> ast.Port | None:
+        """The port `c.x` names, or None after reporting an unknown instance or port."""
+        assert ref.container is not None
+        if ref.container not in self.info.instantiations:
+            self.error(ref.loc, f"unknown reactor instance '{ref.container}' in {where}")
+            return None
+        child = self.children.get(ref.container)
+        if child is None:
+            return None  # unknown class: reported at the instantiation
+        port = child.port(ref.variable)
+        if port is None:
+            self.error(ref.loc, f"unknown port '{ref.variable}' of instance '{ref.container}' "
+                                f"(reactor '{class_name(child.reactor)}')")
+        return port
+
+    # ------------------------------------------------------------ connections
+
+    def check_connection(self, connection: ast.Connection, body: ast.Reactor | ast.Mode) -> None:
+        for ref in connection.left:
+            self.check_connection_end(ref, left=True)
+        for ref in connection.right:
+            self.check_connection_end(ref, left=False)
+        if connection.delay is not None:
+            if isinstance(connection.delay, ast.CodeExpr | ast.ListExpr):
+                self.error(connection.delay.loc, "an 'after' delay can only be a time or a parameter")
+            else:
+                self.check_time(connection.delay, "an 'after' delay")
+        self.check_single_driver(connection, body)
+
+    def check_connection_end(self, ref: ast.VarRef, left: bool) -> None:
+        side = "left" if left else "right"
+        if ref.container is None:
+            port = self.info.port(ref.variable)
+            if port is None:
+                self.error(ref.loc, f"unknown port '{ref.variable}' in connection")
+            elif left and not port.is_input:
+                self.error(ref.loc, f"wrong direction: output '{ref.variable}' of this reactor cannot be on "
+                                    f"the left of a connection")
+            elif not left and port.is_input:
+                self.error(ref.loc, f"wrong direction: input '{ref.variable}' of this reactor cannot be on "
+                                    f"the right of a connection")
+            elif ref.interleaved:
+                self.error(ref.loc, "interleaved can only be used for multiports contained within banks")
+            return
+        port = self.contained_port(ref, "connection")
+        if port is None:
+            return
+        if left and port.is_input:
+            self.error(ref.loc, f"wrong direction: input '{ref.container}.{ref.variable}' cannot be on the "
+                                f"{side} of a connection")
+        elif not left and not port.is_input:
+            self.error(ref.loc, f"wrong direction: output '{ref.container}.{ref.variable}' cannot be on the "
+                                f"{side} of a connection")
+        elif ref.interleaved and (port.width is None or self.info.instantiations[ref.container][1].width is None):
+            self.error(ref.loc, "interleaved can only be used for multiports contained within banks")
+
+    def check_single_driver(self, connection: ast.Connection, body: ast.Reactor | ast.Mode) -> None:
+        """lfc: a port on the right of a connection has no other connection or reaction writing it,
+        except one in another mode (modes are never active together)."""
+        reactor = self.reactor
+
+        def exclusive(a: ast.Reactor | ast.Mode, b: ast.Reactor | ast.Mode) -> bool:
+            return isinstance(a, ast.Mode) and isinstance(b, ast.Mode) and a is not b
+
+        for ref in connection.right:
+            key = (ref.container, ref.variable)
+            for other_body in [reactor, *reactor.modes]:
+                if exclusive(body, other_body):
+                    continue
+                for reaction in other_body.reactions:
+                    if any((e.container, e.variable) == key and e.transition is None for e in reaction.effects):
+                        self.error(ref.loc, f"cannot connect to '{_ref_text(ref)}': it is already an effect of "
+                                            f"the reaction on line {reaction.loc.line}")
+                for other in other_body.connections:
+                    # Report each clashing pair once, at the later connection.
+                    if other.loc.offset >= connection.loc.offset:
+                        continue
+                    if any((r.container, r.variable) == key for r in other.right):
+                        self.error(ref.loc, f"cannot connect to '{_ref_text(ref)}': it is already on the right "
+                                            f"of the connection on line {other.loc.line}")
+
+
+def _instantiation_cycle(program: Program, start: ast.Reactor, target: ast.Reactor) -> list[ast.Reactor] | None:
+    """A path of classes from `target` back to `start` through instantiations, if there is one."""
+    seen: set[int] = set()
+
+    def visit(cls: ast.Reactor, path: list[ast.Reactor]) -> list[ast.Reactor] | None:
+        if cls is start:
+            return path
+        if id(cls) in seen:
+            return None
+        seen.add(id(cls))
+        for owner, inst, _mode in class_info(program, cls).instantiations.values():
+            nxt = program.resolve(program.models[owner.loc.file], inst.reactor_class)
+            if nxt is not None:
+                found = visit(nxt, [*path, nxt])
+                if found is not None:
+                    return found
+        return None
+
+    return visit(target, [target])

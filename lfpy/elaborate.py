@@ -77,6 +77,8 @@ class Elaborator:
         self.infos: dict[int, ClassInfo] = {}
         self.instances: list[Instance] = []
         self.links: list[Link] = []
+        # Width warnings already given: a class instantiated twice warns once per distinct message.
+        self.warned: set[tuple[int, str]] = set()
 
     # ------------------------------------------------------------ values
 
@@ -264,6 +266,8 @@ class Elaborator:
                 return Ref(ref.variable, None, "timer", [inst.timers[ref.variable]])
             if ref.variable in inst.actions:
                 return Ref(ref.variable, None, "action", [inst.actions[ref.variable]])
+            if ref.variable in inst.modes:  # `-> M` without reset()/history(): lfc assumes reset
+                return Ref(ref.variable, None, "mode", [inst.modes[ref.variable]], "reset")
             raise self.fail(ref.loc, f"unknown port, action or timer '{ref.variable}'")
         members = inst.children.get(ref.container)
         if members is None or (members and ref.variable not in members[0].ports):
@@ -292,12 +296,14 @@ class Elaborator:
         right = [c for ref in decl.right for c in self.channels(inst, ref)]
         delay = self.time_value(decl.delay, scope, "an 'after' delay") if decl.delay is not None else None
         if len(left) != len(right):
-            where = decl.left[0].loc
-            if decl.iterated:
-                if not left or len(right) % len(left):
-                    self.diags.warning(where, f"Left width {len(left)} does not divide right width {len(right)}")
-            else:
-                self.diags.warning(where, f"Left width {len(left)} does not match right width {len(right)}")
+            message = None
+            if not decl.iterated:
+                message = f"Left width {len(left)} does not match right width {len(right)}"
+            elif not left or len(right) % len(left):
+                message = f"Left width {len(left)} does not divide right width {len(right)}"
+            if message is not None and (id(decl), message) not in self.warned:
+                self.warned.add((id(decl), message))
+                self.diags.warning(decl.left[0].loc, message)
         if decl.iterated and left:
             left = [left[i % len(left)] for i in range(max(len(right), len(left)))]
         for (src, sch), (dst, dch) in zip(left, right, strict=False):
@@ -433,8 +439,10 @@ def target_properties(model: ast.Model, diags: Diagnostics) -> dict[str, object]
 
     for kv in model.target.config.pairs:
         if kv.name == "timeout" and isinstance(kv.value, ast.Literal) and kv.value.value != 0:
-            diags.error(kv.value.loc, f"Missing time unit. (timeout needs a time such as '10 sec', "
-                                      f"got {kv.value.text})")
+            value = kv.value.value
+            kind = "Missing time unit." if isinstance(value, int) and not isinstance(value, bool) \
+                else "Invalid time value."
+            diags.error(kv.value.loc, f"{kind} (timeout needs a time such as '10 sec', got {kv.value.text})")
             continue
         if kv.name in ("workers", "threading", "fast", "keepalive") or kv.name == "timeout":
             value = element(kv.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from lfpy.checks import check_program, check_target
 from lfpy.diagnostics import Diagnostics
 from lfpy.elaborate import elaborate
-from lfpy.graph import Elaborated, Instance, PortInst, Ref
+from lfpy.graph import Elaborated, Instance, ModeInst, PortInst, Ref, format_ns
 from lfpy.loader import Program, load_program
 
 
@@ -32,17 +32,36 @@ def analyze_program(path: str, diags: Diagnostics, require_main: bool = True
 
 
 def format_graph(elaborated: Elaborated) -> str:
-    """Instances (indented tree with parameters), channel links, and reactions by level."""
+    """Instances (indented tree with parameters, modes, ports, timers, actions; times in the largest
+    exact unit), channel links (`Main.src.out[0] -> Main.dst[1].in after 10 msec`: `[c]` after a
+    multiport's name is the channel, `[i]` after an instance's the bank member), and reactions by
+    level (triggers, sources, `-> effects`, deadline, `[mode M]`)."""
     lines = ["instances:"]
+
+    def in_mode(mode: ModeInst | None) -> str:
+        return f" [mode {mode.name}]" if mode is not None else ""
 
     def tree(inst: Instance, depth: int) -> None:
         params = ", ".join(f"{k}={v!r}" for k, v in inst.parameters.items())
         cls = inst.reactor.name or "<main>"
-        lines.append(f"{'  ' * (depth + 1)}{inst.full_name}: {cls}({params})")
+        pad = "  " * (depth + 2)
+        lines.append(f"{'  ' * (depth + 1)}{inst.full_name}: {cls}({params}){in_mode(inst.mode)}")
+        for mode in inst.modes.values():
+            lines.append(f"{pad}{'initial mode' if mode.initial else 'mode'} {mode.name}")
         for port in inst.ports.values():
             kind = "input" if port.is_input else "output"
             width = f"[{port.width}]" if port.multiport else ""
-            lines.append(f"{'  ' * (depth + 2)}{kind}{width} {port.name}")
+            lines.append(f"{pad}{kind}{width} {port.name}")
+        for timer in inst.timers.values():
+            lines.append(f"{pad}timer {timer.name}({format_ns(timer.offset_ns)}, {format_ns(timer.period_ns)})"
+                         f"{in_mode(timer.mode)}")
+        for action in inst.actions.values():
+            args = [format_ns(action.min_delay_ns)]
+            if action.min_spacing_ns is not None:
+                args.append(format_ns(action.min_spacing_ns))
+            if action.policy is not None:
+                args.append(f'"{action.policy}"')
+            lines.append(f"{pad}{action.origin} action {action.name}({', '.join(args)}){in_mode(action.mode)}")
         for members in inst.children.values():
             for child in members:
                 tree(child, depth + 1)
@@ -54,8 +73,10 @@ def format_graph(elaborated: Elaborated) -> str:
     for r in elaborated.reactions:
         triggers = ", ".join(_ref_text(ref) for ref in r.triggers)
         effects = ", ".join(_ref_text(ref) for ref in r.effects)
+        sources = " " + ", ".join(_ref_text(ref) for ref in r.sources) if r.sources else ""
         arrow = f" -> {effects}" if effects else ""
-        lines.append(f"  level {r.level}: {r.full_name} ({triggers}){arrow}")
+        deadline = f" deadline {format_ns(r.deadline_ns)}" if r.deadline_ns is not None else ""
+        lines.append(f"  level {r.level}: {r.full_name} ({triggers}){sources}{arrow}{deadline}{in_mode(r.mode)}")
     return "\n".join(lines)
 
 

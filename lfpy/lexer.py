@@ -37,7 +37,7 @@ _TOKEN = re.compile(
   | (?P<expnum>\d+[eE][+-]?\d+)
   | (?P<int>\d+)
   | (?P<id>[A-Za-z_][A-Za-z_0-9]*)
-  | (?P<op>->|~>|::|:\\|[(){}\[\]<>:;,.+\-*/=@%\\'!?&|^~$])
+  | (?P<op>->|~>|::|:\\|[(){}\[\]<>:;,.+\-*/=@%\\!?&|^~$])
     """,
     re.VERBOSE,
 )
@@ -98,7 +98,10 @@ class Lexer:
             if m is None:
                 ch = text[pos]
                 shown = repr(ch) if ch.isprintable() else f"U+{ord(ch):04X}"
-                raise self.error(pos, f"unexpected character {shown}", pos + 1)
+                hint = ""
+                if ch == "'":
+                    hint = " (LF strings take double quotes; single quotes hold one character, as in 'c')"
+                raise self.error(pos, f"unexpected character {shown}{hint}", pos + 1)
             kind = m.lastgroup
             start = pos
             pos = m.end()
@@ -113,7 +116,8 @@ class Lexer:
                 continue
             if kind == "code":
                 stop = self._code_end(start, pos)
-                out.append(self._token("code", text[pos:stop], pos, stop + 2))
+                # The token starts at `{=`; its text is the body between the braces.
+                out.append(self._token("code", text[pos:stop], start, stop + 2))
                 pos = stop + 2
                 continue
             if kind == "string":

@@ -17,16 +17,16 @@ def write(tmp_path: Path, source: str, name: str = "Test.lf") -> Path:
     return path
 
 
-def diagnostics(tmp_path: Path, source: str, require_main: bool = True) -> list[str]:
+def diagnostics(tmp_path: Path, source: str, require_main: bool = True, name: str = "Test.lf") -> list[str]:
     """Headers of every diagnostic, with the temporary folder replaced by `DIR`."""
-    path = write(tmp_path, source)
+    path = write(tmp_path, source, name)
     diags = Diagnostics()
     analyze(str(path), diags, require_main=require_main)
     return [d.header().replace(str(tmp_path.resolve()), "DIR") for d in diags.items]
 
 
-def elaborate_source(tmp_path: Path, source: str) -> Elaborated:
-    path = write(tmp_path, source)
+def elaborate_source(tmp_path: Path, source: str, name: str = "Test.lf") -> Elaborated:
+    path = write(tmp_path, source, name)
     diags = Diagnostics()
     result = analyze(str(path), diags)
     assert result is not None, diags.render_all()

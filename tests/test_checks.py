@@ -26,7 +26,7 @@ HEAD = "target Python\n"
      ["DIR/Test.lf:8:10: error: wrong direction: output 'b.y' cannot be on the right of a connection"]),
     (HEAD + "reactor A {\n  input x\n}\nmain reactor {\n  a = new A()\n  b = new A()\n  a.x -> b.x\n}",
      ["DIR/Test.lf:8:3: error: wrong direction: input 'a.x' cannot be on the left of a connection"]),
-    (HEAD + "reactor A {\n  output y\n  reaction(y) {= pass =}\n}\nmain reactor {\n  a = new A()\n"
+    (HEAD + "reactor A {\n  output y\n  reaction(startup) -> y {= pass =}\n}\nmain reactor {\n  a = new A()\n"
      "  reaction(startup) -> a.y {= pass =}\n}",
      ["DIR/Test.lf:8:24: error: cannot write to output 'a.y' of a contained reactor"]),
     (HEAD + "reactor A {\n  input x\n  input x\n}\nmain reactor { a = new A() }",
@@ -42,7 +42,56 @@ HEAD = "target Python\n"
     (HEAD + "reactor A { input x \n output y }\nmain reactor {\n  a = new A()\n  a.y -> a.x after 5\n}",
      ["DIR/Test.lf:6:20: error: Missing time unit. (an 'after' delay needs a time such as '10 msec', got 5)"]),
     (HEAD + "reactor A(p: time = 5) {}\nmain reactor { a = new A() }",
-     ["DIR/Test.lf:2:21: error: Missing time unit. (parameter 'p' has type time, got 5)"]),
+     ["DIR/Test.lf:2:21: error: Missing time unit. (parameter 'p' (type time) needs a time such as '10 msec', got 5)",
+      "DIR/Test.lf:2:14: error: types are not allowed in the Python target: ': time'"]),
+    (HEAD + "reactor A(p = 5) {\n  timer t(0, p)\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:3:14: error: Missing time unit. (a timer period is parameter 'p', whose default 5 has no unit)"]),
+    (HEAD + "reactor A(p = 5 msec) {}\nmain reactor { a = new A(p = 7) }",
+     ["DIR/Test.lf:3:30: error: Missing time unit. (parameter 'p' (a time) needs a time such as '10 msec', got 7)"]),
+    (HEAD + "main reactor {\n  logical action a(1.5)\n  reaction(a) {= pass =} deadline(3) {= pass =}\n}",
+     ["DIR/Test.lf:3:20: error: Invalid time value. (an action's minimum delay needs a time such as '10 msec' or a "
+      "parameter, got 1.5)",
+      "DIR/Test.lf:4:35: error: Missing time unit. (a deadline needs a time such as '10 msec', got 3)"]),
+    (HEAD + "reactor A { input x \n output y }\nmain reactor {\n  a = new A()\n  a.y -> a.x after {= 5 =}\n}",
+     ["DIR/Test.lf:6:20: error: an 'after' delay can only be a time or a parameter"]),
+    (HEAD + "reactor A {\n  output y\n  reaction(y) {= pass =}\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:4:12: error: an output of this reactor cannot be a trigger: 'y'"]),
+    (HEAD + "reactor A {\n  input x\n  reaction(x) x {= pass =}\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:4:15: error: source 'x' is already listed as a trigger"]),
+    (HEAD + "reactor A {\n  input x\n  output y\n}\nmain reactor {\n  a = new A()\n  b = new A()\n"
+     "  reaction(startup) -> b.x {= pass =}\n  a.y -> b.x\n}",
+     ["DIR/Test.lf:10:10: error: cannot connect to 'b.x': it is already an effect of the reaction on line 9"]),
+    (HEAD + "reactor A {\n  input x\n  output y\n}\nmain reactor {\n  a = new A()\n  b = new A()\n"
+     "  a.y -> b.x\n  b.y -> b.x\n}",
+     ["DIR/Test.lf:10:10: error: cannot connect to 'b.x': it is already on the right of the connection on line 9"]),
+    (HEAD + "reactor A {\n  input x\n  output y\n  initial mode M {\n    a.y -> a.x\n  }\n"
+     "  mode N {\n    a.y -> a.x\n  }\n  a = new B()\n}\nreactor B {\n  input x\n  output y\n}\n"
+     "main reactor { a = new A() }",
+     []),
+    (HEAD + "reactor A(p = 1, q = p, r = {= p + 1 =}) {}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:2:22: error: parameter 'q' cannot be initialized using parameter 'p' (lfc forbids it; "
+      "use {= ... =} code)"]),
+    ("target Python { timeout: 1.5 }\nmain reactor {}",
+     ["DIR/Test.lf:1:26: error: Invalid time value. (timeout needs a time such as '10 sec', got 1.5)"]),
+    (HEAD + "main reactor {\n  input x\n}",
+     ["DIR/Test.lf:3:3: error: a main reactor cannot have inputs: 'x'"]),
+    (HEAD + "reactor A(p) {}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:2:11: error: parameter 'p' must have a default value"]),
+    (HEAD + "reactor A {\n  input[] x\n}\nmain reactor {\n  a = new[] A()\n}",
+     ["DIR/Test.lf:3:8: error: variable-width multiports are not supported: give the width, e.g. 'input[4] in'",
+      "DIR/Test.lf:6:10: error: variable-width banks are not supported: give the width, e.g. 'new[4] R()'"]),
+    (HEAD + "reactor A(n = 2) {\n  input[m + 1] x\n}\nmain reactor {\n  a = new[k] A(n = q)\n}",
+     ["DIR/Test.lf:3:9: error: unknown parameter 'm' in width",
+      "DIR/Test.lf:6:11: error: unknown parameter 'k' in width",
+      "DIR/Test.lf:6:20: error: unknown parameter 'q' in reactor 'Test'"]),
+    (HEAD + "reactor A {\n  output[2] y\n}\nreactor B {\n  input[2] x\n}\nmain reactor {\n  a = new A()\n"
+     "  b = new[2] B()\n  interleaved(a.y) -> b.x\n}",
+     ["DIR/Test.lf:11:3: error: interleaved can only be used for multiports contained within banks"]),
+    (HEAD + "reactor A {\n  b = new B()\n}\nreactor B {\n  a = new A()\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:3:11: error: recursive instantiation: A -> B -> A",
+      "DIR/Test.lf:6:11: error: recursive instantiation: B -> A -> B"]),
+    (HEAD + "reactor A {\n  state s: int = 0\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:3:12: error: types are not allowed in the Python target: ': int'"]),
     (HEAD + "reactor A {\n  initial mode One {}\n  initial mode Two {}\n}\nmain reactor { a = new A() }",
      ["DIR/Test.lf:4:3: error: a reactor can have only one initial mode"]),
     (HEAD + "reactor A {\n  initial mode One {\n    reaction(startup) -> reset(Three) {= pass =}\n  }\n}\n"
@@ -73,15 +122,15 @@ def test_iterated_width_must_divide(tmp_path: Path) -> None:
 def test_causality_loop_is_named_hop_by_hop(tmp_path: Path) -> None:
     source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
                      "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.in\n  b.out -> a.in\n}")
-    assert diagnostics(tmp_path, source) == [
-        "DIR/Test.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.out -> Loop.b.in -> "
+    assert diagnostics(tmp_path, source, name="Loop.lf") == [
+        "DIR/Loop.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.out -> Loop.b.in -> "
         "Loop.b.reaction_1 -> Loop.b.out -> Loop.a.in -> Loop.a.reaction_1"]
 
 
 def test_after_breaks_the_loop(tmp_path: Path) -> None:
     source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
                      "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.in\n  b.out -> a.in after 0\n}")
-    assert diagnostics(tmp_path, source) == []
+    assert diagnostics(tmp_path, source, name="Loop.lf") == []
 
 
 def test_loop_through_reaction_order_in_one_reactor(tmp_path: Path) -> None:
@@ -89,8 +138,8 @@ def test_loop_through_reaction_order_in_one_reactor(tmp_path: Path) -> None:
     source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) {= pass =}\n"
                      "  reaction(startup) -> out {= out.set(1) =}\n}\n"
                      "main reactor Loop {\n  a = new P()\n  a.out -> a.in\n}")
-    assert diagnostics(tmp_path, source) == [
-        "DIR/Test.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.reaction_2 -> Loop.a.out -> "
+    assert diagnostics(tmp_path, source, name="Loop.lf") == [
+        "DIR/Loop.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.reaction_2 -> Loop.a.out -> "
         "Loop.a.in -> Loop.a.reaction_1"]
 
 
@@ -113,3 +162,24 @@ def test_import_of_an_invalid_file_name(tmp_path: Path) -> None:
     source = HEAD + 'import A from "a\x00b.lf"\nmain reactor {}'
     assert diagnostics(tmp_path, source) == [
         "DIR/Test.lf:2:1: error: invalid file name 'a\\x00b.lf': embedded null byte"]
+
+
+def test_main_reactor_named_unlike_its_file_is_a_warning(tmp_path: Path) -> None:
+    assert diagnostics(tmp_path, HEAD + "main reactor Other {}") == [
+        "DIR/Test.lf:2:1: warning: the main reactor 'Other' should be named after its file 'Test' (or be unnamed): "
+        "lfc requires it"]
+
+
+def test_width_warning_once_per_connection(tmp_path: Path) -> None:
+    # Two instances of a class with a mismatched connection: one warning, not one per instance.
+    source = HEAD + ("reactor S { output[3] out }\nreactor D { input[2] inp }\n"
+                     "reactor W {\n  s = new S()\n  d = new D()\n  s.out -> d.inp\n}\n"
+                     "main reactor {\n  w1 = new W()\n  w2 = new W()\n}")
+    assert diagnostics(tmp_path, source) == ["DIR/Test.lf:7:3: warning: Left width 3 does not match right width 2"]
+
+
+def test_library_file_is_checked_without_main(tmp_path: Path) -> None:
+    source = HEAD + "reactor A {\n  timer t(5)\n  reaction(t) -> nope {= pass =}\n}"
+    assert diagnostics(tmp_path, source, require_main=False) == [
+        "DIR/Test.lf:3:11: error: Missing time unit. (a timer offset needs a time such as '10 msec', got 5)",
+        "DIR/Test.lf:4:18: error: unknown effect 'nope': no port, action or timer of that name in reactor 'A'"]
