@@ -4,6 +4,7 @@ or hand the file to a real `lfc` when asked."""
 from __future__ import annotations
 
 import json
+import linecache
 import os
 import shutil
 import subprocess
@@ -43,13 +44,46 @@ def build(path: str, diags: Diagnostics) -> Built | None:
             diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
         return None
     main = elaborated.main.reactor
-    source, line_map, class_names = generate(program, main)
-    source += f"LINE_MAP = {json.dumps({str(k): v for k, v in line_map.items()})}\n"
     out_dir = package_root(Path(program.main.path)) / "src-gen" / elaborated.main.name
     out_dir.mkdir(parents=True, exist_ok=True)
+    protos = _compile_protobufs(program.main.path, elaborated.target_properties.get("protobufs"), out_dir, diags)
+    if protos is None:
+        return None
+    source, line_map, class_names = generate(program, main, protos)
+    source += f"LINE_MAP = {json.dumps({str(k): v for k, v in line_map.items()})}\n"
     module = out_dir / f"{elaborated.main.name}.py"
     module.write_text(source)
     return Built(module, source, line_map, class_names, elaborated)
+
+
+def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagnostics) -> list[str] | None:
+    """The `protobufs` target property: run protoc on each `.proto` file (relative to the `.lf`
+    file) into `out_dir`, as lfc does. Returns the module names, or None (a diagnostic says why)."""
+    if not value:
+        return []
+    files = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    protoc = shutil.which("protoc")
+    if protoc is not None:
+        command = [protoc]
+    else:
+        try:
+            import grpc_tools.protoc  # noqa: F401 - grpcio-tools bundles protoc
+        except ImportError:
+            diags.error(Loc(lf_file, 1, 1), "the protobufs target property needs the Protocol Buffers compiler: "
+                                            "protoc was not found on PATH (nor the grpcio-tools package)")
+            return None
+        command = [sys.executable, "-m", "grpc_tools.protoc"]
+    source_dir = Path(lf_file).parent
+    names = []
+    for name in files:
+        proto = source_dir / name
+        result = subprocess.run([*command, f"--proto_path={proto.parent}", f"--python_out={out_dir}", str(proto)],
+                                capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            diags.error(Loc(lf_file, 1, 1), f"protoc failed on {name}: {result.stderr.strip()}")
+            return None
+        names.append(proto.stem)
+    return names
 
 
 def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path | None:
@@ -82,6 +116,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     namespace: dict[str, object] = {"__name__": "lf_program", "__file__": str(built.module)}
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
     sys.path.insert(0, str(source_dir))
+    sys.path.insert(0, str(built.module.parent))  # modules generated next to the program (protoc's)
     # The `files` target property names Python files or folders the program imports (lfc copies
     # them next to the generated code; here they are imported from where they are).
     files = props.get("files", [])
@@ -91,15 +126,18 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     try:
         exec(compile(built.source, str(built.module), "exec"), namespace)
     except Exception as exc:  # a preamble failed at import time
-        return _report_preamble_failure(built, exc)
-    env = Environment(
-        built.elaborated, namespace, built.class_names,
-        workers=workers or int(props.get("workers", 1) or 1),  # type: ignore[call-overload]
-        fast=bool(props.get("fast", False)) if fast is None else fast,
-        timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
-        keepalive=props.get("keepalive"),  # type: ignore[arg-type]
-        package_dir=str(package_root(Path(path))),
-    )
+        return _report_user_failure(built, exc, "preamble")
+    try:
+        env = Environment(
+            built.elaborated, namespace, built.class_names,
+            workers=workers or int(props.get("workers", 1) or 1),  # type: ignore[call-overload]
+            fast=bool(props.get("fast", False)) if fast is None else fast,
+            timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
+            keepalive=props.get("keepalive"),  # type: ignore[arg-type]
+            package_dir=str(package_root(Path(path))),
+        )
+    except Exception as exc:  # a state variable's or parameter's initial value failed
+        return _report_user_failure(built, exc, "initializing the reactors")
     module_file = str(built.module)
     env.sched.line_map = lambda file, line: built.line_map.get(line) if file == module_file else None
     trace_path = os.environ.get("LFPY_TRACE")
@@ -112,12 +150,22 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     return status
 
 
-def _report_preamble_failure(built: Built, exc: Exception) -> int:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = next((built.line_map.get(f.lineno or 0) for f in reversed(frames) if f.filename == str(built.module)),
-                 None)
-    location = f"{where[0]}:{where[1]}" if where else str(built.module)
-    print(f"{location}: error: preamble failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+def _report_user_failure(built: Built, exc: Exception, what: str) -> int:
+    """An error in user code outside reactions: `file:line: error: ...` at the innermost `.lf` line,
+    then the traceback's frames that come from the `.lf` files. Returns the exit status (1)."""
+    module = str(built.module)
+    frames = [(built.line_map[f.lineno or 0], f.name) for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename == module and (f.lineno or 0) in built.line_map]
+    location = f"{frames[-1][0][0]}:{frames[-1][0][1]}" if frames else module
+    lines = [f"{location}: error: {what} failed: {type(exc).__name__}: {exc}"]
+    if frames:
+        lines.append("Traceback (most recent call last):")
+        for (file, line), name in frames:
+            lines.append(f'  File "{file}", line {line}, in {name}')
+            text = linecache.getline(file, line).strip()
+            if text:
+                lines.append(f"    {text}")
+    print("\n".join(lines), file=sys.stderr, flush=True)
     return 1
 
 

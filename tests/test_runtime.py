@@ -1,6 +1,9 @@
 """The runtime: each semantic point with a small program whose printed trace is asserted exactly."""
 
+import shutil
 from pathlib import Path
+
+import pytest
 
 from tests.lfutil import run_lf
 
@@ -41,6 +44,7 @@ def test_after_zero_is_the_next_microstep(tmp_path: Path) -> None:
 reactor Echo {
   input inp
   output out
+  reaction(startup) -> out {= out.set(0) =}
   reaction(inp) -> out {=
     """ + PRINT_TAG + """ echo {inp.value}")
     if inp.value < 3:
@@ -49,14 +53,13 @@ reactor Echo {
 }
 main reactor {
   e = new Echo()
-  reaction(startup) -> e.inp {= e.inp.set(0) =}
   e.out -> e.inp after 0
 }
 """
-    assert lines(tmp_path, source) == ["0ms/0 echo 0", "0ms/1 echo 1", "0ms/2 echo 2", "0ms/3 echo 3"]
+    assert lines(tmp_path, source) == ["0ms/1 echo 0", "0ms/2 echo 1", "0ms/3 echo 2", "0ms/4 echo 3"]
 
 
-def test_logical_actions_values_min_delay_and_last_value_wins(tmp_path: Path) -> None:
+def test_logical_actions_values_min_delay_and_events_pile_up_in_microsteps(tmp_path: Path) -> None:
     source = FAST + """
 main reactor {
   logical action a(2 msec)
@@ -70,7 +73,8 @@ main reactor {
   reaction(b) a {= """ + PRINT_TAG + """ b={b.value} a present={a.is_present}") =}
 }
 """
-    assert lines(tmp_path, source) == ["0ms/1 b=42 a present=False", "3ms/0 a=second"]
+    # As in reactor-c: a second event of one action at one tag goes to the next microstep.
+    assert lines(tmp_path, source) == ["0ms/1 b=42 a present=False", "3ms/0 a=first", "3ms/1 a=second"]
 
 
 def test_min_spacing_defer_and_drop(tmp_path: Path) -> None:
@@ -88,6 +92,33 @@ main reactor {
 }
 """
     assert lines(tmp_path, source) == ["1ms/0 defer 0", "1ms/0 drop 0", "11ms/0 defer 1", "21ms/0 defer 2"]
+
+
+def test_min_spacing_replace_and_update(tmp_path: Path) -> None:
+    source = FAST + """
+main reactor {
+  logical action r(0, 10 msec, "replace")
+  logical action u(0, 10 msec, "update")
+  reaction(startup) -> r, u {=
+    for i in range(3):
+      r.schedule(MSEC(1), i)
+      u.schedule(MSEC(1), i)
+  =}
+  reaction(r) -> r {=
+    """ + PRINT_TAG + """ replace {r.value}")
+    if r.value == 2:
+      r.schedule(MSEC(1), 9)
+  =}
+  reaction(u) -> u {=
+    """ + PRINT_TAG + """ update {u.value}")
+    if u.value == 2:
+      u.schedule(MSEC(1), 9)
+  =}
+}
+"""
+    # replace: a pending event takes the new value; once handled, the next is deferred.
+    # update: the pending event is dropped and the new one keeps its own tag.
+    assert lines(tmp_path, source) == ["1ms/0 replace 2", "1ms/0 update 2", "2ms/0 update 9", "11ms/0 replace 9"]
 
 
 def test_request_stop_runs_shutdown_at_the_next_microstep(tmp_path: Path) -> None:
@@ -445,3 +476,62 @@ main reactor {
     assert result.returncode == 0, result.stderr
     assert trace.read_text().splitlines() == ['[0, 0, "user:ticks", "1"]', '[10000000, 0, "user:ticks", "2"]',
                                               '[20000000, 0, "user:ticks", "3"]']
+
+
+def test_check_deadline_runs_the_handler_by_default(tmp_path: Path) -> None:
+    source = """target Python { fast: true }
+main reactor {
+  reaction(startup) {=
+    import time
+    time.sleep(0.03)
+    print("late", self.check_deadline(False))
+    print("late", self.check_deadline())
+    print("body done")
+  =} deadline(10 msec) {=
+    print("handler")
+  =}
+}
+"""
+    # The body ran (the deadline was checked before it slept); then, as in reactor-c's Python
+    # target, check_deadline() runs the handler unless told not to.
+    assert lines(tmp_path, source) == ["late True", "handler", "late True", "body done"]
+
+
+def test_a_file_without_main_reactor_is_a_warning_and_runs_nothing(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, "target Python\nreactor Lib {\n  reaction(startup) {= print('no') =}\n}\n")
+    assert result.returncode == 0
+    assert result.stdout == ""
+    assert "warning: no main reactor: nothing to generate or run" in result.stderr
+
+
+@pytest.mark.skipif(shutil.which("protoc") is None, reason="protoc is not installed")
+def test_protobufs_target_property_imports_the_generated_module(tmp_path: Path) -> None:
+    (tmp_path / "Msg.proto").write_text('syntax = "proto3";\nmessage Msg {\n  string text = 1;\n  int32 n = 2;\n}\n')
+    source = """target Python { protobufs: Msg.proto, fast: true }
+main reactor {
+  reaction(startup) {=
+    m = Msg.Msg(text="hi", n=3)
+    back = Msg.Msg()
+    back.ParseFromString(m.SerializeToString())
+    print(back.text, back.n)
+  =}
+}
+"""
+    assert lines(tmp_path, source) == ["hi 3"]
+
+
+def test_failing_state_initializer_points_at_the_lf_line(tmp_path: Path) -> None:
+    source = """target Python
+reactor R {
+  state x = {= 1 / 0 =}
+}
+main reactor {
+  r = new R()
+}
+"""
+    result = run_lf(tmp_path, source, name="Bad.lf")
+    assert result.returncode == 1
+    lf_file = str((tmp_path / "Bad.lf").resolve())
+    assert result.stderr.splitlines()[0] == (f"{lf_file}:3: error: initializing the reactors failed: "
+                                             "ZeroDivisionError: division by zero")
+    assert "Traceback" not in result.stderr or f'File "{lf_file}", line 3' in result.stderr

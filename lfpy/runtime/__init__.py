@@ -1,1 +1,13 @@
-"""The deterministic reactor runtime (see scheduler.py for the threading contract)."""
+"""The deterministic reactor runtime, one concept per module (as reactor-cpp):
+
+- `tag`: superdense time (Tag = time in ns, microstep), units (SEC, MSEC, ...), FOREVER/NEVER;
+- `events`: the event queue of future tags (a heap);
+- `ports`, `actions`, `timers`, `modes`: what reaction bodies touch;
+- `reaction`: a reaction bound to its reactor object and arguments;
+- `reactor`: the base class of generated reactor classes (`self.check_deadline()`, ...);
+- `scheduler`: advances time, runs each tag's reactions level by level on a worker pool;
+- `api`: the names reaction bodies see (`lf`, units, `lf_print`, ...);
+- `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run.
+
+The threading contract is written at the top of scheduler.py and ports.py.
+"""

@@ -10,6 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
+from lfpy.runtime.reactor import ReactorBase
 from lfpy.runtime.tag import (
     BILLION,
     DAY,
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from lfpy.runtime.scheduler import Scheduler
 
 globals().update(UNIT_FUNCTIONS)
-__all__ = ["lf_print", "lf_print_warning", "lf_print_error", "lf_print_error_and_exit", "BILLION", "DAY", "FOREVER", "HOUR", "MINUTE", "MSEC", "NEVER", "NSEC", "SEC", "USEC", "WEEK", "Tag",
+__all__ = ["ReactorBase", "lf_print", "lf_print_warning", "lf_print_error", "lf_print_error_and_exit", "BILLION", "DAY", "FOREVER", "HOUR", "MINUTE", "MSEC", "NEVER", "NSEC", "SEC", "USEC", "WEEK", "Tag",
            "tag_compare", *UNIT_FUNCTIONS]
 
 
@@ -53,42 +54,6 @@ class _Time:
 
     def start(self) -> int:
         return self._s.start_time
-
-
-class ReactorBase:
-    """Base of every generated reactor class: what `self` offers beyond parameters and state."""
-
-    _lf_sched: Scheduler
-
-    def check_deadline(self, invoke_handler: bool = True) -> bool:
-        """True if the running reaction has missed its deadline; then also runs its handler unless
-        `invoke_handler` is False (reactor-c's Python target invokes it by default)."""
-        reaction = self._lf_sched.running()
-        if reaction is None or reaction.deadline is None:
-            return False
-        late = self._lf_sched.physical() - self._lf_sched.current.time > reaction.deadline
-        if late and invoke_handler and reaction.deadline_fn is not None:
-            reaction.deadline_fn(*reaction.args)
-        return late
-
-    def update_deadline(self, deadline: int) -> None:
-        """Change the running reaction's deadline (nanoseconds) from now on."""
-        reaction = self._lf_sched.running()
-        if reaction is not None:
-            reaction.deadline = int(deadline)
-
-
-    def register_user_trace_event(self, description: str) -> int:
-        """A handle (never 0) for `tracepoint_user_event` / `tracepoint_user_value`, as in LF."""
-        return self._lf_sched.register_trace_event(str(description))
-
-    def tracepoint_user_event(self, handle: int) -> None:
-        """Record the registered event in the trace (LFPY_TRACE) at the current tag."""
-        self._lf_sched.trace_user(handle, None)
-
-    def tracepoint_user_value(self, handle: int, value: object) -> None:
-        """Record the registered event with a value in the trace (LFPY_TRACE)."""
-        self._lf_sched.trace_user(handle, value)
 
 
 def lf_print(*args: object) -> None:

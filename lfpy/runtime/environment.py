@@ -10,12 +10,14 @@ from typing import Any
 from lfpy.codegen import arg_names
 from lfpy.elaborate import Deferred
 from lfpy.graph import ActionInst, Elaborated, Instance, ModeInst, PortInst, ReactionInst, TimerInst
-from lfpy.runtime.actions import Action, Timer
+from lfpy.runtime.actions import Action
 from lfpy.runtime.api import LfApi
+from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.ports import ContainedPorts, Multiport, Port
-from lfpy.runtime.reaction import ModeHandle, ModeState, Reaction
+from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import FOREVER, Tag
+from lfpy.runtime.timers import Timer
 
 
 class Environment:
@@ -78,7 +80,7 @@ class Environment:
                         obj = self.port_objects[id(t)]
                         settable.update((id(p), p) for p in (obj if isinstance(obj, Multiport) else [obj]))
         for port in self.ports.values():
-            settable.update((id(dst), dst) for _d, _p, dst, _g in port.delayed)
+            settable.update((id(entry[2]), entry[2]) for entry in port.delayed)
         count: dict[int, int] = {}
         for port in settable.values():
             for r in set(map(id, port.triggered)):
@@ -156,7 +158,8 @@ class Environment:
                 feeds[id(dst)] = feeds.get(id(dst), 0) + 1
             else:
                 gates = self._gates(link.owner, link.mode)
-                src.delayed.append((link.delay_ns or 0, link.physical, dst, gates[0] if gates else None))
+                gate = gates[0] if gates else None
+                src.delayed.append((link.delay_ns or 0, link.physical, dst, gate, self.sched.deliver(dst, gate)))
         written = {id(self.ports[(id(t), ch)]) for r in self.graph.reactions for ref in r.effects
                    for t in ref.targets if isinstance(t, PortInst) for ch in range(t.width)}
         mutable = {id(p) for p in self.mutable_ports}

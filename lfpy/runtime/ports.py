@@ -1,10 +1,11 @@
 """Ports as reaction bodies see them: `p.set(v)`, `p.value`, `p.is_present`; multiports as lists.
 
-Four classes share one slot layout; `Environment` picks one per port channel once the program is
+Five classes share one slot layout; `Environment` picks one per port channel once the program is
 bound (`specialize`), so that the common case pays for nothing it does not use:
 - `Port`: one worker, no zero-delay fan-out to keep in step, no reader in a mode. `set` records
   the port and queues its readers straight into their level's bucket. This is the hot path.
 - `SolePort`: as `Port`, when nothing else can trigger its readers: no per-tag stamp to check.
+- `SoleReaderPort`: as `SolePort`, with exactly one reader: one append.
 - `FanoutPort`: one worker, and the port also updates the ports it feeds that are not aliases of
   it (mutable inputs get deep copies), or some reader lives in a mode (checked when queued).
 - `PoolPort`: several workers. `set` only records the port; the scheduler queues the readers
@@ -24,13 +25,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from lfpy.runtime.reaction import ModeState, Reaction
+    from lfpy.runtime.modes import ModeState
+    from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.scheduler import Scheduler
 
 
 class Port:
     __slots__ = ("value", "is_present", "name", "_sched", "fanout", "copies", "others", "triggered", "delayed",
-                 "trace_name", "_set_ports", "_queue")
+                 "trace_name", "_set_ports", "_queue", "_bucket", "_reader")
 
     def __init__(self, name: str, sched: Scheduler) -> None:
         self.value: object = None
@@ -46,12 +48,14 @@ class Port:
         self.others: tuple[Port, ...] = ()  # fanout + copies: their presence is cleared with ours
         # Reactions triggered by this port or by any port it feeds without delay.
         self.triggered: list[Reaction] = []
-        # (delay_ns, physical, destination, mode gate) for `after` and `~>` connections.
-        self.delayed: list[tuple[int, bool, Port, tuple[ModeState, str] | None]] = []
+        # (delay_ns, physical, destination, mode gate, event handler) for `after` and `~>` connections.
+        self.delayed: list[tuple[int, bool, Port, tuple[ModeState, str] | None, Callable[[object], None]]] = []
         self.trace_name = name
         self._set_ports: list[Port] = sched.set_ports
         # (reaction, its bucket's append) for each reader: queueing is one call.
         self._queue: tuple[tuple[Reaction, Callable[[Reaction], None]], ...] = ()
+        self._bucket: list[Reaction] = []  # with `SoleReaderPort`: its one reader's level bucket
+        self._reader: Reaction | None = None
 
     def set(self, value: object) -> None:
         self.value = value
@@ -77,6 +81,10 @@ class Port:
             self.__class__ = FanoutPort
         elif all(id(r) in sole for r in self.triggered):
             self.__class__ = SolePort
+            if len(self.triggered) == 1:
+                self._reader = self.triggered[0]
+                self._bucket = buckets[self._reader.level]
+                self.__class__ = SoleReaderPort
 
     def __repr__(self) -> str:
         return f"<port {self.trace_name} present={self.is_present} value={self.value!r}>"
@@ -96,6 +104,20 @@ class SolePort(Port):
         self._set_ports.append(self)
         for r, queue in self._queue:
             queue(r)
+
+
+class SoleReaderPort(Port):
+    """As `SolePort`, with exactly one reader (a pipeline stage): queueing is one append."""
+
+    __slots__ = ()
+
+    def set(self, value: object) -> None:
+        self.value = value
+        if self.is_present:
+            return
+        self.is_present = True
+        self._set_ports.append(self)
+        self._bucket.append(self._reader)
 
 
 class FanoutPort(Port):

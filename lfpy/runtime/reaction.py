@@ -3,38 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING
 
-
-@dataclass(eq=False)
-class ModeState:
-    """The current mode of one modal reactor instance and the transition requested at this tag."""
-
-    current: str
-    initial: str
-    pending: tuple[str, str] | None = None  # (mode, 'reset' | 'history')
-    on_enter: Callable[[str, str], None] | None = None
-    # Per mode: when it was last left, and the total time it has been inactive. Timer and action
-    # events of an inactive mode wait in `suspended`; re-entered with history, they resume shifted
-    # by the time the mode was inactive (LF's modal time semantics).
-    left_at: dict[str, int] = field(default_factory=dict)
-    visited: set[str] = field(default_factory=set)  # modes entered at least once
-    inactive_total: dict[str, int] = field(default_factory=dict)
-    suspended: dict[str, list[tuple[Callable[[object], None], tuple[int, int], Any]]] = field(default_factory=dict)
-
-
-class ModeHandle:
-    """`M` in `reaction(...) -> reset(M)`: `M.set()` requests the transition at the end of the tag."""
-
-    __slots__ = ("name", "state", "kind")
-
-    def __init__(self, name: str, state: ModeState, kind: str) -> None:
-        self.name, self.state, self.kind = name, state, kind
-
-    def set(self) -> None:
-        self.state.pending = (self.name, self.kind)
+if TYPE_CHECKING:
+    from lfpy.runtime.modes import ModeState
 
 
 class Reaction:

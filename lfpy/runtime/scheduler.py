@@ -1,13 +1,23 @@
 """The scheduler: advances superdense time and runs each tag's triggered reactions level by level.
 
+Parts, one job each (as in reactor-cpp): `EventQueue` (events.py) holds future tags; the level
+buckets (`buckets`, one list per level) are the ready queue of the current tag; the worker pool
+(`ThreadPoolExecutor`, only with more than one worker) runs one level's reactions at once.
+
 Threading contract:
-- The event queue, the current tag and the level buckets belong to the scheduler's thread.
-- Reactions of one level may run on the worker pool at once. They touch only their own reactor's
-  state and the ports they write (one writer per channel); `Port.set` appends to `set_ports`
-  (atomic), and the scheduler reads that list after the level's barrier. No lock per port or
-  message: the level barrier is the synchronisation.
-- `schedule_logical` from reactions of one level holds `lock` while it pushes an event.
-- `schedule_physical` may be called from any thread; it hands the event over under `cond`.
+- The event queue, the current tag, `set_ports`' processing, mode changes and the end of a tag
+  belong to the scheduler's thread (the thread that called `run`).
+- One worker: everything runs inline on that thread; no lock is taken on the hot path (ports
+  queue their readers straight into the buckets, see ports.py).
+- Several workers: the reactions of one level run on the pool at once. They touch only their own
+  reactor's state and the ports they write (one writer per channel); `Port.set` appends to
+  `set_ports` (list.append is atomic) and the scheduler queues the readers after the level's
+  barrier (`_propagate`). No lock per port or message: the level barrier is the synchronisation.
+- `schedule_logical` may be called from reactions of one level at once: it holds `lock` while it
+  decides the tag and pushes the event (`Action.pending` is guarded by `lock` too).
+- `schedule_physical` may be called from any thread: it reads physical time there and hands the
+  event over under `cond`, which also wakes the scheduler's thread from its wait for physical time.
+- `request_stop` may be called from any thread; it holds `lock`.
 """
 
 from __future__ import annotations
@@ -20,11 +30,13 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from lfpy.runtime.actions import Action, Timer
+from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
+from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import Port
-from lfpy.runtime.reaction import ModeState, Reaction
+from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.tag import FOREVER, Tag
+from lfpy.runtime.timers import Timer
 
 
 class StopNow(Exception):
@@ -76,33 +88,26 @@ class Scheduler:
         with self.lock:
             if candidate < self.stop_tag:
                 self.stop_tag = candidate
+        with self.cond:  # called from another thread, it wakes the scheduler from its wait
+            self.cond.notify()
 
     # ------------------------------------------------------------ scheduling
 
     def schedule_logical(self, action: Action, delay: int, value: object) -> None:
+        """`action.schedule(delay, value)` for a logical action, from a reaction (any worker)."""
         if delay < 0:
             return  # LF ignores negative delays
         total = action.min_delay + delay
         now = self.current
-        tag = Tag(now.time, now.microstep + 1) if total == 0 else Tag(now.time + total, 0)
         with self.lock:
-            if action.min_spacing is not None and action.last_tag is not None:
-                earliest = Tag(action.last_tag.time + action.min_spacing, action.last_tag.microstep)
-                if tag < earliest:
-                    if action.policy == "drop":
-                        return
-                    if action.policy in ("replace", "update") and action.last_tag > now:
-                        action.last_box[0] = value
-                        return
-                    tag = earliest
-            box = [value]
-            action.last_tag = tag
-            action.last_box = box
-            self.events.push(tag, self._action_event(action), (box, self._inactive(action.gate)))
+            self._schedule_at(action, Tag(now.time + total, 0) if total else now, value)
 
     def schedule_physical(self, action: Action, delay: int, value: object) -> None:
+        """`action.schedule(delay, value)` for a physical action: any thread may call it. The tag's
+        time is physical time now plus the delays; the scheduler's thread queues the event."""
+        when = self.physical() + action.min_delay + max(delay, 0)
         with self.cond:
-            self.physical_pending.append((action, delay, value))
+            self.physical_pending.append((action, when, value))
             self.cond.notify()
 
     def _drain_physical(self) -> None:
@@ -111,32 +116,55 @@ class Scheduler:
             return
         with self.cond:
             pending, self.physical_pending = self.physical_pending, []
-        for action, delay, value in pending:
-            when = self.physical() + action.min_delay + delay
-            tag = Tag(when, 0)
-            if tag <= self.current:
-                tag = Tag(self.current.time, self.current.microstep + 1)
-            if action.min_spacing is not None and action.last_tag is not None:
-                earliest = Tag(action.last_tag.time + action.min_spacing, 0)
-                if tag < earliest:
-                    if action.policy == "drop":
-                        continue
-                    tag = earliest
-            action.last_tag = tag
-            self.events.push(tag, self._action_event(action), ([value], self._inactive(action.gate)))
+        now = self.current
+        with self.lock:
+            for action, when, value in pending:
+                # Never earlier than the current tag (with `fast`, logical time may be ahead).
+                self._schedule_at(action, Tag(when, 0) if when > now.time else now, value)
+
+    def _schedule_at(self, action: Action, tag: Tag, value: object) -> None:
+        """Queue an event of `action` at `tag`, or later as its minimum spacing and policy say
+        (reactor-c's `lf_schedule_trigger`). Holds `lock`."""
+        pending = action.pending
+        spacing = action.min_spacing
+        if spacing is None:
+            if tag in pending:  # events of one action pile up in superdense time
+                microstep = tag.microstep + 1
+                while Tag(tag.time, microstep) in pending:
+                    microstep += 1
+                tag = Tag(tag.time, microstep)
+        elif action.last_tag is not None:
+            last = action.last_tag
+            earliest = last.time + spacing
+            if earliest > tag.time or (earliest == tag.time and spacing == 0):
+                policy = action.policy
+                if policy == "drop":
+                    return
+                if policy == "replace":
+                    box = pending.get(last)
+                    if box is not None:  # the previous event is still pending: it takes the value
+                        box[0] = value
+                        return
+                    tag = Tag(earliest, 0)
+                elif policy == "update":
+                    box = pending.pop(last, None)
+                    if box is not None:  # the previous event is dropped; this one keeps its tag
+                        box[1] = False
+                else:  # defer
+                    tag = Tag(earliest, 0)
+        now = self.current
+        if tag == now:
+            tag = Tag(now.time, now.microstep + 1)
+        if tag > self.stop_tag:
+            return  # past the stop tag: discarded, as in reactor-c
+        action.last_tag = tag
+        box = [value, True, tag]
+        pending[tag] = box
+        self.events.push(tag, action.on_event, (box, self._inactive(action.gate)))
 
     @staticmethod
     def _inactive(gate: tuple[ModeState, str] | None) -> int:
         return gate[0].inactive_total.get(gate[1], 0) if gate is not None else 0
-
-    def _action_event(self, action: Action) -> Callable[[object], None]:
-        def fire(value: object) -> None:
-            box, _inactive = value  # type: ignore[misc]
-            if action.gate is not None and not self.admit(action.gate, fire, value):
-                return
-            action.fire(box[0])
-
-        return fire
 
     def deliver(self, port: Port, gate: tuple[ModeState, str] | None) -> Callable[[object], None]:
         """An event handler that sets `port` (the far end of an `after` or physical connection);
@@ -188,6 +216,8 @@ class Scheduler:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
         try:
             self._loop()
+        except KeyboardInterrupt:  # Ctrl-C while waiting for physical time
+            self._interrupted()
         finally:
             if self.pool is not None:
                 self.pool.shutdown(wait=False, cancel_futures=True)
@@ -213,7 +243,8 @@ class Scheduler:
             self._process(nxt)
 
     def _wait_until(self, tag: Tag) -> bool:
-        """Sleep until physical time reaches `tag`; False if a physical action interrupted."""
+        """Sleep until physical time reaches `tag`; False if a physical action or a stop request
+        from another thread came first."""
         while True:
             remaining = tag.time - self.physical()
             if tag.time >= FOREVER:
@@ -221,10 +252,10 @@ class Scheduler:
             if remaining <= 0:
                 return True
             with self.cond:
-                if self.physical_pending:
+                if self.physical_pending or self.stop_tag < tag:
                     return False
                 self.cond.wait(remaining / 1e9)
-                if self.physical_pending:
+                if self.physical_pending or self.stop_tag < tag:
                     return False
 
     def _process(self, tag: Tag, startup: bool = False) -> None:
@@ -324,16 +355,16 @@ class Scheduler:
         return end
 
     def schedule_deliveries(self, port: Port) -> None:
-        """Events for the far ends of `port`'s `after` and physical connections."""
+        """Events for the far ends of `port`'s `after` and physical connections (at the end of a
+        tag, on the scheduler's thread: no reaction runs, so no lock)."""
         now = self.current
-        for delay, physical, dst, gate in port.delayed:
+        for delay, physical, _dst, gate, handler in port.delayed:
             if physical:
                 when = max(self.physical(), now.time) + delay
                 tag = Tag(when, 0) if when > now.time else Tag(now.time, now.microstep + 1)
             else:
                 tag = Tag(now.time, now.microstep + 1) if delay == 0 else Tag(now.time + delay, 0)
-            with self.lock:
-                self.events.push(tag, self.deliver(dst, gate), (port.value, self._inactive(gate)))
+            self.events.push(tag, handler, (port.value, self._inactive(gate) if gate is not None else 0))
 
     def running(self) -> Reaction | None:
         """The reaction with a deadline this thread is running (for `check_deadline`)."""
@@ -366,6 +397,9 @@ class Scheduler:
     def _failed(self, r: Reaction, exc: BaseException) -> None:
         """`exit(n)` ends the program at once with status n; any other error is reported, then the
         program shuts down at the next microstep with status 1."""
+        if isinstance(exc, KeyboardInterrupt):
+            self._interrupted()
+            return
         if isinstance(exc, SystemExit):
             code = exc.code
             if code is None:
@@ -379,6 +413,12 @@ class Scheduler:
         self._report_failure(r, exc)
         self.exit_status = 1
         self.request_stop()
+
+    def _interrupted(self) -> None:
+        """Ctrl-C: end at once with status 130, as a process killed by SIGINT (reactor-c exits too)."""
+        print("interrupted", file=sys.stderr, flush=True)
+        self.exit_status = 130
+        self.halted = True
 
     def _report_failure(self, r: Reaction, exc: BaseException) -> None:
         frames = traceback.extract_tb(exc.__traceback__)[1:]  # drop the scheduler's own frame

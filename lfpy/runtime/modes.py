@@ -1,0 +1,41 @@
+"""Modes of a modal reactor instance: which mode is current, the transition requested at this tag,
+and the bookkeeping for timers and actions of inactive modes (LF's modal time semantics).
+
+Only the scheduler's thread changes the current mode (at the end of a tag); `ModeHandle.set` from a
+reaction only records the request (one writer: the reactor's own reactions run in order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class ModeState:
+    """The current mode of one modal reactor instance and the transition requested at this tag."""
+
+    current: str
+    initial: str
+    pending: tuple[str, str] | None = None  # (mode, 'reset' | 'history')
+    on_enter: Callable[[str, str], None] | None = None
+    # Per mode: when it was last left, and the total time it has been inactive. Timer and action
+    # events of an inactive mode wait in `suspended`; re-entered with history, they resume shifted
+    # by the time the mode was inactive (LF's modal time semantics).
+    left_at: dict[str, int] = field(default_factory=dict)
+    visited: set[str] = field(default_factory=set)  # modes entered at least once
+    inactive_total: dict[str, int] = field(default_factory=dict)
+    suspended: dict[str, list[tuple[Callable[[object], None], tuple[int, int], Any]]] = field(default_factory=dict)
+
+
+class ModeHandle:
+    """`M` in `reaction(...) -> reset(M)`: `M.set()` requests the transition at the end of the tag."""
+
+    __slots__ = ("name", "state", "kind")
+
+    def __init__(self, name: str, state: ModeState, kind: str) -> None:
+        self.name, self.state, self.kind = name, state, kind
+
+    def set(self) -> None:
+        self.state.pending = (self.name, self.kind)

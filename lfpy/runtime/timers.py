@@ -1,0 +1,44 @@
+"""Timers: `timer t(offset, period)` fires at start + offset, then every period (once if 0).
+
+Only the scheduler's thread touches a timer: it queues the next event when one fires.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lfpy.runtime.modes import ModeState
+    from lfpy.runtime.reaction import Reaction
+    from lfpy.runtime.scheduler import Scheduler
+
+
+class Timer:
+    __slots__ = ("name", "offset", "period", "triggered", "_sched", "is_present", "generation", "gate")
+
+    def __init__(self, name: str, sched: Scheduler, offset: int, period: int) -> None:
+        self.name = name
+        self.offset = offset
+        self.period = period
+        self.triggered: list[Reaction] = []
+        self._sched = sched
+        self.is_present = False
+        self.generation = 0  # bumped when a mode reset restarts the timer; stale events are dropped
+        self.gate: tuple[ModeState, str] | None = None  # the mode the timer lives in
+
+    def event(self) -> tuple[int, int]:
+        """The value of this timer's next event: its generation and its mode's inactive time."""
+        gate = self.gate
+        return (self.generation, gate[0].inactive_total.get(gate[1], 0) if gate else 0)
+
+    def fire(self, value: object) -> None:
+        generation, _inactive = value  # type: ignore[misc]
+        if generation != self.generation:
+            return
+        if self.gate is not None and not self._sched.admit(self.gate, self.fire, value):
+            return
+        self.is_present = True
+        self._sched.fire(self)
+        if self.period > 0:
+            tag = self._sched.current
+            self._sched.events.push(type(tag)(tag.time + self.period, 0), self.fire, self.event())
