@@ -74,7 +74,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     _report(diags)
     if out is None or diags.has_errors:
         return 1
-    print(f"generated {out}")
+    # A file without a main reactor is a library: checked, but nothing is generated (as with lfc).
+    print(f"generated {out}" if out.exists() else "nothing generated: the file has no main reactor")
     return 0
 
 

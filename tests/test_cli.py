@@ -109,3 +109,12 @@ def test_compile_writes_src_gen(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"generated {tmp_path.resolve() / 'src-gen' / 'Hi'}\n"
     assert (tmp_path / "src-gen" / "Hi" / "Hi.py").is_file()
+
+
+def test_compile_of_a_library_file_generates_nothing(tmp_path: Path) -> None:
+    library = tmp_path / "Lib.lf"
+    library.write_text("target Python\nreactor A {\n  reaction(startup) {= pass =}\n}\n")
+    result = run_lfrl("compile", str(library))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "nothing generated: the file has no main reactor\n"
+    assert not (tmp_path / "src-gen").exists()
