@@ -15,9 +15,12 @@ $(STAMP): pyproject.toml setup.py pyreplay/_core.c pyreplay/sumtree.c pyreplay/s
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# The main job: generate the sampling program for two workers, then compile and run it.
+# The main job: generate the sampling program for two workers (the second one stepping in a child
+# process), compile it and run it with a progress bar; it prints samples/s and each worker's checksum.
 run: setup
-	$(VENV)/bin/lfrl gen sampling --workers 2 --steps 20000 --env-id CartPole-v1 -o build/sampling/Sampling.lf
+	$(VENV)/bin/lfrl gen sampling --workers 2 --steps 200000 --env-id CartPole-v1 --processes yes \
+		-o build/sampling/Sampling.lf
+	$(VENV)/bin/lfrl compile build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl run build/sampling/Sampling.lf
 
 test: setup

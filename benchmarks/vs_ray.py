@@ -3,9 +3,12 @@
   .venv/bin/python benchmarks/vs_ray.py [--workers 2] [--quick]
 
 Same environments, seeds, worker count and synchronisation (every step, and every 100 steps). The
-LF program runs on 1 and on N runtime threads (environments that hold the GIL, like ale-py's, do not
-gain from threads). The Ray side is written as Ray's documentation would: one actor per
-environment, `ray.get` on every round. Prints steps/s for each and the ratio; writes benchmarks/results/vs_ray.md and vs_ray.png.
+LF program runs three ways: environments in the runtime's process on 1 and on N runtime threads
+(environments that hold the GIL, like ale-py's, do not gain from threads), and with `--processes`
+(workers 1.. step in child processes of their reactors, on one runtime thread). The Ray side is
+written as Ray's documentation would: one actor per environment, `ray.get` on every round. Both
+sides start their clocks once every environment is up. Prints steps/s for each and the ratio;
+writes benchmarks/results/vs_ray.md and vs_ray.png.
 """
 
 from __future__ import annotations
@@ -17,15 +20,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from statistics import median
 
 import numpy as np
+from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
 
 
-def lf_steps_per_second(env_id: str, workers: int, steps: int, sync_every: int, seed: int, threads: int) -> float:
+def lf_steps_per_second(env_id: str, workers: int, steps: int, sync_every: int, seed: int, threads: int,
+                        processes: bool) -> float:
     """Generate the sampling program for `workers` environments, run it on `threads` runtime
     threads, read its rate."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -33,12 +40,39 @@ def lf_steps_per_second(env_id: str, workers: int, steps: int, sync_every: int, 
         lfrl = [sys.executable, "-m", "generator.cli"]
         subprocess.run([*lfrl, "gen", "sampling", "--env-id", env_id, "--workers", str(workers), "--steps",
                         str(steps), "--sync-every", str(sync_every), "--seed", str(seed), "--progress", "no",
-                        "-o", str(out)], check=True, cwd=ROOT, capture_output=True)
+                        "--processes", "yes" if processes else "no", "-o", str(out)], check=True, cwd=ROOT, capture_output=True)
         result = subprocess.run([*lfrl, "run", str(out), "--workers", str(threads)], check=True, cwd=ROOT,
                                 capture_output=True, text=True)
     match = re.search(r"([\d,]+) samples/s", result.stdout)
     assert match, result.stdout
     return float(match.group(1).replace(",", ""))
+
+
+FREE_RUNNING = """
+import sys, time, gymnasium, numpy
+if sys.argv[1].startswith("ALE/"):
+    import ale_py
+    gymnasium.register_envs(ale_py)
+env = gymnasium.make(sys.argv[1])
+env.reset(seed=int(sys.argv[3]))
+env.action_space.seed(int(sys.argv[3]))
+start = time.perf_counter()
+for _ in range(int(sys.argv[2])):
+    obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+    float(numpy.sum(obs)) + float(reward)
+    if terminated or truncated:
+        env.reset()
+print(time.perf_counter() - start)
+"""
+
+
+def free_running_steps_per_second(env_id: str, workers: int, steps: int, seed: int) -> float:
+    """The bound for any framework: `workers` processes stepping at once, never synchronised."""
+    per_worker = steps // workers
+    procs = [subprocess.Popen([sys.executable, "-c", FREE_RUNNING, env_id, str(per_worker), str(seed + i)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for i in range(workers)]
+    elapsed = max(float(p.communicate()[0]) for p in procs)
+    return per_worker * workers / elapsed
 
 
 def ray_steps_per_second(env_id: str, workers: int, steps: int, sync_every: int, seed: int) -> float:
@@ -83,48 +117,72 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="fewer steps")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is kept")
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
-    cases = [("CartPole-v1", 1, 20_000), ("CartPole-v1", 100, 200_000), ("ALE/Pong-v5", 1, 2_000),
+    cases = [("CartPole-v1", 1, 100_000), ("CartPole-v1", 100, 200_000), ("ALE/Pong-v5", 1, 10_000),
              ("ALE/Pong-v5", 100, 20_000)]
     cases = [(e, sync, max(int(steps * scale), args.workers * sync)) for e, sync, steps in cases]
+    ways = [("1 thread", 1, False), (f"{args.workers} threads", args.workers, False), ("processes", 1, True)]
     # The LF runs come first, before Ray starts its processes, so that neither disturbs the other.
-    lf_rates = {}
-    for env_id, sync, steps in cases:
-        for threads in (1, args.workers):
-            lf_rates[(env_id, sync, threads)] = lf_steps_per_second(env_id, args.workers, steps, sync, 0, threads)
-    import ray
+    lf_rates: dict[tuple[str, int], list[float]] = {}
+    with tqdm(total=len(cases) * (len(ways) + 2) * args.repeat, desc="runs", unit="run") as bar:
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        def measured(run: Callable[..., float], *run_args: object) -> float:
+            """The median of `args.repeat` runs (machines this small are noisy)."""
+            rates = []
+            for _ in range(args.repeat):
+                rates.append(run(*run_args))
+                bar.update()
+            return median(rates)
+
+        bounds = {env_id: measured(free_running_steps_per_second, env_id, args.workers, steps, 0)
+                  for env_id, sync, steps in cases if sync == 100}
+        for env_id, sync, steps in cases:
+            lf_rates[(env_id, sync)] = [
+                measured(lf_steps_per_second, env_id, args.workers, steps, sync, 0, threads, processes)
+                for _name, threads, processes in ways]
+        import ray
+
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        # Fewer steps on Ray when it synchronises every step: it is slow there, and the rate is steady.
+        ray_rates = {(env_id, sync): measured(ray_steps_per_second, env_id, args.workers,
+                                              min(steps, 4_000 if sync == 1 else steps), sync, 0)
+                     for env_id, sync, steps in cases}
     rows = []
-    for env_id, sync, steps in cases:
-        ray_rate = ray_steps_per_second(env_id, args.workers, min(steps, 4_000 if sync == 1 else steps), sync, 0)
-        best = max(lf_rates[(env_id, sync, 1)], lf_rates[(env_id, sync, args.workers)])
-        rows.append((env_id, sync, lf_rates[(env_id, sync, 1)], lf_rates[(env_id, sync, args.workers)], ray_rate))
-        print(f"{env_id:12s} sync every {sync:3d}: lfrl {best:10,.0f} steps/s   ray {ray_rate:10,.0f} steps/s   "
-              f"ratio {best / ray_rate:6.2f}x", flush=True)
+    for env_id, sync, _steps in cases:
+        ray_rate = ray_rates[(env_id, sync)]
+        rates = lf_rates[(env_id, sync)]
+        rows.append((env_id, sync, rates, ray_rate))
+        print(f"{env_id:12s} sync every {sync:3d}: lfrl {max(rates):10,.0f} steps/s   ray {ray_rate:10,.0f} steps/s   "
+              f"ratio {max(rates) / ray_rate:6.2f}x", flush=True)
     ray.shutdown()
-    lines = [f"| environment | sync every | lfrl, 1 thread | lfrl, {args.workers} threads | Ray ({args.workers} actors) "
-             "| best lfrl / Ray |", "|---|---:|---:|---:|---:|---:|"]
-    lines += [f"| {e} | {s} | {one:,.0f} | {many:,.0f} | {r:,.0f} | {max(one, many) / r:.2f}x |"
-              for e, s, one, many, r in rows]
+    lines = ["| environment | sync every | " + " | ".join(f"lfrl, {name}" for name, *_ in ways)
+             + f" | Ray ({args.workers} actors) | best lfrl / Ray | bound: {args.workers} processes, never synchronised |",
+             "|---|---:|" + "---:|" * (len(ways) + 3)]
+    lines += [f"| {e} | {s} | " + " | ".join(f"{r:,.0f}" for r in rates)
+              + f" | {ray:,.0f} | {max(rates) / ray:.2f}x | {bounds[e]:,.0f} |" for e, s, rates, ray in rows]
     table = "\n".join(lines)
     print(table)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "vs_ray.md").write_text(f"# Parallel sampling: lfrl vs Ray ({args.workers} workers)\n\nCommand: "
-                                       f"`.venv/bin/python benchmarks/vs_ray.py{' --quick' if args.quick else ''}`"
-                                       "\n\n" + table + "\n")
+    (RESULTS / "vs_ray.md").write_text(
+        f"# Parallel sampling: lfrl vs Ray ({args.workers} workers, steps/s)\n\n"
+        f"Command: `.venv/bin/python benchmarks/vs_ray.py{' --quick' if args.quick else ''}` on "
+        f"{os.cpu_count()} CPUs, median of {args.repeat} runs each. lfrl runs the program of `lfrl gen sampling`; *processes* is `--processes yes` "
+        "(workers 1.. step in child processes of their reactors) on one runtime thread.\n\n" + table + "\n")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4))
-    labels = [f"{e}\nsync {s}" for e, s, *_rates in rows]
+    fig, ax = plt.subplots(figsize=(9, 4))
+    labels = [f"{e}\nsync {s}" for e, s, *_rest in rows]
     x = np.arange(len(rows))
-    ax.bar(x - 0.27, [one for _e, _s, one, _m, _r in rows], width=0.27, label="lfrl, 1 thread")
-    ax.bar(x, [many for _e, _s, _o, many, _r in rows], width=0.27, label=f"lfrl, {args.workers} threads")
-    ax.bar(x + 0.27, [r for _e, _s, _o, _m, r in rows], width=0.27, label="Ray")
+    width = 0.8 / (len(ways) + 1)
+    for i, (name, *_) in enumerate(ways):
+        ax.bar(x + (i - len(ways) / 2) * width, [rates[i] for _e, _s, rates, _r in rows], width=width,
+               label=f"lfrl, {name}")
+    ax.bar(x + len(ways) / 2 * width, [r for _e, _s, _rates, r in rows], width=width, label="Ray")
     ax.set_xticks(x, labels)
     ax.set_yscale("log")
     ax.set_ylabel("steps/s (log)")

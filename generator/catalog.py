@@ -42,12 +42,28 @@ class Param:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    @property
+    def metavar(self) -> str:
+        return {int: "N", bool: "yes|no"}.get(self.type, "TEXT")
+
+    def describe(self) -> str:
+        """The help text with the type, range and default, as `--list` and `--help` show them."""
+        if self.type is bool:
+            kind = f"yes or no, default {'yes' if self.default else 'no'}"
+        elif self.type is int:
+            low = "" if self.min is None else f"{self.min:_}"
+            high = "" if self.max is None else f"{self.max:_}"
+            kind = f"{low}..{high}, default {self.default:_}"
+        else:
+            kind = f"default {self.default}"
+        return f"{self.help} [{kind}]"
+
     def parse(self, text: str) -> object:
         """The value of `--flag text`, validated."""
         if self.type is bool:
             lowered = text.lower()
             if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                raise TemplateError(f"{self.flag}: expected true or false, got {text!r}")
+                raise TemplateError(f"{self.flag}: expected yes or no, got {text!r}")
             return lowered in ("true", "1", "yes")
         if self.type is int:
             try:
@@ -60,6 +76,8 @@ class Param:
         return value
 
     def validate(self, value: object) -> None:
+        if self.type is bool and not isinstance(value, bool):
+            raise TemplateError(f"{self.flag}: expected yes or no, got {value!r}")
         if self.type is int:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TemplateError(f"{self.flag}: expected a whole number, got {value!r}")
@@ -101,6 +119,15 @@ class Template:
 
     def defaults(self) -> dict[str, object]:
         return {p.name: p.default for p in self.params}
+
+
+def derive_sampling(values: dict[str, object]) -> dict[str, object]:
+    """At least one whole round: the program stops before a round that would pass `steps`."""
+    per_round = int(values["workers"]) * int(values["sync_every"])  # type: ignore[call-overload]
+    if int(values["steps"]) < per_round:  # type: ignore[call-overload]
+        raise TemplateError(f"--steps {values['steps']} is fewer than the {per_round} samples one round takes "
+                            f"(--workers x --sync-every)")
+    return {}
 
 
 def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
@@ -162,10 +189,13 @@ CATALOG: dict[str, Template] = {
                 Param("steps", int, 10_000, "samples in total", min=1, max=10**9),
                 Param("sync_every", int, 1, "steps each worker takes between synchronisations", min=1,
                       max=10**6),
-                Param("seed", int, 0, "seed; worker i uses seed + i", min=0, max=2**31 - 1),
+                Param("seed", int, 0, "seed; worker i's is derived from (seed, i)", min=0, max=2**31 - 1),
+                Param("processes", bool, False, "step each environment in a child process of its worker "
+                      "(parallel even when stepping holds the GIL, as ale-py's does)"),
                 Param("progress", bool, True, "show a progress bar"),
             ),
             ("EnvWorker.lf", "SampleDriver.lf"),
+            derive_sampling,
         ),
         Template(
             "qlearning", "qlearning.lf.j2",
@@ -179,7 +209,8 @@ CATALOG: dict[str, Template] = {
                 Param("updates", int, 1, "gradient steps per round", min=1, max=10**4),
                 Param("hidden", int, 64, "hidden units of the Q-network", min=1, max=65536),
                 Param("capacity", int, 100_000, "replay capacity", min=1, max=10**8),
-                Param("seed", int, 0, "seed; actor i uses seed + i", min=0, max=2**31 - 1),
+                Param("prioritized", bool, True, "prioritized replay (priorities = |TD error|); uniform if false"),
+                Param("seed", int, 0, "seed; actor i's is derived from (seed, i)", min=0, max=2**31 - 1),
             ),
             ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"),
             derive_qlearning,
@@ -192,7 +223,7 @@ CATALOG: dict[str, Template] = {
                 Param("agents", int, 3, "agents, each with its own policy", min=1, max=64),
                 Param("steps", int, 200, "environment steps", min=1, max=10**9),
                 Param("hidden", int, 64, "hidden units of each policy", min=1, max=65536),
-                Param("seed", int, 0, "seed; agent i's policy uses seed + i", min=0, max=2**31 - 1),
+                Param("seed", int, 0, "seed; agent i's policy's is derived from (seed, i)", min=0, max=2**31 - 1),
             ),
             ("MultiAgentEnv.lf", "AgentPolicy.lf"),
             derive_multiagent,
@@ -202,7 +233,7 @@ CATALOG: dict[str, Template] = {
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                               keep_trailing_newline=True, autoescape=False)
 
 

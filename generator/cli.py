@@ -98,15 +98,15 @@ def cmd_gen(args: argparse.Namespace) -> int:
         for tpl in CATALOG.values():
             print(f"{tpl.name:12s} {tpl.description}")
             for p in tpl.params:
-                print(f"    {p.flag:16s} {p.help} (default {p.default!r})")
+                print(f"    {p.flag:18s} {p.describe()}")
         return 0
     try:
         tpl = template(args.template)
         parser = argparse.ArgumentParser(prog=f"lfrl gen {tpl.name}", description=tpl.description)
         parser.add_argument("-o", "--output", required=True, help="the .lf file to write (lib/ goes beside it)")
         for p in tpl.params:
-            parser.add_argument(p.flag, dest=p.name, type=str, default=None,
-                                help=f"{p.help} (default {p.default!r})")
+            parser.add_argument(p.flag, dest=p.name, type=str, default=None, metavar=p.metavar,
+                                help=p.describe())
         options = parser.parse_args(args.rest)
         values = {p.name: p.parse(getattr(options, p.name)) for p in tpl.params
                   if getattr(options, p.name) is not None}

@@ -1,5 +1,5 @@
-"""The template catalog: schema validation with exact messages, rendering, and generated programs
-that run with the same sampled trajectories for 1 and 2 workers."""
+"""The template catalog: schema validation with exact messages, rendering with defaults and boundary
+values, the front end's verdict on every rendered program, and `lfrl gen`."""
 
 import subprocess
 import sys
@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.catalog import CATALOG, TemplateError, render, write
+from generator.catalog import CATALOG, TemplateError, environment, render, write
+from lfpy.diagnostics import Diagnostics
+from lfpy.frontend import analyze
 
 ROOT = Path(__file__).parent.parent
 
@@ -21,14 +23,30 @@ def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
     ({"workers": 0}, "--workers must be at least 1, got 0"),
     ({"workers": 257}, "--workers must be at most 256, got 257"),
     ({"steps": "ten"}, "--steps: expected a whole number, got 'ten'"),
+    ({"processes": 1}, "--processes: expected yes or no, got 1"),
     ({"env_id": "CartPol-v1"}, "--env-id: unknown environment id 'CartPol-v1'; did you mean CartPole-v0, CartPole-v1?"),
     ({"env_id": "NoSuchGame"}, "--env-id: unknown environment id 'NoSuchGame'"),
+    ({"env_id": "ALE/Pongg-v5"}, "--env-id: unknown environment id 'ALE/Pongg-v5'"),
+    ({"workers": 4, "sync_every": 10, "steps": 39},
+     "--steps 39 is fewer than the 40 samples one round takes (--workers x --sync-every)"),
     ({"speed": 3}, "template 'sampling' has no parameter 'speed'; it has: env_id, workers, steps, sync_every, seed, "
-                   "progress"),
+                   "processes, progress"),
 ])
 def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None:
     with pytest.raises(TemplateError) as info:
         render("sampling", values)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("flag", "text", "message"), [
+    ("workers", "two", "--workers: expected a whole number, got 'two'"),
+    ("workers", "0", "--workers must be at least 1, got 0"),
+    ("progress", "maybe", "--progress: expected yes or no, got 'maybe'"),
+])
+def test_flag_texts_are_parsed_and_checked(flag: str, text: str, message: str) -> None:
+    param = next(p for p in CATALOG["sampling"].params if p.name == flag)
+    with pytest.raises(TemplateError) as info:
+        param.parse(text)
     assert str(info.value) == message
 
 
@@ -37,20 +55,46 @@ def test_unknown_template() -> None:
         render("nope")
 
 
+def test_every_template_variable_must_be_given() -> None:
+    """StrictUndefined: a template that names a value nobody supplies fails instead of printing ''."""
+    import jinja2
+
+    with pytest.raises(jinja2.UndefinedError):
+        environment().from_string("{{ workers }}").render()
+
+
+def analyzed(path: Path) -> Diagnostics:
+    diags = Diagnostics()
+    assert analyze(str(path), diags) is not None, diags.render_all()
+    return diags
+
+
 @pytest.mark.parametrize(("name", "values"), [
     ("sampling", {}), ("sampling", {"workers": 1, "steps": 1, "sync_every": 1, "seed": 0}),
-    ("sampling", {"workers": 256, "sync_every": 1_000_000, "seed": 2**31 - 1}),
-    ("sampling", {"env_id": "ALE/Pong-v5", "progress": False}),
-    ("qlearning", {}), ("qlearning", {"actors": 1, "rounds": 1, "steps_per_round": 1, "batch_size": 1, "hidden": 1}),
-    ("qlearning", {"actors": 256, "env_id": "Acrobot-v1", "capacity": 10**8}),
+    ("sampling", {"workers": 256, "steps": 10**9, "sync_every": 1_000_000, "seed": 2**31 - 1}),
+    ("sampling", {"env_id": "ALE/Pong-v5", "progress": False, "processes": True}),
+    ("sampling", {"workers": 1, "processes": True}),
+    ("qlearning", {}), ("qlearning", {"actors": 1, "rounds": 1, "steps_per_round": 1, "batch_size": 1, "hidden": 1,
+                                      "updates": 1, "capacity": 1, "seed": 0}),
+    ("qlearning", {"actors": 256, "env_id": "Acrobot-v1", "capacity": 10**8, "prioritized": False,
+                   "seed": 2**31 - 1}),
     ("multiagent", {}), ("multiagent", {"agents": 1, "steps": 1, "hidden": 1}), ("multiagent", {"agents": 64}),
 ])
 def test_every_template_renders_and_passes_the_front_end(tmp_path: Path, name: str, values: dict) -> None:
     out = write(name, values, tmp_path / name / "Program.lf")
-    result = lfrl("check", str(out))
-    assert result.returncode == 0, result.stderr
+    diags = analyzed(out)
+    assert not diags.has_errors and not diags.items, diags.render_all()
     for library in CATALOG[name].libraries:
         assert (out.parent / "lib" / library).is_file()
+
+
+def test_rendered_values_reach_the_program(tmp_path: Path) -> None:
+    text = render("sampling", {"workers": 3, "env_id": "Acrobot-v1", "sync_every": 7, "steps": 210, "seed": 9,
+                               "processes": True})
+    assert "envs = new[3] EnvWorker(env_id = \"Acrobot-v1\", seed = 9, process = {= bank_index > 0 =})" in text
+    assert "SampleDriver(workers = 3, steps = 210, sync_every = 7, progress = True)" in text
+    assert "process" not in render("sampling").split("main reactor")[1]
+    assert "prioritized = False" in render("qlearning", {"prioritized": False})
 
 
 @pytest.mark.parametrize(("values", "message"), [
@@ -66,63 +110,33 @@ def test_qlearning_checks_across_parameters(values: dict, message: str) -> None:
     assert str(info.value) == message
 
 
-def test_qlearning_learns_the_same_weights_with_one_and_two_workers(tmp_path: Path) -> None:
-    outputs = []
-    for threads in (1, 2):
-        out = write("qlearning", {"actors": 3, "rounds": 8, "steps_per_round": 16, "batch_size": 32, "hidden": 16},
-                    tmp_path / f"t{threads}" / "Q.lf")
-        result = lfrl("run", str(out), "--workers", str(threads))
-        assert result.returncode == 0, result.stderr
-        outputs.append(result.stdout.splitlines())
-    assert outputs[0][0].startswith("8 rounds, last loss ")
-    assert outputs[0] == outputs[1]
+def test_multiagent_refuses_unknown_environments() -> None:
+    with pytest.raises(TemplateError, match=r"^--env-name: 'pong' is not supported; choose one of: simple_spread_v3$"):
+        render("multiagent", {"env_name": "pong"})
 
 
-def run_sampling(tmp_path: Path, threads: int, **values: object) -> list[str]:
-    """Generate with `values` and run on `threads` runtime workers."""
-    out = write("sampling", {"progress": False, **values}, tmp_path / f"t{threads}" / "Sampling.lf")
-    result = lfrl("run", str(out), "--workers", str(threads))
-    assert result.returncode == 0, result.stderr
-    return result.stdout.splitlines()
+def test_a_program_the_front_end_rejects_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from generator import catalog
 
-
-def test_same_seed_same_trajectories_with_one_and_two_workers(tmp_path: Path) -> None:
-    one = run_sampling(tmp_path, 1, workers=3, steps=300, sync_every=5, seed=7)
-    two = run_sampling(tmp_path, 2, workers=3, steps=300, sync_every=5, seed=7)
-    assert one[0].startswith("300 samples from 3 workers in ")
-    checksums = [line for line in one if line.startswith("worker ")]
-    assert len(checksums) == 3 and len(set(checksums)) == 3  # each worker its own seed
-    assert checksums == [line for line in two if line.startswith("worker ")]
-
-
-def test_atari_sampling_runs(tmp_path: Path) -> None:
-    lines = run_sampling(tmp_path, 2, env_id="ALE/Pong-v5", workers=2, steps=40)
-    assert lines[0].startswith("40 samples from 2 workers in ")
+    monkeypatch.setattr(catalog, "render", lambda name, values: "target Python\nmain reactor { x = new Nope() }\n")
+    with pytest.raises(TemplateError, match=r"^template 'sampling' rendered a program lfpy rejects:\n.*Nope"):
+        write("sampling", {}, tmp_path / "Bad.lf")
+    assert not (tmp_path / "Bad.lf").exists()
 
 
 def test_lfrl_gen_cli(tmp_path: Path) -> None:
     result = lfrl("gen", "sampling", "--workers", "3", "--steps", "90", "--progress", "no", "-o",
                   str(tmp_path / "S.lf"))
-    assert result.returncode == 0, result.stderr
+    assert (result.returncode, result.stdout) == (0, f"wrote {tmp_path / 'S.lf'} (and its library files in "
+                                                     f"{tmp_path / 'lib'})\n"), result.stderr
     assert "new[3] EnvWorker" in (tmp_path / "S.lf").read_text()
-    bad = lfrl("gen", "sampling", "--workers", "0", "-o", str(tmp_path / "T.lf"))
-    assert (bad.returncode, bad.stderr) == (1, "lfrl gen: error: --workers must be at least 1, got 0\n")
+    for args, message in [(("--workers", "0"), "--workers must be at least 1, got 0"),
+                          (("--env-id", "Nope-v0"), "--env-id: unknown environment id 'Nope-v0'")]:
+        bad = lfrl("gen", "sampling", *args, "-o", str(tmp_path / "T.lf"))
+        assert (bad.returncode, bad.stderr) == (1, f"lfrl gen: error: {message}\n")
     assert not (tmp_path / "T.lf").exists()
-    listing = lfrl("gen", "--list")
-    assert listing.stdout.splitlines()[0].startswith("sampling ")
-
-
-def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:
-    outputs = []
-    for threads in (1, 2):
-        out = write("multiagent", {"agents": 3, "steps": 50, "seed": 4}, tmp_path / f"t{threads}" / "Agents.lf")
-        result = lfrl("run", str(out), "--workers", str(threads))
-        assert result.returncode == 0, result.stderr
-        outputs.append(result.stdout.splitlines())
-    assert outputs[0][0].startswith("50 steps x 3 agents in ")
-    assert outputs[0][1].startswith("total reward ") and outputs[0][1] == outputs[1][1]
-
-
-def test_multiagent_refuses_unknown_environments() -> None:
-    with pytest.raises(TemplateError, match=r"^--env-name: 'pong' is not supported; choose one of: simple_spread_v3$"):
-        render("multiagent", {"env_name": "pong"})
+    listing = lfrl("gen", "--list").stdout.splitlines()
+    assert listing[0].startswith("sampling ")
+    assert "    --workers          environment workers (the bank's width) [1..256, default 2]" in listing
+    helped = lfrl("gen", "qlearning", "--help")
+    assert helped.returncode == 0 and "--prioritized yes|no" in helped.stdout

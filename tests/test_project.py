@@ -23,7 +23,7 @@ def tree(folder: Path) -> dict[str, str]:
             and "src-gen" not in p.parts}
 
 
-@pytest.mark.parametrize("program", ["sampling", "qlearning", "multiagent"])
+@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent"])
 def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--project-name", f"Demo {program}",
                 "--template", program, "-o", str(tmp_path)], ROOT)

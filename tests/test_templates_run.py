@@ -1,0 +1,90 @@
+"""Generated programs run at tiny sizes and give the same results for 1 and 2 runtime workers (and,
+for sampling, with environments in child processes): the same seed, the same trajectories."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.catalog import write
+
+pytest.importorskip("lfpy.build", reason="lfpy.build (code generation and runtime) is not available yet")
+
+ROOT = Path(__file__).parent.parent
+
+
+def run(out: Path, threads: int) -> list[str]:
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out), "--workers", str(threads)],
+                            capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def sampling(tmp_path: Path, threads: int, tag: str = "", **values: object) -> list[str]:
+    out = write("sampling", {"progress": False, **values}, tmp_path / f"{tag}t{threads}" / "Sampling.lf")
+    return run(out, threads)
+
+
+def checksums(lines: list[str]) -> list[str]:
+    return [line for line in lines if line.startswith("worker ")]
+
+
+def test_same_seed_same_trajectories_with_one_and_two_workers(tmp_path: Path) -> None:
+    one = sampling(tmp_path, 1, workers=3, steps=300, sync_every=5, seed=7)
+    two = sampling(tmp_path, 2, workers=3, steps=300, sync_every=5, seed=7)
+    assert re.fullmatch(r"300 samples from 3 workers in [\d.]+ s: [\d,]+ samples/s", one[0])
+    assert len(checksums(one)) == 3 and len(set(checksums(one))) == 3  # each worker its own seed
+    assert checksums(one) == checksums(two)
+    other = sampling(tmp_path, 1, tag="seed8", workers=3, steps=300, sync_every=5, seed=8)
+    values = {line.split(": ")[1] for line in checksums(one) + checksums(other)}
+    assert len(values) == 6  # seeds come from (seed, worker) pairs: seed 8's workers are not seed 7's
+
+
+def test_rounds_stop_before_passing_the_step_count(tmp_path: Path) -> None:
+    lines = sampling(tmp_path, 1, workers=2, steps=25, sync_every=4)
+    assert lines[0].startswith("24 samples from 2 workers in ")  # three whole rounds of 2 x 4
+
+
+def test_child_processes_step_the_same_trajectories(tmp_path: Path) -> None:
+    inline = sampling(tmp_path, 1, workers=3, steps=120, sync_every=2, seed=3)
+    for threads in (1, 2):
+        hosted = sampling(tmp_path, threads, tag="proc", workers=3, steps=120, sync_every=2, seed=3, processes=True)
+        assert hosted[0].startswith("120 samples from 3 workers in ")
+        assert checksums(hosted) == checksums(inline)
+
+
+def test_atari_sampling_runs_the_same_in_child_processes(tmp_path: Path) -> None:
+    inline = sampling(tmp_path, 1, env_id="ALE/Pong-v5", workers=2, steps=40)
+    hosted = sampling(tmp_path, 1, tag="proc", env_id="ALE/Pong-v5", workers=2, steps=40, processes=True)
+    assert inline[0].startswith("40 samples from 2 workers in ")
+    assert checksums(inline) == checksums(hosted) and len(set(checksums(inline))) == 2
+
+
+def test_qlearning_learns_the_same_weights_with_one_and_two_workers(tmp_path: Path) -> None:
+    outputs = []
+    for threads in (1, 2):
+        out = write("qlearning", {"actors": 3, "rounds": 8, "steps_per_round": 16, "batch_size": 32, "hidden": 16},
+                    tmp_path / f"t{threads}" / "Q.lf")
+        outputs.append(run(out, threads))
+    assert re.fullmatch(r"8 rounds, last loss \d+\.\d{6}, weights checksum -?\d+\.\d{9}", outputs[0][0])
+    assert outputs[0] == outputs[1]
+
+
+def test_prioritized_and_uniform_replay_learn_differently(tmp_path: Path) -> None:
+    small = {"actors": 2, "rounds": 6, "steps_per_round": 16, "batch_size": 16, "hidden": 8}
+    prioritized = run(write("qlearning", small, tmp_path / "p" / "Q.lf"), 1)
+    uniform = run(write("qlearning", {**small, "prioritized": False}, tmp_path / "u" / "Q.lf"), 1)
+    assert prioritized[0].startswith("6 rounds, ") and uniform[0].startswith("6 rounds, ")
+    assert prioritized != uniform
+
+
+def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:
+    outputs = []
+    for threads in (1, 2):
+        out = write("multiagent", {"agents": 3, "steps": 50, "seed": 4, "hidden": 8},
+                    tmp_path / f"t{threads}" / "Agents.lf")
+        outputs.append(run(out, threads))
+    assert re.fullmatch(r"50 steps x 3 agents in [\d.]+ s: [\d,]+ inferences/s", outputs[0][0])
+    assert outputs[0][1].startswith("total reward ") and outputs[0][1] == outputs[1][1]
