@@ -124,6 +124,7 @@ def main() -> None:
              ("ALE/Pong-v5", 100, 20_000)]
     cases = [(e, sync, max(int(steps * scale), args.workers * sync)) for e, sync, steps in cases]
     ways = [("1 thread", 1, False), (f"{args.workers} threads", args.workers, False), ("processes", 1, True)]
+    load_before = os.getloadavg()[0]
     # The LF runs come first, before Ray starts its processes, so that neither disturbs the other.
     lf_rates: dict[tuple[str, int], list[float]] = {}
     with tqdm(total=len(cases) * (len(ways) + 2) * args.repeat, desc="runs", unit="run") as bar:
@@ -169,7 +170,9 @@ def main() -> None:
         f"# Parallel sampling: lfrl vs Ray ({args.workers} workers, steps/s)\n\n"
         f"Command: `.venv/bin/python benchmarks/vs_ray.py{' --quick' if args.quick else ''}` on "
         f"{os.cpu_count()} CPUs, median of {args.repeat} runs each. lfrl runs the program of `lfrl gen sampling`; *processes* is `--processes yes` "
-        "(workers 1.. step in child processes of their reactors) on one runtime thread.\n\n" + table + "\n")
+        "(workers 1.. step in child processes of their reactors) on one runtime thread. The bound is what "
+        f"{args.workers} processes stepping on their own reach. Load average (1 min) before: {load_before:.2f}, "
+        f"after: {os.getloadavg()[0]:.2f}; other work on the machine skews both sides.\n\n" + table + "\n")
     import matplotlib
 
     matplotlib.use("Agg")
