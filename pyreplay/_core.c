@@ -1,323 +1,410 @@
-/* pyreplay._core: the replay buffer's storage, sum tree and locking, with the GIL released.
+/* pyreplay._core: the Python face of replay.c.
  *
- * The Python layer (buffers.py) validates every argument and hands over C-contiguous numpy
- * arrays; this file never looks inside a Python object in its loops.
- *
- * Concurrency: one reader-writer lock per buffer. `sample` and `priorities` take it shared, so
- * any number of threads sample at once; `add`, `update`, `clear` and `set_state` take it
- * exclusive. A sample therefore never sees a slot half written, and the tree is always the sum
- * of its leaves when a lock holder looks at it. The GIL is released for all of it. */
+ * Every method checks its arguments with the GIL held, allocates its outputs, then releases the
+ * GIL for the work (Py_BEGIN_ALLOW_THREADS). Inputs take a fast path when they already are numpy
+ * arrays of the right dtype, shape and layout; anything else makes `add` / `update` return
+ * NotImplemented, and the Python layer (buffers.py) converts or explains, then calls again. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
-#include <math.h>
-#include <pthread.h>
-#include <string.h>
-
-#include "sumtree.h"
-
-#define MAX_FIELDS 32
-/* `sample` lets the tree write slot numbers (size_t) into the int64 index array. */
-typedef char size_t_is_64_bits[sizeof(size_t) == sizeof(int64_t) ? 1 : -1];
-#define PREFETCH 8
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH_ROW(p) __builtin_prefetch((p), 0, 0)
-#else
-#define PREFETCH_ROW(p) ((void)(p))
-#endif
+#include "replay.h"
 
 typedef struct {
     PyObject_HEAD
-    size_t capacity, size, pos;
-    int prioritized;
-    double alpha, max_priority;
+    replay r;
+    int ready;
     size_t nfields;
-    char *storage[MAX_FIELDS];      /* field i: capacity rows of row_bytes[i] bytes */
-    size_t row_bytes[MAX_FIELDS];
-    PyObject *owners[MAX_FIELDS];   /* the numpy arrays that own the storage */
-    sumtree tree;
-    pthread_rwlock_t lock;
-    int lock_ready;
+    PyObject *names[REPLAY_MAX_FIELDS];
+    PyArray_Descr *descr[REPLAY_MAX_FIELDS];
+    int ndim[REPLAY_MAX_FIELDS];
+    npy_intp shape[REPLAY_MAX_FIELDS][NPY_MAXDIMS];
+    double beta;
 } Core;
 
+static PyObject *str_indices, *str_weights;
+
 static void Core_dealloc(Core *self) {
-    for (size_t i = 0; i < self->nfields; i++) Py_XDECREF(self->owners[i]);
-    if (self->prioritized) sumtree_free(&self->tree);
-    if (self->lock_ready) pthread_rwlock_destroy(&self->lock);
+    if (self->ready) replay_destroy(&self->r);
+    for (size_t f = 0; f < self->nfields; f++) {
+        Py_XDECREF(self->names[f]);
+        Py_XDECREF(self->descr[f]);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Core(capacity, storages: list of numpy arrays, prioritized: bool, alpha: float, k: int) */
+/* Core(capacity, names, dtypes, shapes, layouts, prioritized, alpha, beta, k, seed), layouts[f] =
+ * (bytes per row, alignment); the Python layer has validated all of it. */
 static int Core_init(Core *self, PyObject *args, PyObject *kwds) {
     Py_ssize_t capacity, k;
-    PyObject *storages;
+    PyObject *names, *dtypes, *shapes, *aligns;
     int prioritized;
-    double alpha;
-    if (!PyArg_ParseTuple(args, "nO!pdn", &capacity, &PyList_Type, &storages, &prioritized, &alpha, &k))
-        return -1;
-    Py_ssize_t n = PyList_GET_SIZE(storages);
-    if (capacity <= 0 || n <= 0 || n > MAX_FIELDS) {
-        PyErr_SetString(PyExc_ValueError, "invalid capacity or number of fields");
-        return -1;
-    }
-    self->capacity = (size_t)capacity;
-    self->prioritized = prioritized;
-    self->alpha = alpha;
-    self->max_priority = 1.0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *array = PyList_GET_ITEM(storages, i);
-        Py_buffer view;
-        if (PyObject_GetBuffer(array, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return -1;
-        self->storage[i] = view.buf;
-        self->row_bytes[i] = (size_t)view.len / (size_t)capacity;
-        PyBuffer_Release(&view);  /* the array keeps its memory: we hold a reference */
-        Py_INCREF(array);
-        self->owners[i] = array;
-        self->nfields = (size_t)i + 1;
-    }
-    if (prioritized && sumtree_init(&self->tree, self->capacity, (size_t)k) != 0) {
-        self->prioritized = 0;
-        PyErr_SetString(PyExc_MemoryError, "cannot allocate the sum tree");
-        return -1;
-    }
-    if (pthread_rwlock_init(&self->lock, NULL) != 0) {
-        PyErr_SetString(PyExc_RuntimeError, "cannot create the buffer's lock");
-        return -1;
-    }
-    self->lock_ready = 1;
-    return 0;
-}
-
-/* Borrow the data pointers of a list of C-contiguous buffers; 0 on success. */
-static int get_buffers(PyObject *list, size_t expect, Py_buffer *views, int writable) {
-    if (!PyList_Check(list) || (size_t)PyList_GET_SIZE(list) != expect) {
-        PyErr_SetString(PyExc_ValueError, "wrong number of field arrays");
-        return -1;
-    }
-    for (size_t i = 0; i < expect; i++) {
-        int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(PyList_GET_ITEM(list, i), &views[i], flags) < 0) {
-            for (size_t j = 0; j < i; j++) PyBuffer_Release(&views[j]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static void release(Py_buffer *views, size_t n) {
-    for (size_t i = 0; i < n; i++) PyBuffer_Release(&views[i]);
-}
-
-/* add(arrays, n): write n rows at the current position (wrapping); new priorities are the
- * largest seen so far. Returns the first slot written. */
-static PyObject *Core_add(Core *self, PyObject *args) {
-    PyObject *arrays;
-    Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "On", &arrays, &n)) return NULL;
-    Py_buffer views[MAX_FIELDS];
-    if (get_buffers(arrays, self->nfields, views, 0) < 0) return NULL;
-    size_t first;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_rwlock_wrlock(&self->lock);
-    first = self->pos;
-    size_t count = (size_t)n, start = count > self->capacity ? count - self->capacity : 0;
-    for (size_t r = start; r < count; r++) {
-        size_t slot = (self->pos + r) % self->capacity;
-        for (size_t f = 0; f < self->nfields; f++) {
-            size_t bytes = self->row_bytes[f];
-            memcpy(self->storage[f] + slot * bytes, (const char *)views[f].buf + r * bytes, bytes);
-        }
-        if (self->prioritized) sumtree_set(&self->tree, slot, pow(self->max_priority, self->alpha));
-    }
-    self->pos = (self->pos + count) % self->capacity;
-    self->size = self->size + count > self->capacity ? self->capacity : self->size + count;
-    pthread_rwlock_unlock(&self->lock);
-    Py_END_ALLOW_THREADS
-    release(views, self->nfields);
-    return PyLong_FromSize_t(first);
-}
-
-/* sample(n, seed, out_arrays, indices_out(int64), weights_out(float64), beta) -> None */
-static PyObject *Core_sample(Core *self, PyObject *args) {
-    Py_ssize_t n;
+    double alpha, beta;
     unsigned long long seed;
-    PyObject *outs, *idx_obj, *w_obj;
-    double beta;
-    if (!PyArg_ParseTuple(args, "nKOOOd", &n, &seed, &outs, &idx_obj, &w_obj, &beta)) return NULL;
-    Py_buffer views[MAX_FIELDS], idx_view, w_view;
-    if (get_buffers(outs, self->nfields, views, 1) < 0) return NULL;
-    if (PyObject_GetBuffer(idx_obj, &idx_view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        release(views, self->nfields);
-        return NULL;
+    if (self->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "Core is already initialised");
+        return -1;
     }
-    if (PyObject_GetBuffer(w_obj, &w_view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        release(views, self->nfields);
-        PyBuffer_Release(&idx_view);
-        return NULL;
+    if (!PyArg_ParseTuple(args, "nO!O!O!O!pddnK", &capacity, &PyTuple_Type, &names, &PyTuple_Type, &dtypes,
+                          &PyTuple_Type, &shapes, &PyTuple_Type, &aligns, &prioritized, &alpha, &beta, &k, &seed))
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    if (capacity <= 0 || n <= 0 || n > REPLAY_MAX_FIELDS || PyTuple_GET_SIZE(dtypes) != n ||
+        PyTuple_GET_SIZE(shapes) != n || PyTuple_GET_SIZE(aligns) != n) {
+        PyErr_SetString(PyExc_ValueError, "invalid capacity or fields");
+        return -1;
     }
-    int64_t *indices = idx_view.buf;
-    double *weights = w_view.buf;
-    int empty = 0;
+    size_t bytes[REPLAY_MAX_FIELDS], align[REPLAY_MAX_FIELDS];
+    for (Py_ssize_t f = 0; f < n; f++) {
+        PyObject *name = PyTuple_GET_ITEM(names, f), *shape = PyTuple_GET_ITEM(shapes, f);
+        PyArray_Descr *d = NULL;
+        if (!PyUnicode_Check(name) || !PyTuple_Check(shape) || PyTuple_GET_SIZE(shape) >= NPY_MAXDIMS ||
+            !PyArray_DescrConverter(PyTuple_GET_ITEM(dtypes, f), &d))
+            goto bad;
+        Py_INCREF(name);
+        PyUnicode_InternInPlace(&name);
+        self->names[f] = name;
+        self->descr[f] = d;
+        self->nfields = (size_t)f + 1;
+        self->ndim[f] = (int)PyTuple_GET_SIZE(shape);
+        for (int j = 0; j < self->ndim[f]; j++) {
+            npy_intp s = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, j));
+            if (s <= 0) goto bad;
+            self->shape[f][j] = s;
+        }
+        Py_ssize_t row, al;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(aligns, f), "nn", &row, &al)) return -1;
+        if (row <= 0 || al <= 0) goto bad;
+        bytes[f] = (size_t)row;
+        align[f] = (size_t)al;
+    }
+    self->beta = beta;
+    int rc = replay_init(&self->r, (size_t)capacity, (size_t)n, bytes, align, prioritized, alpha, (size_t)k,
+                         (uint64_t)seed);
+    if (rc == REPLAY_ENOMEM) {
+        PyErr_Format(PyExc_MemoryError, "cannot allocate a replay buffer of %zd transitions", capacity);
+        return -1;
+    }
+    if (rc != REPLAY_OK) goto bad;
+    self->ready = 1;
+    return 0;
+bad:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "invalid field description");
+    return -1;
+}
+
+static int dtype_matches(PyArrayObject *a, PyArray_Descr *want) {
+    PyArray_Descr *d = PyArray_DESCR(a);
+    return d == want || (d->type_num == want->type_num && PyArray_ISNBO(d->byteorder) && d->type_num < NPY_OBJECT);
+}
+
+/* Rows of `obj` for field f when it is usable as is (numpy, exact dtype, C-contiguous, shape
+ * (rows, *shape) or shape); -1 otherwise. */
+static Py_ssize_t fast_rows(Core *self, size_t f, PyObject *obj) {
+    if (!PyArray_Check(obj)) return -1;
+    PyArrayObject *a = (PyArrayObject *)obj;
+    if (!dtype_matches(a, self->descr[f]) || !PyArray_IS_C_CONTIGUOUS(a)) return -1;
+    int nd = PyArray_NDIM(a), want = self->ndim[f];
+    const npy_intp *dims = PyArray_DIMS(a);
+    if (nd == want + 1) {
+        for (int j = 0; j < want; j++)
+            if (dims[j + 1] != self->shape[f][j]) return -1;
+        return dims[0];
+    }
+    if (nd == want) {
+        for (int j = 0; j < want; j++)
+            if (dims[j] != self->shape[f][j]) return -1;
+        return 1;
+    }
+    return -1;
+}
+
+/* add(batch: dict) -> int64 array of the slots written, or NotImplemented when the batch needs
+ * converting (or is wrong: the Python layer says how). */
+static PyObject *Core_add(Core *self, PyObject *batch) {
+    if (!PyDict_Check(batch) || (size_t)PyDict_GET_SIZE(batch) != self->nfields) Py_RETURN_NOTIMPLEMENTED;
+    const void *src[REPLAY_MAX_FIELDS];
+    PyObject *hold[REPLAY_MAX_FIELDS];
+    Py_ssize_t n = -1;
+    for (size_t f = 0; f < self->nfields; f++) {
+        PyObject *obj = PyDict_GetItemWithError(batch, self->names[f]);
+        if (!obj) {
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+        Py_ssize_t rows = fast_rows(self, f, obj);
+        if (rows < 0 || (n >= 0 && rows != n)) Py_RETURN_NOTIMPLEMENTED;
+        n = rows;
+        src[f] = PyArray_DATA((PyArrayObject *)obj);
+        hold[f] = obj;
+    }
+    npy_intp dims[1] = {n};
+    PyArrayObject *slots = (PyArrayObject *)PyArray_SimpleNew(1, dims, NPY_INT64);
+    if (!slots) return NULL;
+    for (size_t f = 0; f < self->nfields; f++) Py_INCREF(hold[f]); /* the arrays outlive the GIL-free copy */
+    size_t first = 0;
     Py_BEGIN_ALLOW_THREADS
-    pthread_rwlock_rdlock(&self->lock);
-    uint64_t state = (uint64_t)seed;
-    size_t size = self->size;
-    if (size == 0) {
-        empty = 1;
-    } else if (self->prioritized) {
-        double total = sumtree_total(&self->tree);
-        double p_min = sumtree_min(&self->tree) / total;
-        /* weights[] holds the draws, then the weights; `slots` reuses the indices' memory. */
-        size_t *slots = (size_t *)indices;
-        for (Py_ssize_t i = 0; i < n; i++) weights[i] = pyreplay_uniform(&state) * total;
-        sumtree_find_many(&self->tree, weights, slots, (size_t)n);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            size_t slot = slots[i];
-            indices[i] = (int64_t)slot;
-            double p = sumtree_get(&self->tree, slot) / total;
-            /* w_i = (N P(i))^-beta / max_j (N P(j))^-beta = (P(i) / P_min)^-beta */
-            weights[i] = pow(p / p_min, -beta);
-        }
-    } else {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            indices[i] = (int64_t)(pyreplay_next(&state) % size);
-            weights[i] = 1.0;
-        }
-    }
-    if (!empty) {
-        /* Gather field by field; prefetching a few rows ahead lets the misses of random rows in a
-         * large buffer overlap instead of coming one after another. */
-        for (size_t f = 0; f < self->nfields; f++) {
-            size_t bytes = self->row_bytes[f];
-            char *out = views[f].buf;
-            const char *src = self->storage[f];
-            for (Py_ssize_t i = 0; i < n; i++) {
-                if (i + PREFETCH < n) PREFETCH_ROW(src + (size_t)indices[i + PREFETCH] * bytes);
-                memcpy(out + (size_t)i * bytes, src + (size_t)indices[i] * bytes, bytes);
-            }
-        }
-    }
-    pthread_rwlock_unlock(&self->lock);
+    replay_add(&self->r, src, (size_t)n, &first);
     Py_END_ALLOW_THREADS
-    release(views, self->nfields);
-    PyBuffer_Release(&idx_view);
-    PyBuffer_Release(&w_view);
-    if (empty) {
+    for (size_t f = 0; f < self->nfields; f++) Py_DECREF(hold[f]);
+    int64_t *out = PyArray_DATA(slots);
+    size_t cap = self->r.capacity, slot = first;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = (int64_t)slot;
+        if (++slot == cap) slot = 0;
+    }
+    return (PyObject *)slots;
+}
+
+static int as_batch_size(PyObject *obj, Py_ssize_t *n) {
+    if (PyBool_Check(obj) || !PyIndex_Check(obj) || (*n = PyNumber_AsSsize_t(obj, NULL)) <= 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "batch_size must be a positive whole number, got %R", obj);
+        return -1;
+    }
+    return 0;
+}
+
+/* sample(batch_size, beta=None, seed=None) -> dict of arrays plus "indices" and "weights" */
+static PyObject *Core_sample(Core *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "sample(batch_size, beta, seed)");
+        return NULL;
+    }
+    Py_ssize_t n;
+    if (as_batch_size(args[0], &n) < 0) return NULL;
+    size_t size = replay_size(&self->r);
+    if (size == 0) {
         PyErr_SetString(PyExc_ValueError, "cannot sample from an empty buffer");
         return NULL;
     }
-    Py_RETURN_NONE;
-}
-
-/* update(indices(int64), priorities(float64)): validated by the caller; indices < size. */
-static PyObject *Core_update(Core *self, PyObject *args) {
-    PyObject *idx_obj, *p_obj;
-    if (!PyArg_ParseTuple(args, "OO", &idx_obj, &p_obj)) return NULL;
-    if (!self->prioritized) Py_RETURN_NONE;
-    Py_buffer idx_view, p_view;
-    if (PyObject_GetBuffer(idx_obj, &idx_view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    if (PyObject_GetBuffer(p_obj, &p_view, PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&idx_view);
+    if ((size_t)n > size) {
+        PyErr_Format(PyExc_ValueError, "batch_size %zd is larger than the %zu transitions stored", n, size);
         return NULL;
     }
-    const int64_t *indices = idx_view.buf;
-    const double *priorities = p_view.buf;
-    size_t n = (size_t)idx_view.len / sizeof(int64_t);
-    int bad = 0;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_rwlock_wrlock(&self->lock);
-    for (size_t i = 0; i < n; i++) {
-        if (indices[i] < 0 || (size_t)indices[i] >= self->size) { bad = 1; break; }
-    }
-    if (!bad) {
-        for (size_t i = 0; i < n; i++) {
-            double p = priorities[i];
-            if (p > self->max_priority) self->max_priority = p;
-            sumtree_set(&self->tree, (size_t)indices[i], pow(p, self->alpha));
+    double beta = self->beta;
+    if (args[1] != Py_None) {
+        beta = PyFloat_AsDouble(args[1]);
+        if (beta == -1.0 && PyErr_Occurred()) return NULL;
+        if (!(beta >= 0.0) || isinf(beta)) {
+            PyErr_Format(PyExc_ValueError, "beta must be a finite number >= 0, got %R", args[1]);
+            return NULL;
         }
     }
-    pthread_rwlock_unlock(&self->lock);
+    uint64_t seed = 0;
+    int use_seed = args[2] != Py_None;
+    if (use_seed) {
+        PyObject *s = PyNumber_Index(args[2]);
+        if (!s) {
+            PyErr_Format(PyExc_TypeError, "seed must be an integer, got %R", args[2]);
+            return NULL;
+        }
+        seed = (uint64_t)PyLong_AsUnsignedLongLongMask(s);
+        Py_DECREF(s);
+        if (PyErr_Occurred()) return NULL;
+    }
+    PyObject *outs[REPLAY_MAX_FIELDS] = {NULL};
+    void *dst[REPLAY_MAX_FIELDS];
+    PyObject *result = NULL, *idx = NULL, *w = NULL;
+    npy_intp dims[NPY_MAXDIMS + 1];
+    dims[0] = n;
+    for (size_t f = 0; f < self->nfields; f++) {
+        for (int j = 0; j < self->ndim[f]; j++) dims[j + 1] = self->shape[f][j];
+        Py_INCREF(self->descr[f]);
+        outs[f] = PyArray_Empty(self->ndim[f] + 1, dims, self->descr[f], 0);
+        if (!outs[f]) goto fail;
+        dst[f] = PyArray_DATA((PyArrayObject *)outs[f]);
+    }
+    idx = PyArray_SimpleNew(1, dims, NPY_INT64);
+    w = PyArray_SimpleNew(1, dims, NPY_FLOAT64);
+    if (!idx || !w) goto fail;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = replay_sample(&self->r, (size_t)n, beta, seed, use_seed, dst, PyArray_DATA((PyArrayObject *)idx),
+                       PyArray_DATA((PyArrayObject *)w));
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&idx_view);
-    PyBuffer_Release(&p_view);
-    if (bad) {
-        PyErr_SetString(PyExc_IndexError, "index out of range (the buffer changed meanwhile)");
+    if (rc == REPLAY_EMPTY) {
+        PyErr_SetString(PyExc_ValueError, "cannot sample from an empty buffer");
+        goto fail;
+    }
+    if (rc == REPLAY_EZERO) {
+        PyErr_SetString(PyExc_ValueError, "cannot sample: every priority is 0");
+        goto fail;
+    }
+    result = PyDict_New();
+    if (!result) goto fail;
+    for (size_t f = 0; f < self->nfields; f++)
+        if (PyDict_SetItem(result, self->names[f], outs[f]) < 0) goto fail;
+    if (PyDict_SetItem(result, str_indices, idx) < 0 || PyDict_SetItem(result, str_weights, w) < 0) goto fail;
+    for (size_t f = 0; f < self->nfields; f++) Py_DECREF(outs[f]);
+    Py_DECREF(idx);
+    Py_DECREF(w);
+    return result;
+fail:
+    for (size_t f = 0; f < self->nfields; f++) Py_XDECREF(outs[f]);
+    Py_XDECREF(idx);
+    Py_XDECREF(w);
+    Py_XDECREF(result);
+    return NULL;
+}
+
+static int is_int64(PyArrayObject *a) {
+    PyArray_Descr *d = PyArray_DESCR(a);
+    return PyTypeNum_ISSIGNED(d->type_num) && PyTypeNum_ISINTEGER(d->type_num) && PyArray_ITEMSIZE(a) == 8 &&
+           PyArray_ISNBO(d->byteorder);
+}
+
+/* update(indices, priorities): int64 and float64/float32 1-d C-contiguous arrays of one length, or
+ * NotImplemented. */
+static PyObject *Core_update(Core *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "update(indices, priorities)");
         return NULL;
     }
-    Py_RETURN_NONE;
-}
-
-/* priorities(out float64[capacity]): the stored p^alpha of every slot. */
-static PyObject *Core_priorities(Core *self, PyObject *args) {
-    PyObject *out_obj;
-    if (!PyArg_ParseTuple(args, "O", &out_obj)) return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(out_obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) return NULL;
-    double *out = view.buf;
-    Py_BEGIN_ALLOW_THREADS
-    pthread_rwlock_rdlock(&self->lock);
-    for (size_t i = 0; i < self->capacity; i++) out[i] = self->prioritized ? sumtree_get(&self->tree, i) : 0.0;
-    pthread_rwlock_unlock(&self->lock);
-    Py_END_ALLOW_THREADS
-    PyBuffer_Release(&view);
-    Py_RETURN_NONE;
-}
-
-/* set_state(pos, size, max_priority, leaves float64[capacity]) after the storage was loaded. */
-static PyObject *Core_set_state(Core *self, PyObject *args) {
-    Py_ssize_t pos, size;
-    double max_priority;
-    PyObject *leaves_obj;
-    if (!PyArg_ParseTuple(args, "nndO", &pos, &size, &max_priority, &leaves_obj)) return NULL;
-    Py_buffer view;
-    if (PyObject_GetBuffer(leaves_obj, &view, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    const double *leaves = view.buf;
-    pthread_rwlock_wrlock(&self->lock);
-    self->pos = (size_t)pos;
-    self->size = (size_t)size;
-    self->max_priority = max_priority;
-    if (self->prioritized) {
-        sumtree_clear(&self->tree);
-        for (size_t i = 0; i < (size_t)size; i++) sumtree_set(&self->tree, i, leaves[i]);
+    if (!self->r.prioritized) {
+        PyErr_SetString(PyExc_TypeError, "a uniform buffer has no priorities");
+        return NULL;
     }
-    pthread_rwlock_unlock(&self->lock);
-    PyBuffer_Release(&view);
-    Py_RETURN_NONE;
+    if (!PyArray_Check(args[0]) || !PyArray_Check(args[1])) Py_RETURN_NOTIMPLEMENTED;
+    PyArrayObject *ia = (PyArrayObject *)args[0], *pa = (PyArrayObject *)args[1];
+    int ptype = PyArray_TYPE(pa);
+    if (PyArray_NDIM(ia) != 1 || PyArray_NDIM(pa) != 1 || PyArray_DIM(ia, 0) != PyArray_DIM(pa, 0) ||
+        !PyArray_IS_C_CONTIGUOUS(ia) || !PyArray_IS_C_CONTIGUOUS(pa) || !is_int64(ia) ||
+        (ptype != NPY_DOUBLE && ptype != NPY_FLOAT) || !PyArray_ISNBO(PyArray_DESCR(pa)->byteorder))
+        Py_RETURN_NOTIMPLEMENTED;
+    size_t n = (size_t)PyArray_DIM(ia, 0), bad = 0, size = 0;
+    const int64_t *idx = PyArray_DATA(ia);
+    const void *p = PyArray_DATA(pa);
+    int rc;
+    Py_INCREF(ia);
+    Py_INCREF(pa);
+    Py_BEGIN_ALLOW_THREADS
+    rc = replay_update(&self->r, idx, p, ptype == NPY_DOUBLE, n, &bad);
+    size = replay_size(&self->r);
+    Py_END_ALLOW_THREADS
+    PyObject *result = Py_None;
+    if (rc == REPLAY_EINDEX) {
+        PyErr_Format(PyExc_IndexError, "index %lld at position %zu is out of range for a buffer holding %zu transitions",
+                     (long long)idx[bad], bad, size);
+        result = NULL;
+    } else if (rc == REPLAY_EPRIORITY) {
+        double v = ptype == NPY_DOUBLE ? ((const double *)p)[bad] : (double)((const float *)p)[bad];
+        PyObject *vo = PyFloat_FromDouble(v);
+        if (vo) {
+            PyErr_Format(PyExc_ValueError, "priority %R at position %zu is not a finite number >= 0", vo, bad);
+            Py_DECREF(vo);
+        }
+        result = NULL;
+    } else if (rc == REPLAY_ENOMEM) {
+        result = PyErr_NoMemory();
+    }
+    Py_DECREF(ia);
+    Py_DECREF(pa);
+    Py_XINCREF(result);
+    return result;
 }
+
+static PyObject *Core_size(Core *self, PyObject *Py_UNUSED(ignored)) { return PyLong_FromSize_t(replay_size(&self->r)); }
 
 static PyObject *Core_clear(Core *self, PyObject *Py_UNUSED(ignored)) {
-    pthread_rwlock_wrlock(&self->lock);
-    self->pos = self->size = 0;
-    self->max_priority = 1.0;
-    if (self->prioritized) sumtree_clear(&self->tree);
-    pthread_rwlock_unlock(&self->lock);
+    Py_BEGIN_ALLOW_THREADS
+    replay_clear(&self->r);
+    Py_END_ALLOW_THREADS
     Py_RETURN_NONE;
 }
 
-/* state() -> (pos, size, max_priority, tree check error, total) */
-static PyObject *Core_state(Core *self, PyObject *Py_UNUSED(ignored)) {
-    pthread_rwlock_rdlock(&self->lock);
-    double err = self->prioritized ? sumtree_check(&self->tree) : 0.0;
-    double total = self->prioritized ? sumtree_total(&self->tree) : 0.0;
-    PyObject *out = Py_BuildValue("nnddd", (Py_ssize_t)self->pos, (Py_ssize_t)self->size, self->max_priority,
-                                  err, total);
-    pthread_rwlock_unlock(&self->lock);
+static PyObject *Core_leaves(Core *self, PyObject *Py_UNUSED(ignored)) {
+    npy_intp dims[1] = {(npy_intp)self->r.capacity};
+    PyObject *out = PyArray_SimpleNew(1, dims, NPY_FLOAT64);
+    if (!out) return NULL;
+    double *data = PyArray_DATA((PyArrayObject *)out);
+    Py_BEGIN_ALLOW_THREADS
+    replay_leaves(&self->r, data);
+    Py_END_ALLOW_THREADS
     return out;
 }
 
-static PyObject *Core_size(Core *self, PyObject *Py_UNUSED(ignored)) {
-    return PyLong_FromSize_t(self->size);  /* one aligned word: no lock needed to read it */
+static PyObject *Core_check(Core *self, PyObject *Py_UNUSED(ignored)) {
+    double err;
+    Py_BEGIN_ALLOW_THREADS
+    err = replay_check(&self->r);
+    Py_END_ALLOW_THREADS
+    return PyFloat_FromDouble(err);
 }
 
+/* layout() -> (stride, offsets, state): how records lie in the buffer view, and (pos, size,
+ * max_priority, rng_counter) for tests. */
+static PyObject *Core_layout(Core *self, PyObject *Py_UNUSED(ignored)) {
+    PyObject *offsets = PyTuple_New((Py_ssize_t)self->nfields);
+    if (!offsets) return NULL;
+    for (size_t f = 0; f < self->nfields; f++)
+        PyTuple_SET_ITEM(offsets, (Py_ssize_t)f, PyLong_FromSize_t(self->r.offset[f]));
+    return Py_BuildValue("nN(nndK)", (Py_ssize_t)self->r.stride, offsets, (Py_ssize_t)self->r.pos,
+                         (Py_ssize_t)self->r.size, replay_max_priority(&self->r),
+                         (unsigned long long)self->r.rng_counter);
+}
+
+/* save(path, prefix: bytes) -> 0, or raises OSError */
+static PyObject *Core_save(Core *self, PyObject *args) {
+    PyObject *path;
+    Py_buffer prefix;
+    if (!PyArg_ParseTuple(args, "O&y*", PyUnicode_FSConverter, &path, &prefix)) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = replay_save(&self->r, PyBytes_AS_STRING(path), prefix.buf, (size_t)prefix.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&prefix);
+    PyObject *result = NULL;
+    if (rc == REPLAY_EIO) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+    else if (rc == REPLAY_ENOMEM) PyErr_NoMemory();
+    else result = PyLong_FromLong(rc);
+    Py_DECREF(path);
+    return result;
+}
+
+/* load(path, prefix_len) -> 0 or a negative REPLAY_E* code (the Python layer words it); OSError
+ * when the file cannot be read. */
+static PyObject *Core_load(Core *self, PyObject *args) {
+    PyObject *path;
+    Py_ssize_t prefix_len;
+    if (!PyArg_ParseTuple(args, "O&n", PyUnicode_FSConverter, &path, &prefix_len)) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = replay_load(&self->r, PyBytes_AS_STRING(path), (size_t)prefix_len);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (rc == REPLAY_EIO) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+    else if (rc == REPLAY_ENOMEM) PyErr_NoMemory();
+    else result = PyLong_FromLong(rc);
+    Py_DECREF(path);
+    return result;
+}
+
+/* The records as a read-only buffer (capacity * stride bytes): for tests and debugging; reading
+ * it while other threads write gives no consistency guarantee. */
+static int Core_getbuffer(Core *self, Py_buffer *view, int flags) {
+    if (!self->ready) {
+        PyErr_SetString(PyExc_BufferError, "Core is not initialised");
+        return -1;
+    }
+    return PyBuffer_FillInfo(view, (PyObject *)self, self->r.records,
+                             (Py_ssize_t)(self->r.capacity * self->r.stride), 1, flags);
+}
+
+static PyBufferProcs Core_as_buffer = {(getbufferproc)Core_getbuffer, NULL};
+
 static PyMethodDef Core_methods[] = {
+    {"add", (PyCFunction)Core_add, METH_O, "add(batch: dict) -> slots, or NotImplemented"},
+    {"sample", (PyCFunction)(void (*)(void))Core_sample, METH_FASTCALL, "sample(batch_size, beta, seed) -> dict"},
+    {"update", (PyCFunction)(void (*)(void))Core_update, METH_FASTCALL, "update(indices, priorities)"},
     {"size", (PyCFunction)Core_size, METH_NOARGS, "size() -> transitions stored"},
-    {"add", (PyCFunction)Core_add, METH_VARARGS, "add(arrays, n) -> first slot"},
-    {"sample", (PyCFunction)Core_sample, METH_VARARGS, "sample(n, seed, outs, indices, weights, beta)"},
-    {"update", (PyCFunction)Core_update, METH_VARARGS, "update(indices, priorities)"},
-    {"priorities", (PyCFunction)Core_priorities, METH_VARARGS, "priorities(out)"},
-    {"set_state", (PyCFunction)Core_set_state, METH_VARARGS, "set_state(pos, size, max_priority, leaves)"},
     {"clear", (PyCFunction)Core_clear, METH_NOARGS, "clear()"},
-    {"state", (PyCFunction)Core_state, METH_NOARGS, "state() -> (pos, size, max_priority, tree_error, total)"},
+    {"leaves", (PyCFunction)Core_leaves, METH_NOARGS, "leaves() -> p^alpha of every slot"},
+    {"check", (PyCFunction)Core_check, METH_NOARGS, "check() -> largest error of the tree's sums"},
+    {"layout", (PyCFunction)Core_layout, METH_NOARGS, "layout() -> (stride, offsets, state)"},
+    {"save", (PyCFunction)Core_save, METH_VARARGS, "save(path, prefix)"},
+    {"load", (PyCFunction)Core_load, METH_VARARGS, "load(path, prefix_len) -> code"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -330,20 +417,28 @@ static PyTypeObject CoreType = {
     .tp_init = (initproc)Core_init,
     .tp_dealloc = (destructor)Core_dealloc,
     .tp_methods = Core_methods,
-    .tp_doc = "Storage, sum tree and lock of one replay buffer (see pyreplay.buffers).",
+    .tp_as_buffer = &Core_as_buffer,
+    .tp_doc = "Storage, sum tree and locks of one replay buffer (see pyreplay.buffers).",
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_core", "pyreplay's C core.", -1, NULL};
 
 PyMODINIT_FUNC PyInit__core(void) {
+    import_array();
     if (PyType_Ready(&CoreType) < 0) return NULL;
+    str_indices = PyUnicode_InternFromString("indices");
+    str_weights = PyUnicode_InternFromString("weights");
+    if (!str_indices || !str_weights) return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m == NULL) return NULL;
+    if (!m) return NULL;
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "Core", (PyObject *)&CoreType) < 0) {
         Py_DECREF(&CoreType);
         Py_DECREF(m);
         return NULL;
     }
+    PyModule_AddIntConstant(m, "E_TRUNCATED", REPLAY_ETRUNCATED);
+    PyModule_AddIntConstant(m, "E_CHECKSUM", REPLAY_ECHECKSUM);
+    PyModule_AddIntConstant(m, "E_CORRUPT", REPLAY_ECORRUPT);
     return m;
 }
