@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -211,6 +212,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lfrl: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`lfrl gen --list | head`): stop quietly, as a SIGPIPE'd tool would,
+        # and keep Python from complaining while it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # an internal error: never a bare traceback unless --debug
         if args.debug:
             traceback.print_exc()

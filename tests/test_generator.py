@@ -1,6 +1,7 @@
 """The template catalog: schema validation with exact messages, rendering with defaults and boundary
 values, the front end's verdict on every rendered program, and `lfrl gen`."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,15 @@ def test_lfrl_gen_cli(tmp_path: Path) -> None:
     assert "    --workers          environment workers (the bank's width) [1..256, default 2]" in listing
     helped = lfrl("gen", "qlearning", "--help")
     assert helped.returncode == 0 and "--prioritized yes|no" in helped.stdout
+
+
+def test_a_closed_pipe_ends_the_listing_quietly() -> None:
+    """`lfrl gen --list | head -1`: the reader is gone before lfrl writes; no traceback, no internal error."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "generator.cli", "gen", "--list"], stdout=write_end,
+                                stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=300)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (141, "")
