@@ -187,10 +187,10 @@ def best_rates(buffer: Any, spec: Spec, rounds: int, seconds: float) -> dict[int
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=5.0,
-                        help="time per library and thread count, split over the rounds (default 5)")
-    parser.add_argument("--rounds", type=int, default=5,
-                        help="interleaved 1- and 2-thread runs per library, best kept (default 5)")
+    parser.add_argument("--seconds", type=float, default=10.0,
+                        help="time per library and thread count, split over the rounds (default 10)")
+    parser.add_argument("--rounds", type=int, default=10,
+                        help="interleaved 1- and 2-thread runs per library, best kept (default 10)")
     parser.add_argument("--quick", action="store_true", help="capacities 100k / 10k, 1 s per measurement")
     parser.add_argument("--no-fanout", action="store_true", help="skip the K sweep")
     parser.add_argument("--libs", default=",".join(LIBRARIES), help="comma-separated libraries to run")

@@ -285,11 +285,12 @@ def _place(tpl: Template, source: str, out: Path) -> None:
 MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "agents"}
 
 
-def project_values(program: str, env_id: str, workers: str, seed: str) -> dict[str, object]:
-    """The template values of a project's answers (strings), validated; progress bars off."""
+def project_values(program: str, env_id: str, workers: str, seed: str, processes: str = "no") -> dict[str, object]:
+    """The template values of a project's answers (strings), validated; progress bars off. Answers
+    that the program has no parameter for (processes for qlearning, say) are left out."""
     tpl = template(program)
     params = {p.name: p for p in tpl.params}
-    answers = {"env_id": env_id, MEMBER_COUNT[program]: workers, "seed": seed}
+    answers = {"env_id": env_id, MEMBER_COUNT[program]: workers, "seed": seed, "processes": processes}
     values: dict[str, object] = {name: params[name].parse(text) for name, text in answers.items() if name in params}
     if "progress" in params:
         values["progress"] = False

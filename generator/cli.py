@@ -130,12 +130,14 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     context = {key: str(value) for key, value in (("project_name", args.project_name), ("program", args.template),
                                                    ("env_id", args.env_id), ("workers", args.workers),
-                                                   ("seed", args.seed)) if value is not None}
+                                                   ("seed", args.seed), ("processes", args.processes))
+               if value is not None}
     if args.no_input:  # check the answers before anything is written
         defaults = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
         answers = {k: (v[0] if isinstance(v, list) else v) for k, v in defaults.items()} | context
         try:
-            project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"])
+            project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
+                           answers["processes"])
         except TemplateError as exc:
             print(f"lfrl new: error: {exc}", file=sys.stderr)
             return 1
@@ -191,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--env-id", help="the environment id (sampling, qlearning)")
     new.add_argument("--workers", help="workers / actors / agents")
     new.add_argument("--seed", help="the seed")
+    new.add_argument("--processes", help="yes: sampling workers step their environments in child processes")
     new.add_argument("-o", "--output", default=".", help="where to create the project folder (default: here)")
     new.set_defaults(func=cmd_new)
 

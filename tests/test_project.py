@@ -37,16 +37,18 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
 
 
 def test_cookiecutter_renders_the_same_tree_as_lfrl_new(tmp_path: Path) -> None:
-    values = ["project_name=Same Tree", "program=qlearning", "workers=3", "seed=5"]
+    values = ["project_name=Same Tree", "program=sampling", "workers=3", "seed=5", "processes=yes"]
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
     made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--project-name", "Same Tree",
-                "--template", "qlearning", "--workers", "3", "--seed", "5", "-o", str(ours)], ROOT)
+                "--template", "sampling", "--workers", "3", "--seed", "5", "--processes", "yes", "-o", str(ours)],
+               ROOT)
     assert made.returncode == 0, made.stderr
     cookie = run([str(BIN / "cookiecutter"), "--no-input", "-o", str(theirs), str(ROOT / "templates" / "project"),
                   *values], ROOT)
     assert cookie.returncode == 0, cookie.stderr
     assert tree(ours / "same_tree") == tree(theirs / "same_tree")
-    assert "new[3] QActor" in tree(ours / "same_tree")["src/Main.lf"]
+    assert "new[3] EnvWorker(env_id = \"CartPole-v1\", seed = 5, process = {= bank_index > 0 =})" in \
+        tree(ours / "same_tree")["src/Main.lf"]
 
 
 def test_bad_values_stop_with_the_reason(tmp_path: Path) -> None:
@@ -55,3 +57,7 @@ def test_bad_values_stop_with_the_reason(tmp_path: Path) -> None:
     assert made.returncode == 1
     assert "--workers must be at least 1, got 0" in made.stderr
     assert "Traceback" not in made.stderr
+    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--processes", "maybe", "-o",
+                str(tmp_path)], ROOT)
+    assert made.returncode == 1 and "--processes" in made.stderr, made.stderr
+    assert list(tmp_path.iterdir()) == []

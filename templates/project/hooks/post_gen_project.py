@@ -10,7 +10,7 @@ from generator.catalog import TemplateError, project_values, write
 
 try:
     values = project_values("{{ cookiecutter.program }}", "{{ cookiecutter.env_id }}", "{{ cookiecutter.workers }}",
-                            "{{ cookiecutter.seed }}")
+                            "{{ cookiecutter.seed }}", "{{ cookiecutter.processes }}")
     write("{{ cookiecutter.program }}", values, Path("src") / "Main.lf")
 except TemplateError as exc:
     sys.exit(f"lfrl new: error: {exc}")
