@@ -25,8 +25,9 @@ import numpy as np
 
 from pyreplay import _core
 
-# Measured with `benchmarks/replay.py --fanout` (1M leaves, add 64 / sample 256 / update 256):
-# see benchmarks/results/replay.md. K = 8 doubles fill one 64-byte line per child group.
+# Measured by the fan-out sweep of `benchmarks/replay.py` (1M leaves, add 64 / sample 256 / update
+# 256; benchmarks/results/replay.md): K = 4, 8 and 16 are within this machine's noise, 2 and 32 are
+# clearly slower. K = 8 doubles fill exactly one 64-byte line per child group.
 DEFAULT_K = 8
 MAGIC = b"PYREPLAY"
 VERSION = 2
