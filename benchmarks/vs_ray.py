@@ -119,6 +119,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer steps")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is kept")
     args = parser.parse_args()
+    try:  # before the long LF runs, not after them
+        import ray
+    except ImportError:
+        sys.exit("vs_ray.py needs Ray: .venv/bin/pip install -e '.[bench]' (or `make bench`)")
     scale = 0.2 if args.quick else 1.0
     cases = [("CartPole-v1", 1, 100_000), ("CartPole-v1", 100, 200_000), ("ALE/Pong-v5", 1, 10_000),
              ("ALE/Pong-v5", 100, 20_000)]
@@ -143,8 +147,6 @@ def main() -> None:
             lf_rates[(env_id, sync)] = [
                 measured(lf_steps_per_second, env_id, args.workers, steps, sync, 0, threads, processes)
                 for _name, threads, processes in ways]
-        import ray
-
         ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR", log_to_driver=False)
         # Fewer steps on Ray when it synchronises every step: it is slow there, and the rate is steady.
         ray_rates = {(env_id, sync): measured(ray_steps_per_second, env_id, args.workers,
