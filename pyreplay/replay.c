@@ -69,10 +69,10 @@ static void stripe_lock(replay *r, size_t s) {
 
 static void stripe_unlock(replay *r, size_t s) { __atomic_store_n(r->stripe_locks + s * LOCK_STRIDE, 0, __ATOMIC_RELEASE); }
 
-/* Who writes which node: a subtree's lock guards its leaves and its nodes down to level
- * stripe_level (its root); the few nodes above are rebuilt whole by top_refresh. */
-
-/* Lazy writing of the top: a writer marks the top dirty and rebuilds it only when no one else is
+/* Who writes which node: a subtree's lock guards its leaves and its nodes up to its root (level
+ * stripe_level); the few nodes above the roots are rebuilt whole by top_refresh.
+ *
+ * Lazy writing of the top: a writer marks the top dirty and rebuilds it only when no one else is
  * rebuilding; one that finds it busy leaves its change to the rebuilder, who looks at the mark
  * again after finishing. So writers never wait for each other here and no change is lost: every
  * mark is followed by a rebuild that starts after it (all four operations are sequentially
@@ -340,7 +340,7 @@ int replay_update(replay *r, const int64_t *idx, const void *p, int p_is_double,
         }
         if (v > pmax) pmax = v;
     }
-    /* p^alpha outside the tree lock: the pow calls are the costly part and run in parallel. */
+    /* p^alpha before any lock: the pow calls are the costly part and run in parallel. */
     double stack_v[STACK_ITEMS];
     double *leaves = stack_v, *heap = NULL;
     if (n > STACK_ITEMS) {
