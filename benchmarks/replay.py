@@ -174,11 +174,12 @@ def measure(buffer: Any, spec: Spec, threads: int, seconds: float) -> float:
     return sum(counts) / (time.perf_counter() - t0)
 
 
-def best_rates(buffer: Any, spec: Spec, rounds: int, seconds: float) -> dict[int, float]:
-    """Best cycles/s with 1 and with 2 threads over `rounds` interleaved runs of `seconds` / rounds
+def best_rates(buffer: Any, spec: Spec, rounds: int, seconds: float,
+               thread_counts: tuple[int, ...] = (1, 2)) -> dict[int, float]:
+    """Best cycles/s for each thread count over `rounds` interleaved runs of `seconds` / rounds
     each: on a shared machine the best run is the least disturbed one, and interleaving exposes
-    both thread counts to the same disturbances."""
-    best = {1: 0.0, 2: 0.0}
+    every thread count to the same disturbances."""
+    best = dict.fromkeys(thread_counts, 0.0)
     for _ in range(rounds):
         for threads in best:
             best[threads] = max(best[threads], measure(buffer, spec, threads, seconds / rounds))
@@ -226,7 +227,7 @@ def main() -> None:
         for k in (2, 4, 8, 16, 32):
             buffer = PyReplay(capacity, spec, k=k)
             prefill(buffer, spec, capacity)
-            fanout.append((k, max(measure(buffer, spec, 1, seconds / args.rounds) for _ in range(args.rounds))))
+            fanout.append((k, best_rates(buffer, spec, args.rounds, seconds, thread_counts=(1,))[1]))
             print(f"K = {k:2d}: {fanout[-1][1]:10,.0f} cycles/s (8 float32, capacity {capacity:,}, 1 thread)",
                   flush=True)
             del buffer

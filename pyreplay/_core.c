@@ -345,6 +345,16 @@ static PyObject *Core_layout(Core *self, PyObject *Py_UNUSED(ignored)) {
                          (unsigned long long)self->r.rng_counter);
 }
 
+/* The answer of save and load: rc as an int, or OSError / MemoryError; releases `path`. */
+static PyObject *file_result(int rc, PyObject *path) {
+    PyObject *result = NULL;
+    if (rc == REPLAY_EIO) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
+    else if (rc == REPLAY_ENOMEM) PyErr_NoMemory();
+    else result = PyLong_FromLong(rc);
+    Py_DECREF(path);
+    return result;
+}
+
 /* save(path, prefix: bytes) -> 0, or raises OSError */
 static PyObject *Core_save(Core *self, PyObject *args) {
     PyObject *path;
@@ -355,12 +365,7 @@ static PyObject *Core_save(Core *self, PyObject *args) {
     rc = replay_save(&self->r, PyBytes_AS_STRING(path), prefix.buf, (size_t)prefix.len);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&prefix);
-    PyObject *result = NULL;
-    if (rc == REPLAY_EIO) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
-    else if (rc == REPLAY_ENOMEM) PyErr_NoMemory();
-    else result = PyLong_FromLong(rc);
-    Py_DECREF(path);
-    return result;
+    return file_result(rc, path);
 }
 
 /* load(path, prefix_len) -> 0 or a negative REPLAY_E* code (the Python layer words it); OSError
@@ -373,12 +378,7 @@ static PyObject *Core_load(Core *self, PyObject *args) {
     Py_BEGIN_ALLOW_THREADS
     rc = replay_load(&self->r, PyBytes_AS_STRING(path), (size_t)prefix_len);
     Py_END_ALLOW_THREADS
-    PyObject *result = NULL;
-    if (rc == REPLAY_EIO) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
-    else if (rc == REPLAY_ENOMEM) PyErr_NoMemory();
-    else result = PyLong_FromLong(rc);
-    Py_DECREF(path);
-    return result;
+    return file_result(rc, path);
 }
 
 /* The records as a read-only buffer (capacity * stride bytes): for tests and debugging; reading
