@@ -1,14 +1,15 @@
 """Parallel sampling: the generated LF program against the same workload on Ray, side by side.
 
-  .venv/bin/python benchmarks/vs_ray.py [--workers 2] [--quick]
+  .venv/bin/python benchmarks/vs_ray.py [--workers 2] [--quick] [--repeat 5] [--envs CartPole-v1,ALE/Pong-v5]
 
 Same environments, seeds, worker count and synchronisation (every step, and every 100 steps). The
 LF program runs three ways: environments in the runtime's process on 1 and on N runtime threads
 (environments that hold the GIL, like ale-py's, do not gain from threads), and with `--processes`
 (workers 1.. step in child processes of their reactors, on one runtime thread). The Ray side is
 written as Ray's documentation would: one actor per environment, `ray.get` on every round. Both
-sides start their clocks once every environment is up. Prints steps/s for each and the ratio;
-writes benchmarks/results/vs_ray.md and vs_ray.png.
+sides start their clocks once every environment is up. Each round runs every column back to back
+(this machine's speed drifts), and the ratio is taken within rounds. Prints steps/s for each and the
+ratio; writes benchmarks/results/vs_ray.md and vs_ray.png.
 """
 
 from __future__ import annotations
@@ -117,7 +118,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="fewer steps")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement; the median is kept")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds; medians are kept (default 5)")
+    parser.add_argument("--out", default="vs_ray", help="file stem under benchmarks/results (default vs_ray)")
+    parser.add_argument("--envs", default="CartPole-v1,ALE/Pong-v5", help="comma-separated environments to run")
     args = parser.parse_args()
     try:  # before the long LF runs, not after them
         import ray
@@ -126,54 +129,63 @@ def main() -> None:
     scale = 0.2 if args.quick else 1.0
     cases = [("CartPole-v1", 1, 100_000), ("CartPole-v1", 100, 200_000), ("ALE/Pong-v5", 1, 10_000),
              ("ALE/Pong-v5", 100, 20_000)]
-    cases = [(e, sync, max(int(steps * scale), args.workers * sync)) for e, sync, steps in cases]
+    envs = args.envs.split(",")
+    cases = [(e, sync, max(int(steps * scale), args.workers * sync)) for e, sync, steps in cases if e in envs]
+    if not cases:
+        sys.exit(f"vs_ray.py: error: --envs {args.envs}: none of CartPole-v1, ALE/Pong-v5")
     ways = [("1 thread", 1, False), (f"{args.workers} threads", args.workers, False), ("processes", 1, True)]
     load_before = os.getloadavg()[0]
-    # The LF runs come first, before Ray starts its processes, so that neither disturbs the other.
-    lf_rates: dict[tuple[str, int], list[float]] = {}
+    # Ray stays up for the whole run, so its idle daemons (about 3% of two cores here) weigh on both
+    # sides alike, and every round measures each lfrl way, Ray and the bound back to back: this
+    # machine's speed drifts by up to 2x over minutes, and a ratio is only fair between neighbours.
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    rows = []
     with tqdm(total=len(cases) * (len(ways) + 2) * args.repeat, desc="runs", unit="run") as bar:
 
-        def measured(run: Callable[..., float], *run_args: object) -> float:
-            """The median of `args.repeat` runs (machines this small are noisy)."""
-            rates = []
-            for _ in range(args.repeat):
-                rates.append(run(*run_args))
-                bar.update()
-            return median(rates)
+        def timed(run: Callable[..., float], *run_args: object) -> float:
+            rate = run(*run_args)
+            bar.update()
+            return rate
 
-        bounds = {env_id: measured(free_running_steps_per_second, env_id, args.workers, steps, 0)
-                  for env_id, sync, steps in cases if sync == 100}
         for env_id, sync, steps in cases:
-            lf_rates[(env_id, sync)] = [
-                measured(lf_steps_per_second, env_id, args.workers, steps, sync, 0, threads, processes)
-                for _name, threads, processes in ways]
-        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-        # Fewer steps on Ray when it synchronises every step: it is slow there, and the rate is steady.
-        ray_rates = {(env_id, sync): measured(ray_steps_per_second, env_id, args.workers,
-                                              min(steps, 4_000 if sync == 1 else steps), sync, 0)
-                     for env_id, sync, steps in cases}
-    rows = []
-    for env_id, sync, _steps in cases:
-        ray_rate = ray_rates[(env_id, sync)]
-        rates = lf_rates[(env_id, sync)]
-        rows.append((env_id, sync, rates, ray_rate))
-        print(f"{env_id:12s} sync every {sync:3d}: lfrl {max(rates):10,.0f} steps/s   ray {ray_rate:10,.0f} steps/s   "
-              f"ratio {max(rates) / ray_rate:6.2f}x", flush=True)
+            rounds = []  # per round: (each way's rate, Ray's rate, the bound)
+            for _ in range(args.repeat):
+                lf = [timed(lf_steps_per_second, env_id, args.workers, steps, sync, 0, threads, processes)
+                      for _name, threads, processes in ways]
+                # Fewer steps on Ray when it synchronises every step: it is slow there, and the rate is steady.
+                ray_rate = timed(ray_steps_per_second, env_id, args.workers, min(steps, 4_000 if sync == 1 else steps),
+                                 sync, 0)
+                rounds.append((lf, ray_rate, timed(free_running_steps_per_second, env_id, args.workers, steps, 0)))
+            rates = [median(lf[i] for lf, _ray, _bound in rounds) for i in range(len(ways))]
+            best = max(range(len(ways)), key=rates.__getitem__)
+            ratios = [lf[best] / ray_rate for lf, ray_rate, _bound in rounds]
+            ray_rate = median(r for _lf, r, _bound in rounds)
+            rows.append((env_id, sync, rates, ray_rate, ratios, median(b for _lf, _r, b in rounds)))
+            tqdm.write(f"{env_id:12s} sync every {sync:3d}: lfrl {rates[best]:10,.0f} steps/s ({ways[best][0]})   "
+                       f"ray {ray_rate:10,.0f} steps/s   ratio {median(ratios):6.2f}x "
+                       f"(rounds: {', '.join(f'{r:.2f}x' for r in ratios)})")
     ray.shutdown()
     lines = ["| environment | sync every | " + " | ".join(f"lfrl, {name}" for name, *_ in ways)
-             + f" | Ray ({args.workers} actors) | best lfrl / Ray | bound: {args.workers} processes, never synchronised |",
-             "|---|---:|" + "---:|" * (len(ways) + 3)]
+             + f" | Ray ({args.workers} actors) | best lfrl / Ray | rounds (min-max) "
+             f"| bound: {args.workers} processes, never synchronised | ceiling: bound / Ray |",
+             "|---|---:|" + "---:|" * (len(ways) + 5)]
     lines += [f"| {e} | {s} | " + " | ".join(f"{r:,.0f}" for r in rates)
-              + f" | {ray:,.0f} | {max(rates) / ray:.2f}x | {bounds[e]:,.0f} |" for e, s, rates, ray in rows]
+              + f" | {ray:,.0f} | {median(ratios):.2f}x | {min(ratios):.2f}x-{max(ratios):.2f}x | {bound:,.0f} "
+              f"| {bound / ray:.2f}x |"
+              for e, s, rates, ray, ratios, bound in rows]
     table = "\n".join(lines)
     print(table)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "vs_ray.md").write_text(
+    (RESULTS / f"{args.out}.md").write_text(
         f"# Parallel sampling: lfrl vs Ray ({args.workers} workers, steps/s)\n\n"
-        f"Command: `.venv/bin/python benchmarks/vs_ray.py{' --quick' if args.quick else ''}` on "
-        f"{os.cpu_count()} CPUs, median of {args.repeat} runs each. lfrl runs the program of `lfrl gen sampling`; *processes* is `--processes yes` "
-        "(workers 1.. step in child processes of their reactors) on one runtime thread. The bound is what "
-        f"{args.workers} processes stepping on their own reach. Load average (1 min) before: {load_before:.2f}, "
+        f"Command: `.venv/bin/python benchmarks/vs_ray.py{''.join(' ' + a for a in sys.argv[1:])}` on "
+        f"{os.cpu_count()} CPUs, {args.repeat} rounds; each round runs every column back to back, and the table "
+        "shows medians. The ratio is the median over rounds of the best lfrl way's rate over Ray's in the same "
+        "round. lfrl runs the program of `lfrl gen sampling`; *processes* is `--processes yes` (workers 1.. step "
+        "in child processes of their reactors) on one runtime thread. The bound is what "
+        f"{args.workers} processes stepping on their own reach; no program that waits for every worker at every "
+        "step can beat it, so bound / Ray is the highest ratio this machine allows. "
+        f"Load average (1 min) before: {load_before:.2f}, "
         f"after: {os.getloadavg()[0]:.2f}; other work on the machine skews both sides.\n\n" + table + "\n")
     import matplotlib
 
@@ -185,16 +197,16 @@ def main() -> None:
     x = np.arange(len(rows))
     width = 0.8 / (len(ways) + 1)
     for i, (name, *_) in enumerate(ways):
-        ax.bar(x + (i - len(ways) / 2) * width, [rates[i] for _e, _s, rates, _r in rows], width=width,
+        ax.bar(x + (i - len(ways) / 2) * width, [row[2][i] for row in rows], width=width,
                label=f"lfrl, {name}")
-    ax.bar(x + len(ways) / 2 * width, [r for _e, _s, _rates, r in rows], width=width, label="Ray")
+    ax.bar(x + len(ways) / 2 * width, [row[3] for row in rows], width=width, label="Ray")
     ax.set_xticks(x, labels)
     ax.set_yscale("log")
     ax.set_ylabel("steps/s (log)")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(RESULTS / "vs_ray.png", dpi=100)
-    print(f"wrote {RESULTS / 'vs_ray.md'} and {RESULTS / 'vs_ray.png'}")
+    fig.savefig(RESULTS / f"{args.out}.png", dpi=100)
+    print(f"wrote {RESULTS / args.out}.md and .png")
 
 
 if __name__ == "__main__":
