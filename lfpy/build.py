@@ -13,6 +13,7 @@ import traceback
 from pathlib import Path
 
 from lfpy.ast import Loc
+from lfpy.checks import check_python_syntax
 from lfpy.codegen import generate
 from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze_program
@@ -42,6 +43,9 @@ def build(path: str, diags: Diagnostics) -> Built | None:
     if program is None or elaborated is None:
         if program is not None and not diags.has_errors:
             diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
+        return None
+    check_python_syntax(program, diags)
+    if diags.has_errors:
         return None
     main = elaborated.main.reactor
     out_dir = package_root(Path(program.main.path)) / "src-gen" / elaborated.main.name

@@ -10,6 +10,10 @@ checks here and elaboration read classes through it.
 
 from __future__ import annotations
 
+import ast as pyast
+import dataclasses
+import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,6 +135,63 @@ def check_target(model: ast.Model, diags: Diagnostics) -> None:
         diags.error(model.loc, "missing target declaration: the file must start with 'target Python'")
     elif model.target.name != SUPPORTED_TARGET:
         diags.error(model.target.loc, f"unknown target '{model.target.name}'; lfpy supports target Python")
+
+
+def body_lines(code: ast.Code) -> list[tuple[int, int, str]]:
+    """A `{= ... =}` body laid out as Python runs it: the first line stripped, the others dedented.
+    Per line: its offset from the body's first line, how many characters were taken off its start,
+    and the text (codegen emits these lines; the syntax check parses them)."""
+    raw = code.text.split("\n")
+    first = raw[0].strip()
+    lines = [(0, len(raw[0]) - len(raw[0].lstrip()), first)]
+    rest = textwrap.dedent("\n".join(raw[1:])).split("\n") if len(raw) > 1 else []
+    for offset, (before, after) in enumerate(zip(raw[1:], rest, strict=True), start=1):
+        lines.append((offset, len(before) - len(after) if after.strip() else 0, after))
+    return lines
+
+
+def _code_blocks(node: object) -> Iterator[tuple[ast.Code, bool]]:
+    """Every code block under an AST node, and whether it is an expression (`{= ... =}` as a value)."""
+    if isinstance(node, ast.CodeExpr):
+        yield node.code, True
+    elif isinstance(node, ast.Code):
+        yield node, False
+    elif isinstance(node, list):
+        for item in node:
+            yield from _code_blocks(item)
+    elif dataclasses.is_dataclass(node) and not isinstance(node, type):
+        for f in dataclasses.fields(node):
+            yield from _code_blocks(getattr(node, f.name))
+
+
+def check_python_syntax(program: Program, diags: Diagnostics) -> None:
+    """Each code block must be Python: a syntax error is reported at its `.lf` line and column here,
+    rather than when the generated module is imported (where it would point into src-gen). Like
+    lfc, which compiles the generated code, this belongs to compiling, not to validation."""
+    for code, is_expression in (block for model in program.models.values() for block in _code_blocks(model)):
+        text = code.text
+        try:
+            if is_expression:  # generated as `(<text stripped>)`
+                pyast.parse("(" + text.strip() + ")", code.loc.file, "eval")
+            else:
+                pyast.parse("\n".join(line for _, _, line in body_lines(code)), code.loc.file)
+        except SyntaxError as exc:
+            row, col = max(exc.lineno or 1, 1) - 1, max(exc.offset or 1, 1) - 1  # 0-based, in the parsed text
+            if is_expression:
+                leading = text[:len(text) - len(text.lstrip())]
+                skipped_lines = leading.count("\n")
+                line = code.loc.line + skipped_lines + row
+                if row == 0:  # the first line lost its leading blanks and gained the '('
+                    start = code.loc.col if skipped_lines == 0 else 1
+                    col = start + len(leading) - (leading.rfind("\n") + 1) + col - 1
+                else:
+                    col += 1
+            else:
+                lines = body_lines(code)
+                offset, removed, _ = lines[min(row, len(lines) - 1)]
+                line = code.loc.line + offset
+                col = (code.loc.col if offset == 0 else 1) + removed + col
+            diags.error(ast.Loc(code.loc.file, line, max(col, 1)), f"Python syntax error: {exc.msg}")
 
 
 def check_program(program: Program, diags: Diagnostics) -> None:

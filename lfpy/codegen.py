@@ -8,10 +8,8 @@ errors in user code point at the `.lf` file and line.
 
 from __future__ import annotations
 
-import textwrap
-
 from lfpy import ast
-from lfpy.checks import class_info, class_name
+from lfpy.checks import body_lines, class_info, class_name
 from lfpy.elaborate import time_ns
 from lfpy.loader import Program
 
@@ -33,12 +31,10 @@ class ModuleWriter:
         if code is None or not code.text.strip():
             self.emit(indent + "pass")
             return
-        raw = code.text.split("\n")
-        first = raw[0].strip()
-        rest = textwrap.dedent("\n".join(raw[1:])).split("\n") if len(raw) > 1 else []
-        numbered = ([(0, first)] if first else []) + [(i + 1, line) for i, line in enumerate(rest)]
         statements = False
-        for offset, line in numbered:
+        for offset, _removed, line in body_lines(code):
+            if offset == 0 and not line:
+                continue
             if not line.strip():
                 self.emit("")
                 continue

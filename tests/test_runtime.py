@@ -544,3 +544,67 @@ main reactor {
     assert result.stderr.splitlines()[0] == (f"{lf_file}:3: error: initializing the reactors failed: "
                                              "ZeroDivisionError: division by zero")
     assert "Traceback" not in result.stderr or f'File "{lf_file}", line 3' in result.stderr
+
+
+def test_failing_state_initializer_on_mode_reset_ends_the_program_with_the_lf_line(tmp_path: Path) -> None:
+    # The mode's state is initialised again when the mode is entered with reset, at the end of a tag.
+    source = """target Python
+reactor R {
+  state count = 1
+  initial mode A {
+    reaction(startup) -> reset(B) {=
+      self.count = 0
+      B.set()
+    =}
+  }
+  mode B {
+    state ratio = {= 1 / self.count =}
+    reaction(reset) {= print("entered B") =}
+  }
+  reaction(shutdown) {= print("shutdown ran") =}
+}
+main reactor {
+  r = new R()
+}
+"""
+    result = run_lf(tmp_path, source, name="Reset.lf")
+    assert result.returncode == 1, result.stderr
+    lf_file = str((tmp_path / "Reset.lf").resolve())
+    err = result.stderr.splitlines()
+    assert err[0] == (f"{lf_file}:11: error: entering mode 'B' of Reset.r failed: "
+                      "ZeroDivisionError: division by zero")
+    assert err[1:] == ["Traceback (most recent call last):", f'  File "{lf_file}", line 11, in _lf_init_state',
+                       "    state ratio = {= 1 / self.count =}", "ZeroDivisionError: division by zero"]
+    assert "shutdown ran" in result.stdout.splitlines()
+
+
+def test_python_syntax_errors_point_at_the_lf_line_and_column(tmp_path: Path) -> None:
+    source = """target Python
+preamble {=
+  import os
+  def helper(:
+    pass
+=}
+main reactor(p = {= (1,
+   2 +) =}) {
+  state s = {= 1 +* 2 =}
+  reaction(startup) {=
+      if True:
+          pass
+        x = 1
+  =}
+  reaction(shutdown) {= print("x" +* 2) =}
+}
+"""
+    result = run_lf(tmp_path, source, name="Syntax.lf")
+    assert result.returncode == 1
+    lf_file = str((tmp_path / "Syntax.lf").resolve())
+    headers = [line for line in result.stderr.splitlines() if ": error: " in line]
+    assert headers == [
+        f"{lf_file}:4:14: error: Python syntax error: invalid syntax",
+        f"{lf_file}:8:7: error: Python syntax error: invalid syntax",
+        f"{lf_file}:9:19: error: Python syntax error: invalid syntax",
+        f"{lf_file}:13:14: error: Python syntax error: unindent does not match any outer indentation level",
+        f"{lf_file}:15:36: error: Python syntax error: invalid syntax",
+    ]
+    assert "Traceback" not in result.stderr and "src-gen" not in result.stderr

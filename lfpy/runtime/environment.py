@@ -135,7 +135,7 @@ class Environment:
             self.timers[id(timer)] = Timer(timer.name, sched, timer.offset_ns, timer.period_ns)
         if inst.modes:
             initial = next(m.name for m in inst.modes.values() if m.initial)
-            state = ModeState(initial, initial, visited={initial})
+            state = ModeState(initial, initial, owner=inst.full_name, visited={initial})
             state.on_enter = self._mode_entry(inst)
             self.mode_states[id(inst)] = state
             sched.mode_states.append(state)

@@ -18,6 +18,7 @@ class ModeState:
 
     current: str
     initial: str
+    owner: str = ""  # the instance's full name, for error messages
     pending: tuple[str, str] | None = None  # (mode, 'reset' | 'history')
     on_enter: Callable[[str, str], None] | None = None
     # Per mode: when it was last left, and the total time it has been inactive. Timer and action

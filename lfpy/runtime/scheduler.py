@@ -23,6 +23,7 @@ Threading contract:
 from __future__ import annotations
 
 import linecache
+import os
 import sys
 import threading
 import time
@@ -37,6 +38,8 @@ from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.tag import FOREVER, Tag
 from lfpy.runtime.timers import Timer
+
+_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class StopNow(Exception):
@@ -421,16 +424,28 @@ class Scheduler:
         self.halted = True
 
     def _report_failure(self, r: Reaction, exc: BaseException) -> None:
-        frames = traceback.extract_tb(exc.__traceback__)[1:]  # drop the scheduler's own frame
-        lines = [f"{r.lf_file}:{r.lf_line}: error: reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} "
-                 f"failed: {type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
+        self._report_error(f"{r.lf_file}:{r.lf_line}",
+                           f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed", exc)
+
+    def _report_error(self, location: str | None, what: str, exc: BaseException) -> None:
+        """`location: error: what: exc` and the traceback from the first frame of user code on,
+        lines in generated code shown at their `.lf` line. Without a location, the innermost frame
+        that maps to a `.lf` file is it."""
+        frames = traceback.extract_tb(exc.__traceback__)
+        while frames and frames[0].filename.startswith(_RUNTIME_DIR):  # the runtime's own frames
+            frames.pop(0)
+        shown, innermost = [], None
         for frame in frames:
             file, line = frame.filename, frame.lineno or 0
-            if self.line_map is not None:
-                mapped = self.line_map(file, line)
-                if mapped is not None:
-                    file, line = mapped
-            lines.append(f'  File "{file}", line {line}, in {frame.name}')
+            mapped = self.line_map(file, line) if self.line_map is not None else None
+            if mapped is not None:
+                file, line = mapped
+                innermost = f"{file}:{line}"
+            shown.append((file, line, frame.name))
+        lines = [f"{location or innermost or '<unknown>'}: error: {what}: {type(exc).__name__}: {exc}",
+                 "Traceback (most recent call last):"]
+        for file, line, name in shown:
+            lines.append(f'  File "{file}", line {line}, in {name}')
             text = linecache.getline(file, line).strip()
             if text:
                 lines.append(f"    {text}")
@@ -488,7 +503,12 @@ class Scheduler:
                             later = Tag(now, self.current.microstep + 1)
                         self.events.push(later, handler, (value[0], total))
                 if state.on_enter is not None:
-                    state.on_enter(mode, kind)
+                    try:
+                        state.on_enter(mode, kind)
+                    except Exception as exc:  # a state initialiser of the mode failed: user code
+                        self._report_error(None, f"entering mode '{mode}' of {state.owner} failed", exc)
+                        self.exit_status = 1
+                        self.request_stop()
         if self.stopping:
             self.halted = True
 
