@@ -355,7 +355,11 @@ class _ClassChecker:
         for term in spec.terms:
             if term.kind == "param" and term.value not in self.info.parameters:
                 self.error(term.loc, f"unknown parameter '{term.value}' in width")
+            elif term.kind == "code":
+                self.diags.warning(term.loc, "This target does not support width given as code. "
+                                             "(lfc rejects it for target Python; lfpy evaluates it)")
             elif term.kind == "widthof":
+                self.diags.warning(term.loc, "widthof is not supported. (lfc rejects it; lfpy computes it)")
                 assert isinstance(term.value, ast.VarRef)
                 ref = term.value
                 if ref.container is None:

@@ -113,6 +113,18 @@ def test_width_mismatch_is_a_warning_with_both_widths(tmp_path: Path) -> None:
     assert diagnostics(tmp_path, source) == ["DIR/Test.lf:7:3: warning: Left width 3 does not match right width 2"]
 
 
+def test_widths_lfc_rejects_for_python_are_warnings(tmp_path: Path) -> None:
+    # lfpy computes widthof() and evaluates code widths, but lfc would refuse the program.
+    source = HEAD + ("reactor S { output[{= 1 + 1 =}] out }\nreactor D { input[2] i; output[widthof(i)] o }\n"
+                     "main reactor {\n  s = new S()\n  d = new[widthof(s.out)] D()\n}")
+    assert diagnostics(tmp_path, source) == [
+        "DIR/Test.lf:2:20: warning: This target does not support width given as code. "
+        "(lfc rejects it for target Python; lfpy evaluates it)",
+        "DIR/Test.lf:3:32: warning: widthof is not supported. (lfc rejects it; lfpy computes it)",
+        "DIR/Test.lf:6:11: warning: widthof is not supported. (lfc rejects it; lfpy computes it)",
+    ]
+
+
 def test_iterated_width_must_divide(tmp_path: Path) -> None:
     source = HEAD + ("reactor S { output[2] out }\nreactor D { input[3] inp }\n"
                      "main reactor {\n  s = new S()\n  d = new D()\n  (s.out)+ -> d.inp\n}")
