@@ -88,3 +88,24 @@ def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Pat
         outputs.append(run(out, threads))
     assert re.fullmatch(r"50 steps x 3 agents in [\d.]+ s: [\d,]+ inferences/s", outputs[0][0])
     assert outputs[0][1].startswith("total reward ") and outputs[0][1] == outputs[1][1]
+
+
+def test_a_failing_child_process_is_one_error_and_the_summary_still_prints(tmp_path: Path) -> None:
+    out = write("sampling", {"progress": False, "workers": 2, "steps": 40, "processes": True}, tmp_path / "Sampling.lf")
+    source = out.read_text()
+    assert 'env_id = "CartPole-v1"' in source
+    # Worker 1's child cannot make its environment; worker 0 steps CartPole in the runtime's process.
+    out.write_text(source.replace('env_id = "CartPole-v1"',
+                                  'env_id = {= "CartPole-v1" if bank_index == 0 else "NoSuchEnv-v0" =}'))
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out)], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300)
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if ": error: " in line]
+    assert len(errors) == 1, result.stderr
+    assert errors[0].startswith(f"{tmp_path / 'lib' / 'EnvWorker.lf'}:")
+    assert errors[0].endswith("of Sampling.envs[1] failed: RuntimeError: the process stepping NoSuchEnv-v0 "
+                              "(worker 1) exited with status 1; its messages, if any, are above")
+    assert "NameNotFound" in result.stderr  # the child's own traceback
+    assert "BrokenPipeError" not in result.stderr
+    # The error stops the program at the next microstep, where worker 0 still takes its one step.
+    assert result.stdout.splitlines()[0].startswith("1 samples from 2 workers in ")
