@@ -1,9 +1,12 @@
 """Generated programs run at tiny sizes and give the same results for 1 and 2 runtime workers (and,
 for sampling, with environments in child processes): the same seed, the same trajectories."""
 
+import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -109,3 +112,27 @@ def test_a_failing_child_process_is_one_error_and_the_summary_still_prints(tmp_p
     assert "BrokenPipeError" not in result.stderr
     # The error stops the program at the next microstep, where worker 0 still takes its one step.
     assert result.stdout.splitlines()[0].startswith("1 samples from 2 workers in ")
+
+
+def test_ctrl_c_ends_the_program_and_its_child_processes_quietly(tmp_path: Path) -> None:
+    out = write("sampling", {"progress": False, "workers": 2, "steps": 10**9, "processes": True}, tmp_path / "Sampling.lf")
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+    if not children.exists():
+        proc.kill()
+        pytest.skip("this kernel does not list a process's children in /proc")
+    deadline = time.monotonic() + 60
+    while not children.read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    child = int(children.read_text().split()[0])
+    time.sleep(2)  # the child is up and stepping
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
+    _stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert stderr.strip().splitlines()[-1] == "interrupted"
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:  # it ends at the end of its input
+        time.sleep(0.1)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
