@@ -11,6 +11,7 @@ import subprocess
 import sys
 import traceback
 from pathlib import Path
+from types import CodeType
 
 from lfpy.ast import Loc
 from lfpy.checks import check_python_syntax
@@ -128,7 +129,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         where = source_dir / str(entry)
         sys.path.insert(0, str(where if where.is_dir() else where.parent))
     try:
-        exec(compile(built.source, str(built.module), "exec"), namespace)
+        exec(_relocated(compile(built.source, str(built.module), "exec"), built.line_map), namespace)
     except Exception as exc:  # a preamble failed at import time
         return _report_user_failure(built, exc, "preamble")
     try:
@@ -154,12 +155,31 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     return status
 
 
+def _relocated(code: CodeType, line_map: dict[int, tuple[str, int]]) -> CodeType:
+    """`code` with every function inside it whose lines all come from one `{= ... =}` block moved
+    to that block's `.lf` file and lines (the `def` line, which codegen writes, may be the exception):
+    then every traceback, warning and debugger shows user code where it was written, not in src-gen.
+    Code blocks are emitted line for line, so a function's lines shift by one constant."""
+    consts = tuple(_relocated(c, line_map) if isinstance(c, CodeType) else c for c in code.co_consts)
+    code = code.replace(co_consts=consts)
+    lines = sorted({line for _, _, line in code.co_lines() if line is not None})
+    if not lines:
+        return code
+    body = lines[1:] if lines[0] == code.co_firstlineno and lines[0] not in line_map else lines
+    shifts = {(line_map[line][0], line_map[line][1] - line) if line in line_map else None for line in body}
+    if len(shifts) != 1 or None in shifts or code.co_name in ("<module>", "_lf_init_state"):
+        return code
+    ((file, shift),) = shifts
+    return code.replace(co_filename=file, co_firstlineno=code.co_firstlineno + shift)
+
+
 def _report_user_failure(built: Built, exc: Exception, what: str) -> int:
     """An error in user code outside reactions: `file:line: error: ...` at the innermost `.lf` line,
     then the traceback's frames that come from the `.lf` files. Returns the exit status (1)."""
     module = str(built.module)
-    frames = [(built.line_map[f.lineno or 0], f.name) for f in traceback.extract_tb(exc.__traceback__)
-              if f.filename == module and (f.lineno or 0) in built.line_map]
+    frames = [(built.line_map[f.lineno or 0] if f.filename == module else (f.filename, f.lineno or 0), f.name)
+              for f in traceback.extract_tb(exc.__traceback__)
+              if (f.filename == module and (f.lineno or 0) in built.line_map) or f.filename.endswith(".lf")]
     location = f"{frames[-1][0][0]}:{frames[-1][0][1]}" if frames else module
     lines = [f"{location}: error: {what} failed: {type(exc).__name__}: {exc}"]
     if frames:

@@ -578,6 +578,33 @@ main reactor {
     assert "shutdown ran" in result.stdout.splitlines()
 
 
+def test_tracebacks_and_warnings_the_program_prints_itself_point_at_the_lf_lines(tmp_path: Path) -> None:
+    # Not only lfrl's own reports: user code runs compiled to its `.lf` file and lines.
+    source = """target Python
+preamble {=
+  import traceback
+  import warnings
+  def helper():
+    traceback.print_stack(limit=3)
+=}
+main reactor {
+  reaction(startup) {=
+    helper()
+    warnings.warn("careful")
+    print([str(x) for x in range(2)])
+  =}
+}
+"""
+    result = run_lf(tmp_path, source, name="Stack.lf")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["['0', '1']"]
+    lf_file = str((tmp_path / "Stack.lf").resolve())
+    err = result.stderr.splitlines()
+    assert err[-6:] == [f'  File "{lf_file}", line 10, in reaction_function_1', "    helper()",
+                        f'  File "{lf_file}", line 6, in helper', "    traceback.print_stack(limit=3)",
+                        f"{lf_file}:11: UserWarning: careful", '  warnings.warn("careful")']
+
+
 def test_python_syntax_errors_point_at_the_lf_line_and_column(tmp_path: Path) -> None:
     source = """target Python
 preamble {=

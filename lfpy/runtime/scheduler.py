@@ -440,6 +440,7 @@ class Scheduler:
             mapped = self.line_map(file, line) if self.line_map is not None else None
             if mapped is not None:
                 file, line = mapped
+            if file.endswith(".lf"):  # mapped here, or compiled to its `.lf` lines (lfpy.build)
                 innermost = f"{file}:{line}"
             shown.append((file, line, frame.name))
         lines = [f"{location or innermost or '<unknown>'}: error: {what}: {type(exc).__name__}: {exc}",
