@@ -170,11 +170,12 @@ def check_python_syntax(program: Program, diags: Diagnostics) -> None:
     lfc, which compiles the generated code, this belongs to compiling, not to validation."""
     for code, is_expression in (block for model in program.models.values() for block in _code_blocks(model)):
         text = code.text
+        lines = [] if is_expression else body_lines(code)
         try:
             if is_expression:  # generated as `(<text stripped>)`
                 pyast.parse("(" + text.strip() + ")", code.loc.file, "eval")
             else:
-                pyast.parse("\n".join(line for _, _, line in body_lines(code)), code.loc.file)
+                pyast.parse("\n".join(line for _, _, line in lines), code.loc.file)
         except SyntaxError as exc:
             row, col = max(exc.lineno or 1, 1) - 1, max(exc.offset or 1, 1) - 1  # 0-based, in the parsed text
             if is_expression:
@@ -187,7 +188,6 @@ def check_python_syntax(program: Program, diags: Diagnostics) -> None:
                 else:
                     col += 1
             else:
-                lines = body_lines(code)
                 offset, removed, _ = lines[min(row, len(lines) - 1)]
                 line = code.loc.line + offset
                 col = (code.loc.col if offset == 0 else 1) + removed + col
