@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.lfutil import run_lf
+from tests.lfutil import run_lf, write
 
 FAST = "target Python { fast: true, timeout: 1 sec }\n"
 PRINT_TAG = 'print(f"{lf.time.logical_elapsed() // MSEC(1)}ms/{lf.tag().microstep}'
@@ -351,6 +351,44 @@ def test_exit_in_a_reaction_sets_the_status(tmp_path: Path) -> None:
              "  reaction(shutdown) {= print('not reached') =}\n}\n"
     result = run_lf(tmp_path, source)
     assert (result.returncode, result.stdout) == (3, "bye\n")
+
+
+def test_ctrl_c_in_a_reaction_ends_the_program_with_130(tmp_path: Path) -> None:
+    source = """target Python
+main reactor {
+  reaction(startup) {=
+    import signal
+    print("before")
+    signal.raise_signal(signal.SIGINT)
+    print("not reached")
+  =}
+  reaction(shutdown) {= print("no shutdown after Ctrl-C") =}
+}
+"""
+    result = run_lf(tmp_path, source)
+    assert (result.returncode, result.stdout, result.stderr) == (130, "before\n", "interrupted\n")
+
+
+def test_ctrl_c_between_two_reactions_ends_the_program_with_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C can arrive in the scheduler's own code, where no reaction is running: here, while
+    it orders a level of two reactions (a bank's startup reactions)."""
+    from generator.cli import main
+    from lfpy.runtime import scheduler
+
+    def interrupted(_r: object) -> int:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(scheduler, "_order", interrupted)
+    source = """target Python
+reactor Hello {
+  reaction(startup) {= print("not reached") =}
+}
+main reactor {
+  h = new[2] Hello()
+}
+"""
+    assert main(["run", str(write(tmp_path, source, "Test.lf"))]) == 130
+    assert capsys.readouterr() == ("", "interrupted\n")
 
 
 def test_generated_code_lives_in_src_gen(tmp_path: Path) -> None:

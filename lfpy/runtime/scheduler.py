@@ -317,6 +317,8 @@ class Scheduler:
                     else:  # a level of one reaction
                         r = bucket.pop()
                         r.call()
+                except KeyboardInterrupt:  # Ctrl-C, also between two reactions (`r` may not be running)
+                    raise
                 except BaseException as exc:
                     self._failed(r, exc)
                     rest = bucket[bucket.index(r) + 1:] if shared else []
