@@ -4,12 +4,10 @@ or hand the file to a real `lfc` when asked."""
 from __future__ import annotations
 
 import json
-import linecache
 import os
 import shutil
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 from types import CodeType
 
@@ -21,6 +19,7 @@ from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
 from lfpy.runtime.environment import Environment
+from lfpy.runtime.failure import LineMap, report_failure
 
 
 class Built:
@@ -143,8 +142,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         )
     except Exception as exc:  # a state variable's or parameter's initial value failed
         return _report_user_failure(built, exc, "initializing the reactors")
-    module_file = str(built.module)
-    env.sched.line_map = lambda file, line: built.line_map.get(line) if file == module_file else None
+    env.sched.line_map = _line_map(built)
     trace_path = os.environ.get("LFPY_TRACE")
     trace: list | None = [] if trace_path else None
     status = env.run(trace)
@@ -174,23 +172,16 @@ def _relocated(code: CodeType, line_map: dict[int, tuple[str, int]]) -> CodeType
 
 
 def _report_user_failure(built: Built, exc: Exception, what: str) -> int:
-    """An error in user code outside reactions: `file:line: error: ...` at the innermost `.lf` line,
-    then the traceback's frames that come from the `.lf` files. Returns the exit status (1)."""
-    module = str(built.module)
-    frames = [(built.line_map[f.lineno or 0] if f.filename == module else (f.filename, f.lineno or 0), f.name)
-              for f in traceback.extract_tb(exc.__traceback__)
-              if (f.filename == module and (f.lineno or 0) in built.line_map) or f.filename.endswith(".lf")]
-    location = f"{frames[-1][0][0]}:{frames[-1][0][1]}" if frames else module
-    lines = [f"{location}: error: {what} failed: {type(exc).__name__}: {exc}"]
-    if frames:
-        lines.append("Traceback (most recent call last):")
-        for (file, line), name in frames:
-            lines.append(f'  File "{file}", line {line}, in {name}')
-            text = linecache.getline(file, line).strip()
-            if text:
-                lines.append(f"    {text}")
-    print("\n".join(lines), file=sys.stderr, flush=True)
+    """An error in user code outside reactions, reported as the runtime reports a failing reaction.
+    Returns the exit status (1)."""
+    report_failure(None, f"{what} failed", exc, _line_map(built))
     return 1
+
+
+def _line_map(built: Built) -> LineMap:
+    """Where a line of `built`'s generated module came from."""
+    module = str(built.module)
+    return lambda file, line: built.line_map.get(line) if file == module else None
 
 
 def _run_with_lfc(path: str, diags: Diagnostics) -> int:

@@ -1,6 +1,7 @@
 """The runtime: each semantic point with a small program whose printed trace is asserted exactly."""
 
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 
@@ -579,9 +580,34 @@ main reactor {
     result = run_lf(tmp_path, source, name="Bad.lf")
     assert result.returncode == 1
     lf_file = str((tmp_path / "Bad.lf").resolve())
-    assert result.stderr.splitlines()[0] == (f"{lf_file}:3: error: initializing the reactors failed: "
-                                             "ZeroDivisionError: division by zero")
-    assert "Traceback" not in result.stderr or f'File "{lf_file}", line 3' in result.stderr
+    assert result.stderr.splitlines() == [
+        f"{lf_file}:3: error: initializing the reactors failed: ZeroDivisionError: division by zero",
+        "Traceback (most recent call last):", f'  File "{lf_file}", line 3, in _lf_init_state',
+        "    state x = {= 1 / 0 =}", "ZeroDivisionError: division by zero"]
+
+
+def test_failing_preamble_is_reported_like_a_failing_reaction(tmp_path: Path) -> None:
+    source = """target Python
+preamble {=
+  import json
+  def parse(text):
+    return json.loads(text)
+  CONFIG = parse("{bad")
+=}
+main reactor {
+  reaction(startup) {= print(CONFIG) =}
+}
+"""
+    result = run_lf(tmp_path, source, name="Pre.lf")
+    assert (result.returncode, result.stdout) == (1, "")
+    lf_file = str((tmp_path / "Pre.lf").resolve())
+    message = "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    err = result.stderr.splitlines()
+    assert err[0] == f"{lf_file}:5: error: preamble failed: {message}"  # the innermost .lf line
+    assert err[1:6] == ["Traceback (most recent call last):", f'  File "{lf_file}", line 6, in <module>',
+                        '    CONFIG = parse("{bad")', f'  File "{lf_file}", line 5, in parse',
+                        "    return json.loads(text)"]
+    assert re.fullmatch(r'  File ".*json/__init__\.py", line \d+, in loads', err[6]) and err[-1] == message
 
 
 def test_failing_state_initializer_on_mode_reset_ends_the_program_with_the_lf_line(tmp_path: Path) -> None:

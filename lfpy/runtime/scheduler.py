@@ -22,24 +22,20 @@ Threading contract:
 
 from __future__ import annotations
 
-import linecache
-import os
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
+from lfpy.runtime.failure import LineMap, report_failure
 from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.tag import FOREVER, Tag
 from lfpy.runtime.timers import Timer
-
-_RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class StopNow(Exception):
@@ -75,7 +71,7 @@ class Scheduler:
         self.trace: list[tuple[int, int, str, object]] | None = None
         self.trace_events: list[str] = []  # descriptions of registered user trace events
         self.pool: ThreadPoolExecutor | None = None
-        self.line_map: Callable[[str, int], tuple[str, int] | None] | None = None
+        self.line_map: LineMap | None = None
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
         self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
@@ -415,7 +411,8 @@ class Scheduler:
             self.exit_status = code
             self.halted = True
             return
-        self._report_failure(r, exc)
+        report_failure(f"{r.lf_file}:{r.lf_line}", f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed",
+                       exc, self.line_map)
         self.exit_status = 1
         self.request_stop()
 
@@ -424,36 +421,6 @@ class Scheduler:
         print("interrupted", file=sys.stderr, flush=True)
         self.exit_status = 130
         self.halted = True
-
-    def _report_failure(self, r: Reaction, exc: BaseException) -> None:
-        self._report_error(f"{r.lf_file}:{r.lf_line}",
-                           f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed", exc)
-
-    def _report_error(self, location: str | None, what: str, exc: BaseException) -> None:
-        """`location: error: what: exc` and the traceback from the first frame of user code on,
-        lines in generated code shown at their `.lf` line. Without a location, the innermost frame
-        that maps to a `.lf` file is it."""
-        frames = traceback.extract_tb(exc.__traceback__)
-        while frames and frames[0].filename.startswith(_RUNTIME_DIR):  # the runtime's own frames
-            frames.pop(0)
-        shown, innermost = [], None
-        for frame in frames:
-            file, line = frame.filename, frame.lineno or 0
-            mapped = self.line_map(file, line) if self.line_map is not None else None
-            if mapped is not None:
-                file, line = mapped
-            if file.endswith(".lf"):  # mapped here, or compiled to its `.lf` lines (lfpy.build)
-                innermost = f"{file}:{line}"
-            shown.append((file, line, frame.name))
-        lines = [f"{location or innermost or '<unknown>'}: error: {what}: {type(exc).__name__}: {exc}",
-                 "Traceback (most recent call last):"]
-        for file, line, name in shown:
-            lines.append(f'  File "{file}", line {line}, in {name}')
-            text = linecache.getline(file, line).strip()
-            if text:
-                lines.append(f"    {text}")
-        lines.append(f"{type(exc).__name__}: {exc}")
-        print("\n".join(lines), file=sys.stderr, flush=True)
 
     def register_trace_event(self, description: str) -> int:
         with self.lock:
@@ -509,7 +476,7 @@ class Scheduler:
                     try:
                         state.on_enter(mode, kind)
                     except Exception as exc:  # a state initialiser of the mode failed: user code
-                        self._report_error(None, f"entering mode '{mode}' of {state.owner} failed", exc)
+                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.line_map)
                         self.exit_status = 1
                         self.request_stop()
         if self.stopping:
