@@ -115,6 +115,9 @@ def cmd_gen(args: argparse.Namespace) -> int:
     except TemplateError as exc:
         print(f"lfrl gen: error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"lfrl gen: error: cannot write {exc.filename or options.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     print(f"wrote {out} (and its library files in {out.parent / 'lib'})")
     return 0
 
@@ -154,6 +157,10 @@ def cmd_new(args: argparse.Namespace) -> int:
         return 1
     except CookiecutterException as exc:
         print(f"lfrl new: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:  # cookiecutter's own words name the folder it could not create
+        print(f"lfrl new: error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""),
+              file=sys.stderr)
         return 1
     print(f"created {out}")
     return 0

@@ -49,14 +49,18 @@ def build(path: str, diags: Diagnostics) -> Built | None:
         return None
     main = elaborated.main.reactor
     out_dir = package_root(Path(program.main.path)) / "src-gen" / elaborated.main.name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    protos = _compile_protobufs(program.main.path, elaborated.target_properties.get("protobufs"), out_dir, diags)
-    if protos is None:
-        return None
-    source, line_map, class_names = generate(program, main, protos)
-    source += f"LINE_MAP = {json.dumps({str(k): v for k, v in line_map.items()})}\n"
     module = out_dir / f"{elaborated.main.name}.py"
-    module.write_text(source)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        protos = _compile_protobufs(program.main.path, elaborated.target_properties.get("protobufs"), out_dir, diags)
+        if protos is None:
+            return None
+        source, line_map, class_names = generate(program, main, protos)
+        source += f"LINE_MAP = {json.dumps({str(k): v for k, v in line_map.items()})}\n"
+        module.write_text(source)
+    except OSError as exc:  # a read-only folder, a file named src-gen, a full disk
+        diags.error(Loc(program.main.path, 1, 1), f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}")
+        return None
     return Built(module, source, line_map, class_names, elaborated)
 
 

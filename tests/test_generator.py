@@ -136,6 +136,10 @@ def test_lfrl_gen_cli(tmp_path: Path) -> None:
         bad = lfrl("gen", "sampling", *args, "-o", str(tmp_path / "T.lf"))
         assert (bad.returncode, bad.stderr) == (1, f"lfrl gen: error: {message}\n")
     assert not (tmp_path / "T.lf").exists()
+    (tmp_path / "taken").write_text("a file where the output's folder would go")
+    blocked = lfrl("gen", "sampling", "-o", str(tmp_path / "taken" / "S.lf"))
+    assert (blocked.returncode, blocked.stderr) == (1, f"lfrl gen: error: cannot write {tmp_path / 'taken'}: "
+                                                       "File exists\n")
     listing = lfrl("gen", "--list").stdout.splitlines()
     assert listing[0].startswith("sampling ")
     assert "    --workers          environment workers (the bank's width) [1..256, default 2]" in listing

@@ -61,3 +61,7 @@ def test_bad_values_stop_with_the_reason(tmp_path: Path) -> None:
                 str(tmp_path)], ROOT)
     assert made.returncode == 1 and "--processes" in made.stderr, made.stderr
     assert list(tmp_path.iterdir()) == []
+    (tmp_path / "taken").write_text("a file where the output folder would go")
+    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "-o", str(tmp_path / "taken")], ROOT)
+    assert (made.returncode, made.stderr) == (1, "lfrl new: error: Unable to create directory at "
+                                                 f"{tmp_path / 'taken' / 'my_rl_project'}\n")

@@ -401,6 +401,16 @@ def test_generated_code_lives_in_src_gen(tmp_path: Path) -> None:
     assert "    def reaction_function_1(self):\n        print('hi')\n" in generated
 
 
+def test_unwritable_src_gen_is_an_error_at_the_program(tmp_path: Path) -> None:
+    (tmp_path / "src-gen").write_text("a file where the generated code would go")
+    result = run_lf(tmp_path, "target Python\nmain reactor Hi {\n  reaction(startup) {= print('hi') =}\n}\n",
+                    name="Hi.lf")
+    assert (result.returncode, result.stdout) == (1, "")
+    lf_file = (tmp_path / "Hi.lf").resolve()
+    assert result.stderr.splitlines()[0] == (f"{lf_file}:1:1: error: cannot write "
+                                             f"{tmp_path.resolve() / 'src-gen' / 'Hi'}: Not a directory")
+
+
 def test_earliest_deadline_first_at_one_tag(tmp_path: Path) -> None:
     # `b`'s second reaction has a deadline; its first reaction inherits it and both run before
     # `a`'s reaction, although `a` comes first by name and its reaction has a lower level.
