@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast as pyast
 import dataclasses
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,26 +54,33 @@ class ClassInfo:
 
 
 def superclass_chain(program: Program, reactor: ast.Reactor, diags: Diagnostics | None) -> list[ast.Reactor]:
-    """`reactor` preceded by all its superclasses (depth first, each once); reports unknown or cyclic ones."""
+    """`reactor` preceded by all its superclasses (depth first, each once); reports unknown or cyclic ones.
+    With a stack of its own: a chain of superclasses may be deeper than Python's recursion."""
     chain: list[ast.Reactor] = []
-
-    def visit(cls: ast.Reactor, path: list[ast.Reactor]) -> None:
-        for sup in cls.superclasses:
-            target = program.resolve(program.models[cls.loc.file], sup.name)
-            if target is None:
-                if diags is not None:
-                    diags.error(sup.loc, f"unknown reactor class '{sup.name}' after 'extends'")
-                continue
-            if target in path or target is cls:
-                if diags is not None:
-                    names = " -> ".join(c.name or "?" for c in [*path, cls, target])
-                    diags.error(sup.loc, f"cyclic inheritance: {names}")
-                continue
-            visit(target, [*path, cls])
-        if cls not in chain:
-            chain.append(cls)
-
-    visit(reactor, [])
+    placed: set[int] = set()
+    path, pending = [reactor], [iter(reactor.superclasses)]  # the classes being visited, and what is left of each
+    on_path = {id(reactor)}
+    while pending:
+        cls, sup = path[-1], next(pending[-1], None)
+        if sup is None:  # all of cls's superclasses are placed: cls comes after them
+            pending.pop()
+            on_path.discard(id(path.pop()))
+            if id(cls) not in placed:
+                placed.add(id(cls))
+                chain.append(cls)
+            continue
+        target = program.resolve(program.models[cls.loc.file], sup.name)
+        if target is None:
+            if diags is not None:
+                diags.error(sup.loc, f"unknown reactor class '{sup.name}' after 'extends'")
+        elif id(target) in on_path:
+            if diags is not None:
+                names = " -> ".join(c.name or "?" for c in [*path, target])
+                diags.error(sup.loc, f"cyclic inheritance: {names}")
+        else:
+            path.append(target)
+            on_path.add(id(target))
+            pending.append(iter(target.superclasses))
     return chain
 
 
@@ -196,6 +203,7 @@ def check_python_syntax(program: Program, diags: Diagnostics) -> None:
 
 def check_program(program: Program, diags: Diagnostics) -> None:
     """Every class of every loaded file: names, directions, modes, instantiations, times."""
+    instantiated = _instantiation_graph(program)
     for model in program.models.values():
         names: dict[str, ast.Loc] = {}
         for reactor in model.reactors:
@@ -204,7 +212,7 @@ def check_program(program: Program, diags: Diagnostics) -> None:
                     diags.error(reactor.loc, f"duplicate reactor name '{reactor.name}' "
                                              f"(line {names[reactor.name].line})")
                 names.setdefault(reactor.name, reactor.loc)
-            _ClassChecker(program, reactor, diags).run()
+            _ClassChecker(program, reactor, diags, instantiated).run()
 
 
 def _is_number(expr: ast.Expression | None) -> bool:
@@ -227,8 +235,10 @@ def _ref_text(ref: ast.VarRef) -> str:
 class _ClassChecker:
     """The checks of one reactor class; members inherited from superclasses are checked in theirs."""
 
-    def __init__(self, program: Program, reactor: ast.Reactor, diags: Diagnostics) -> None:
+    def __init__(self, program: Program, reactor: ast.Reactor, diags: Diagnostics,
+                 instantiated: Callable[[ast.Reactor], list[ast.Reactor]]) -> None:
         self.program = program
+        self.instantiated = instantiated
         self.reactor = reactor
         self.diags = diags
         self.info = class_info(program, reactor, diags)
@@ -324,7 +334,7 @@ class _ClassChecker:
                 continue
             if target.main or target.federated:
                 self.error(inst.class_loc or inst.loc, f"cannot instantiate main reactor '{inst.reactor_class}'")
-            cycle = _instantiation_cycle(program, reactor, target)
+            cycle = _instantiation_cycle(self.instantiated, reactor, target)
             if cycle is not None:
                 self.error(inst.class_loc or inst.loc, "recursive instantiation: " +
                            " -> ".join(class_name(c) for c in [reactor, *cycle]))
@@ -529,22 +539,36 @@ class _ClassChecker:
                                             f"of the connection on line {other.loc.line}")
 
 
-def _instantiation_cycle(program: Program, start: ast.Reactor, target: ast.Reactor) -> list[ast.Reactor] | None:
-    """A path of classes from `target` back to `start` through instantiations, if there is one."""
-    seen: set[int] = set()
+def _instantiation_graph(program: Program) -> Callable[[ast.Reactor], list[ast.Reactor]]:
+    """The classes a class instantiates (inherited instantiations too), each computed once."""
+    known: dict[int, list[ast.Reactor]] = {}
 
-    def visit(cls: ast.Reactor, path: list[ast.Reactor]) -> list[ast.Reactor] | None:
-        if cls is start:
-            return path
-        if id(cls) in seen:
-            return None
-        seen.add(id(cls))
-        for owner, inst, _mode in class_info(program, cls).instantiations.values():
-            nxt = program.resolve(program.models[owner.loc.file], inst.reactor_class)
-            if nxt is not None:
-                found = visit(nxt, [*path, nxt])
-                if found is not None:
-                    return found
-        return None
+    def instantiated(cls: ast.Reactor) -> list[ast.Reactor]:
+        if id(cls) not in known:
+            found = (program.resolve(program.models[owner.loc.file], inst.reactor_class)
+                     for owner, inst, _mode in class_info(program, cls).instantiations.values())
+            known[id(cls)] = [c for c in found if c is not None]
+        return known[id(cls)]
 
-    return visit(target, [target])
+    return instantiated
+
+
+def _instantiation_cycle(instantiated: Callable[[ast.Reactor], list[ast.Reactor]], start: ast.Reactor,
+                         target: ast.Reactor) -> list[ast.Reactor] | None:
+    """A path of classes from `target` back to `start` through instantiations, if there is one.
+    Depth first with a stack of its own: a chain of classes may be deeper than Python's recursion."""
+    if target is start:
+        return [target]
+    path, pending, seen = [target], [iter(instantiated(target))], {id(target)}
+    while pending:
+        nxt = next(pending[-1], None)
+        if nxt is None:
+            pending.pop()
+            path.pop()
+        elif nxt is start:
+            return [*path, nxt]
+        elif id(nxt) not in seen:
+            seen.add(id(nxt))
+            path.append(nxt)
+            pending.append(iter(instantiated(nxt)))
+    return None

@@ -31,12 +31,19 @@ class Program:
     imported: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
     # For each file: names whose import failed (already reported; not to be reported again as unknown).
     failed: dict[str, set[str]] = field(default_factory=dict)
+    # For each file: its reactor classes by name (the first of a name declared twice), made on first use.
+    classes: dict[str, dict[str, ast.Reactor]] = field(default_factory=dict, repr=False)
 
     def resolve(self, model: ast.Model, name: str) -> ast.Reactor | None:
         """The reactor class `name` as seen from `model`: its own reactors, then imports (aliases)."""
-        for reactor in model.reactors:
-            if reactor.name == name:
-                return reactor
+        own = self.classes.get(model.path)
+        if own is None:
+            own = self.classes[model.path] = {}
+            for reactor in model.reactors:
+                if reactor.name is not None:
+                    own.setdefault(reactor.name, reactor)
+        if name in own:
+            return own[name]
         target = self.imported.get(model.path, {}).get(name)
         if target is None:
             return None

@@ -1,5 +1,7 @@
 """Each check with a wrong program and the exact diagnostic."""
 
+import inspect
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,32 @@ HEAD = "target Python\n"
 ])
 def test_check_diagnostics(tmp_path: Path, source: str, expected: list[str]) -> None:
     assert diagnostics(tmp_path, source) == expected
+
+
+def test_chains_of_classes_deeper_than_python_recursion(tmp_path: Path) -> None:
+    """Inheritance and instantiation are followed with stacks of their own, not Python's: chains
+    of 300 classes pass under a recursion limit of 150 frames more than the test itself uses."""
+    depth = 300
+    extends = "".join(f"reactor R{i} extends R{i + 1} {{}}\n" for i in range(depth))
+    contains = "".join(f"reactor R{i} {{ r = new R{i + 1}() }}\n" for i in range(depth))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 150)
+    try:
+        fine = diagnostics(tmp_path, HEAD + extends + f"reactor R{depth} {{ reaction(startup) {{= pass =}} }}\n"
+                                                      "main reactor { r = new R0() }")
+        cyclic = diagnostics(tmp_path, HEAD + extends + f"reactor R{depth} extends R0 {{}}\n"
+                                                        "main reactor { r = new R0() }")
+        recursive = diagnostics(tmp_path, HEAD + contains + f"reactor R{depth} {{ r = new R0() }}\n"
+                                                            "main reactor { r = new R0() }")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert fine == []
+    assert len(cyclic) == depth + 1  # once from each class of the cycle
+    assert cyclic[0] == (f"DIR/Test.lf:{depth + 2}:{len(f'reactor R{depth} extends ') + 1}: error: cyclic inheritance: "
+                         + " -> ".join(f"R{i}" for i in range(depth + 1)) + " -> R0")
+    assert len(recursive) == depth + 1
+    assert recursive[0] == ("DIR/Test.lf:2:22: error: recursive instantiation: "
+                            + " -> ".join(f"R{i}" for i in range(depth + 1)) + " -> R0")
 
 
 def test_width_mismatch_is_a_warning_with_both_widths(tmp_path: Path) -> None:
