@@ -79,6 +79,27 @@ main reactor {
     assert lines(tmp_path, source) == ["0ms/1 b=42 a present=False", "3ms/0 a=first", "3ms/1 a=second"]
 
 
+def test_a_negative_delay_is_zero_with_a_warning(tmp_path: Path) -> None:
+    source = FAST + """
+main reactor {
+  logical action a(2 msec)
+  physical action p
+  reaction(startup) -> a, p {=
+    a.schedule(-MSEC(5), "logical")
+    p.schedule(-MSEC(5), "physical")
+  =}
+  reaction(a) {= """ + PRINT_TAG + """ a={a.value}") =}
+  reaction(p) {= print(f"p={p.value}") =}
+}
+"""
+    result = run_lf(tmp_path, source)
+    assert result.returncode == 0, result.stderr
+    # The logical action after its minimum delay alone; the physical one when physical time says.
+    assert sorted(result.stdout.splitlines()) == ["2ms/0 a=logical", "p=physical"]
+    assert result.stderr.splitlines() == 2 * ["WARNING: schedule called with a negative extra_delay -5000000. "
+                                              "Replacing with zero."]
+
+
 def test_min_spacing_defer_and_drop(tmp_path: Path) -> None:
     source = FAST + """
 main reactor {

@@ -8,6 +8,7 @@ with its lock when more than one worker runs.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from lfpy.runtime.tag import Tag
@@ -41,10 +42,15 @@ class Action:
 
     def schedule(self, delay: int, value: object = None) -> None:
         """Schedule this action `delay` ns (plus its minimum delay) from now, with `value`."""
+        delay = int(delay)
+        if delay < 0:  # as reactor-c does
+            print(f"WARNING: schedule called with a negative extra_delay {delay}. Replacing with zero.",
+                  file=sys.stderr, flush=True)
+            delay = 0
         if self.physical:
-            self._sched.schedule_physical(self, int(delay), value)
+            self._sched.schedule_physical(self, delay, value)
         else:
-            self._sched.schedule_logical(self, int(delay), value)
+            self._sched.schedule_logical(self, delay, value)
 
     def on_event(self, event: object) -> None:
         """The event queue's handler: (box, the mode's inactive time when scheduled)."""

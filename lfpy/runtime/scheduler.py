@@ -94,8 +94,6 @@ class Scheduler:
 
     def schedule_logical(self, action: Action, delay: int, value: object) -> None:
         """`action.schedule(delay, value)` for a logical action, from a reaction (any worker)."""
-        if delay < 0:
-            return  # LF ignores negative delays
         total = action.min_delay + delay
         now = self.current
         with self.lock:
@@ -104,7 +102,7 @@ class Scheduler:
     def schedule_physical(self, action: Action, delay: int, value: object) -> None:
         """`action.schedule(delay, value)` for a physical action: any thread may call it. The tag's
         time is physical time now plus the delays; the scheduler's thread queues the event."""
-        when = self.physical() + action.min_delay + max(delay, 0)
+        when = self.physical() + action.min_delay + delay
         with self.cond:
             self.physical_pending.append((action, when, value))
             self.cond.notify()
