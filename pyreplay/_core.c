@@ -345,11 +345,19 @@ static PyObject *Core_layout(Core *self, PyObject *Py_UNUSED(ignored)) {
                          (unsigned long long)self->r.rng_counter);
 }
 
-/* The answer of save and load: rc as an int, or OSError / MemoryError; releases `path`. */
+/* The answer of save and load: rc as an int, or OSError (naming the file as the caller wrote it,
+ * not as bytes) / MemoryError; releases `path` (bytes, from PyUnicode_FSConverter). */
 static PyObject *file_result(int rc, PyObject *path) {
     PyObject *result = NULL;
-    if (rc == REPLAY_EIO) PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);
-    else if (rc == REPLAY_ENOMEM) PyErr_NoMemory();
+    if (rc == REPLAY_EIO) {
+        int saved = errno;
+        PyObject *name = PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(path));
+        errno = saved;
+        if (name) {
+            PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, name);
+            Py_DECREF(name);
+        }
+    } else if (rc == REPLAY_ENOMEM) PyErr_NoMemory();
     else result = PyLong_FromLong(rc);
     Py_DECREF(path);
     return result;

@@ -343,3 +343,6 @@ def test_corrupt_and_truncated_files_are_refused(tmp_path: Path) -> None:
     refused(upath.read_bytes(), r"holds a ReplayBuffer, not a PrioritizedReplayBuffer$")
     with pytest.raises(FileNotFoundError):
         ReplayBuffer.load(tmp_path / "missing.rpl")
+    with pytest.raises(FileNotFoundError) as missing_folder:
+        _ubuf.save(tmp_path / "no such folder" / "b.rpl")
+    assert missing_folder.value.filename == str(tmp_path / "no such folder" / "b.rpl")  # as given, not bytes
