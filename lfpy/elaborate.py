@@ -395,7 +395,16 @@ class Elaborator:
     def report_loop(self, remaining: list[ReactionInst],
                     edges: dict[int, list[tuple[ReactionInst, list[PortInst]]]]) -> None:
         members = {id(r) for r in remaining}
-        start = min(remaining, key=lambda r: r.full_name)
+        # Reactions after a loop are left over too, without being on it: drop those with no
+        # successor left until every member has one, so that the walk below cannot end on one.
+        dropped = True
+        while dropped:
+            dropped = False
+            for r in remaining:
+                if id(r) in members and not any(id(a) in members for a, _p in edges[id(r)]):
+                    members.discard(id(r))
+                    dropped = True
+        start = min((r for r in remaining if id(r) in members), key=lambda r: r.full_name)
         # Walk forward inside the remaining subgraph until a reaction repeats: that is a cycle.
         order: list[ReactionInst] = [start]
         hops: list[list[PortInst]] = []

@@ -167,6 +167,18 @@ def test_causality_loop_is_named_hop_by_hop(tmp_path: Path) -> None:
         "Loop.b.reaction_1 -> Loop.b.out -> Loop.a.in -> Loop.a.reaction_1"]
 
 
+def test_causality_loop_is_named_when_reactions_after_it_come_first(tmp_path: Path) -> None:
+    # `Loop.a` only reads from the loop, and its name sorts before the loop's reactions: it is left
+    # over with them, but is not on the loop.
+    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
+                     "reactor Sink {\n  input in\n  reaction(in) {= pass =}\n}\n"
+                     "main reactor Loop {\n  a = new Sink()\n  b = new P()\n  c = new P()\n  b.out -> c.in\n"
+                     "  c.out -> b.in\n  c.out -> a.in\n}")
+    assert diagnostics(tmp_path, source, name="Loop.lf") == [
+        "DIR/Loop.lf:5:3: error: causality loop: Loop.b.reaction_1 -> Loop.b.out -> Loop.c.in -> "
+        "Loop.c.reaction_1 -> Loop.c.out -> Loop.b.in -> Loop.b.reaction_1"]
+
+
 def test_after_breaks_the_loop(tmp_path: Path) -> None:
     source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
                      "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.in\n  b.out -> a.in after 0\n}")
