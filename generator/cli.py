@@ -31,6 +31,14 @@ def parse_duration(text: str) -> int:
     return round(value * scale)
 
 
+def cannot_write(exc: OSError, where: str) -> str:
+    """`cannot write PATH: reason` for an error of the system; an error without a reason from the
+    system (cookiecutter's "Unable to create directory at ...") in its own words."""
+    if exc.strerror is None:
+        return str(exc)
+    return f"cannot write {exc.filename or where}: {exc.strerror}"
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -116,7 +124,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
         print(f"lfrl gen: error: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"lfrl gen: error: cannot write {exc.filename or options.output}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"lfrl gen: error: {cannot_write(exc, options.output)}", file=sys.stderr)
         return 1
     print(f"wrote {out} (and its library files in {out.parent / 'lib'})")
     return 0
@@ -158,9 +166,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     except CookiecutterException as exc:
         print(f"lfrl new: error: {exc}", file=sys.stderr)
         return 1
-    except OSError as exc:  # cookiecutter's own words name the folder it could not create
-        print(f"lfrl new: error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""),
-              file=sys.stderr)
+    except OSError as exc:
+        print(f"lfrl new: error: {cannot_write(exc, args.output)}", file=sys.stderr)
         return 1
     print(f"created {out}")
     return 0
