@@ -36,7 +36,7 @@ class Param:
     help: str
     min: int | None = None
     max: int | None = None
-    check: str | None = None  # 'env_id' for a gymnasium environment id
+    check: str | None = None  # 'env_id' for a gymnasium environment id, 'file' for a file name
 
     @property
     def flag(self) -> str:
@@ -55,7 +55,7 @@ class Param:
             high = "" if self.max is None else f"{self.max:_}"
             kind = f"{low}..{high}, default {self.default:_}"
         else:
-            kind = f"default {self.default}"
+            kind = f"default {self.default}" if self.default != "" else "default: none"
         return f"{self.help} [{kind}]"
 
     def parse(self, text: str) -> object:
@@ -87,6 +87,10 @@ class Param:
                 raise TemplateError(f"{self.flag} must be at most {self.max}, got {value}")
         if self.check == "env_id":
             check_env_id(str(value), self.flag)
+        if self.check == "file" and (set(str(value)) & {'"', "\\"} or not str(value).isprintable()):
+            # It goes into an LF (and Python) string literal as it is written.
+            raise TemplateError(f"{self.flag}: a file name without quotes, backslashes or control characters, "
+                                f"got {value!r}")
 
 
 def check_env_id(env_id: str, flag: str) -> None:
@@ -213,6 +217,8 @@ CATALOG: dict[str, Template] = {
                 Param("prioritized", bool, True, "prioritized replay (priorities = |TD error|); uniform if false"),
                 Param("seed", int, 0, "seed; actor i's is derived from (seed, i)", min=0, max=2**31 - 1),
                 Param("progress", bool, True, "show a progress bar with the recent mean episode return"),
+                Param("save", str, "", "at the end, write the Q-network's weights (torch.save of its state_dict) to "
+                                       "this file, relative to the program's folder", check="file"),
             ),
             ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"),
             derive_qlearning,

@@ -104,6 +104,9 @@ def test_rendered_values_reach_the_program(tmp_path: Path) -> None:
     ({"env_id": "Pendulum-v1"}, "--env-id: Q-learning needs discrete actions; 'Pendulum-v1' has Box actions"),
     ({"actors": 2, "steps_per_round": 8, "batch_size": 64},
      "--batch-size 64 is more than the 16 transitions one round collects (--actors x --steps-per-round)"),
+    ({"save": 'q"1.pt'}, "--save: a file name without quotes, backslashes or control characters, got 'q\"1.pt'"),
+    ({"save": "q\\1.pt"}, "--save: a file name without quotes, backslashes or control characters, got 'q\\\\1.pt'"),
+    ({"save": "q\n.pt"}, "--save: a file name without quotes, backslashes or control characters, got 'q\\n.pt'"),
 ])
 def test_qlearning_checks_across_parameters(values: dict, message: str) -> None:
     with pytest.raises(TemplateError) as info:

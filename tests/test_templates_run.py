@@ -96,6 +96,19 @@ def test_prioritized_and_uniform_replay_learn_differently(tmp_path: Path) -> Non
     assert prioritized != uniform
 
 
+def test_qlearning_saves_the_weights_it_reports(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    out = write("qlearning", {"actors": 2, "rounds": 3, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "models/q.pt"}, tmp_path / "Q.lf")
+    lines = run(out, 1)
+    saved = tmp_path / "models" / "q.pt"
+    assert lines[-1] == f"saved the Q-network's weights to {saved}"
+    weights = torch.load(saved)
+    assert [tuple(w.shape) for w in weights.values()] == [(8, 4), (8,), (2, 8), (2,)]  # CartPole: 4 in, 2 actions
+    checksum = sum(float(w.double().sum()) for w in weights.values())
+    assert lines[0].endswith(f"weights checksum {checksum:.9f}")
+
+
 def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:
     outputs = []
     for threads in (1, 2):
