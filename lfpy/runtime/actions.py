@@ -8,9 +8,9 @@ with its lock when more than one worker runs.
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
+from lfpy.runtime.api import lf_print_warning
 from lfpy.runtime.tag import Tag
 
 if TYPE_CHECKING:
@@ -44,8 +44,7 @@ class Action:
         """Schedule this action `delay` ns (plus its minimum delay) from now, with `value`."""
         delay = int(delay)
         if delay < 0:  # as reactor-c does
-            print(f"WARNING: schedule called with a negative extra_delay {delay}. Replacing with zero.",
-                  file=sys.stderr, flush=True)
+            lf_print_warning(f"schedule called with a negative extra_delay {delay}. Replacing with zero.")
             delay = 0
         if self.physical:
             self._sched.schedule_physical(self, delay, value)
