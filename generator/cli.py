@@ -93,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     diags = Diagnostics()
     status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
-                      fast=True if args.fast else None, use_lfc=args.lfc)
+                      fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume)
     _report(diags)
     return 1 if diags.has_errors and status == 0 else status
 
@@ -217,6 +217,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=parse_duration, help="logical time to stop at, e.g. 10s, 500ms")
     run.add_argument("--fast", action="store_true", help="do not wait for physical time")
     run.add_argument("--lfc", action="store_true", help="build with the real LF compiler (lfc) found on PATH")
+    run.add_argument("--resume", metavar="CHECKPOINT",
+                     help="go on from a checkpoint the program wrote (lf.request_checkpoint): same results as "
+                          "the uninterrupted run")
     run.set_defaults(func=cmd_run)
     return parser
 

@@ -18,8 +18,10 @@ from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
+from lfpy.runtime import checkpoint
 from lfpy.runtime.environment import Environment
 from lfpy.runtime.failure import LineMap, report_failure
+from lfpy.runtime.tag import Tag
 
 
 class Built:
@@ -113,13 +115,25 @@ def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path |
 
 
 def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_ns: int | None = None,
-             fast: bool | None = None, use_lfc: bool = False) -> int:
-    """`lfrl run`: compile, then run; returns the program's exit status (1 on compile errors)."""
+             fast: bool | None = None, use_lfc: bool = False, resume: str | None = None) -> int:
+    """`lfrl run`: compile, then run; returns the program's exit status (1 on compile errors).
+    `resume`: a checkpoint file to go on from (checked before any of the program's code runs)."""
     if use_lfc:
+        if resume is not None:
+            diags.error(Loc(path, 1, 1), "--resume needs lfpy's runtime: lfc's runtimes have no checkpoints")
+            return 1
         return _run_with_lfc(path, diags)
     built = build(path, diags)
     if built is None:
         return 1 if diags.has_errors else 0
+    identity = checkpoint.program_identity(built.source, _parameters(built.elaborated))
+    saved: tuple[Tag, bytes] | None = None
+    if resume is not None:
+        try:
+            saved = checkpoint.read(resume, identity)
+        except checkpoint.CheckpointError as exc:
+            diags.error(Loc(resume, 1, 1), str(exc))
+            return 1
     props = built.elaborated.target_properties
     namespace: dict[str, object] = {"__name__": "lf_program", "__file__": str(built.module)}
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
@@ -143,10 +157,17 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
             timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
             keepalive=props.get("keepalive"),  # type: ignore[arg-type]
             package_dir=str(package_root(Path(path))),
+            identity=identity, restoring=saved is not None,
         )
     except Exception as exc:  # a state variable's or parameter's initial value failed
         return _report_user_failure(built, exc, "initializing the reactors")
     env.sched.line_map = _line_map(built)
+    if saved is not None:
+        try:
+            checkpoint.restore(env, saved[1], saved[0])
+        except checkpoint.CheckpointError as exc:
+            diags.error(Loc(str(resume), 1, 1), str(exc))
+            return 1
     trace_path = os.environ.get("LFPY_TRACE")
     trace: list | None = [] if trace_path else None
     status = env.run(trace)
@@ -155,6 +176,12 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
             for entry in trace:
                 out.write(json.dumps([entry[0], entry[1], entry[2], repr(entry[3])]) + "\n")
     return status
+
+
+def _parameters(elaborated: Elaborated) -> dict[str, dict[str, str]]:
+    """Every instance's parameter values, as text (part of a checkpoint's program identity)."""
+    return {inst.full_name: {name: repr(value) for name, value in inst.parameters.items()}
+            for inst in elaborated.instances}
 
 
 def _relocated(code: CodeType, line_map: dict[int, tuple[str, int]]) -> CodeType:

@@ -90,6 +90,11 @@ class LfApi:
     def request_stop(self) -> None:
         self._s.request_stop()
 
+    def request_checkpoint(self, path: str) -> None:
+        """Write the program's whole state to `path` at the end of this tag, for `lfrl run --resume`
+        (an lfpy extension; see lfpy/runtime/checkpoint.py)."""
+        self._s.request_checkpoint(os.fspath(path))
+
     def source_directory(self) -> str:
         return self._source_dir
 

@@ -3,6 +3,7 @@ ports with their fan-out, actions, timers, reactions with their arguments, and m
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from lfpy.codegen import arg_names
 from lfpy.elaborate import Deferred
 from lfpy.graph import ActionInst, Elaborated, Instance, ModeInst, PortInst, ReactionInst, TimerInst
+from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
 from lfpy.runtime.api import LfApi
 from lfpy.runtime.modes import ModeHandle, ModeState
@@ -24,8 +26,14 @@ class Environment:
     """One run of one program: the scheduler and every runtime object, built from the graph."""
 
     def __init__(self, elaborated: Elaborated, namespace: dict[str, Any], class_names: dict[int, str],
-                 workers: int, fast: bool, timeout: int | None, keepalive: bool | None, package_dir: str) -> None:
+                 workers: int, fast: bool, timeout: int | None, keepalive: bool | None, package_dir: str,
+                 identity: dict[str, Any] | None = None, restoring: bool = False) -> None:
+        """`identity`: the program's, for its checkpoints (`checkpoint.program_identity`).
+        `restoring`: the reactors' state will come from a checkpoint, so their initialisers do not
+        run (they may have effects, such as opening files)."""
         self.graph = elaborated
+        self.identity = identity
+        self.restoring = restoring
         self.ns = namespace
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
         # Physical actions keep the program alive unless the program says otherwise.
@@ -41,6 +49,10 @@ class Environment:
         namespace["lf_request_stop"] = self.sched.request_stop
         self.class_names = class_names
         self.objects: dict[int, Any] = {}
+        self.parameter_names: dict[int, set[str]] = {}  # per instance: what a checkpoint leaves out
+        self.actions_by_name: dict[str, Action] = {}  # by full name, the same in every build
+        self.timers_by_name: dict[str, Timer] = {}
+        self.deliveries: dict[str, Callable[[object], None]] = {}  # `after`/`~>` handlers, by link
         self.ports: dict[tuple[int, int], Port] = {}  # (id(PortInst), channel) -> Port
         self.port_objects: dict[int, Port | Multiport] = {}
         self.actions: dict[int, Action] = {}
@@ -64,6 +76,7 @@ class Environment:
                 gates = self._gates(inst, action.mode)
                 self.actions[id(action)].gate = gates[0] if gates else None
         self.sched.on_start = self._start_timers
+        self.sched.on_checkpoint = self._write_checkpoints
         self._specialize()
 
     def _specialize(self) -> None:
@@ -119,6 +132,7 @@ class Environment:
         if inst.bank_index is not None and "bank_index" not in inst.parameters:
             obj.bank_index = inst.bank_index
         self.objects[id(inst)] = obj
+        self.parameter_names[id(inst)] = {*inst.parameters, "bank_index"}
         sched = self.sched
         for port in inst.ports.values():
             channels = [Port(f"{port.full_name}[{ch}]" if port.multiport else port.full_name, sched)
@@ -129,17 +143,20 @@ class Environment:
                     self.mutable_ports.append(p)
             self.port_objects[id(port)] = Multiport(channels) if port.multiport else channels[0]
         for action in inst.actions.values():
-            self.actions[id(action)] = Action(action.name, sched, action.origin == "physical", action.min_delay_ns,
-                                              action.min_spacing_ns, action.policy)
+            self.actions[id(action)] = self.actions_by_name[action.full_name] = Action(
+                action.name, sched, action.origin == "physical", action.min_delay_ns, action.min_spacing_ns,
+                action.policy)
         for timer in inst.timers.values():
-            self.timers[id(timer)] = Timer(timer.name, sched, timer.offset_ns, timer.period_ns)
+            self.timers[id(timer)] = self.timers_by_name[timer.full_name] = Timer(
+                timer.name, sched, timer.offset_ns, timer.period_ns)
         if inst.modes:
             initial = next(m.name for m in inst.modes.values() if m.initial)
             state = ModeState(initial, initial, owner=inst.full_name, visited={initial})
             state.on_enter = self._mode_entry(inst)
             self.mode_states[id(inst)] = state
             sched.mode_states.append(state)
-        obj._lf_init_state()
+        if not self.restoring:
+            obj._lf_init_state()
 
     def _connect(self) -> None:
         """Resolve zero-delay connections. As in reactor-c, a port channel fed without delay is an
@@ -159,7 +176,9 @@ class Environment:
             else:
                 gates = self._gates(link.owner, link.mode)
                 gate = gates[0] if gates else None
-                src.delayed.append((link.delay_ns or 0, link.physical, dst, gate, self.sched.deliver(dst, gate)))
+                handler = self.sched.deliver(dst, gate)
+                src.delayed.append((link.delay_ns or 0, link.physical, dst, gate, handler))
+                self.deliveries[f"{link.describe()} #{len(self.deliveries)}"] = handler
         written = {id(self.ports[(id(t), ch)]) for r in self.graph.reactions for ref in r.effects
                    for t in ref.targets if isinstance(t, PortInst) for ch in range(t.width)}
         mutable = {id(p) for p in self.mutable_ports}
@@ -277,6 +296,34 @@ class Environment:
                 gates.append((self.mode_states[id(node.parent)], node.mode.name))
             node = node.parent
         return gates
+
+    def event_handlers(self) -> dict[tuple[str, str], Callable[[object], None]]:
+        """Every handler an event of the queue can have (modes aside), by a key that is the same in
+        every build of the program: how a checkpoint names events."""
+        handlers: dict[tuple[str, str], Callable[[object], None]] = {}
+        handlers.update({("timer", name): t.fire for name, t in self.timers_by_name.items()})
+        handlers.update({("action", name): a.on_event for name, a in self.actions_by_name.items()})
+        handlers.update({("deliver", name): h for name, h in self.deliveries.items()})
+        return handlers
+
+    def _write_checkpoints(self, paths: list[str]) -> None:
+        """Write the state at the end of this tag to each path; a failure is an error that stops
+        the program (shutdown reactions still run), since the run would not be resumable."""
+        try:
+            payload = checkpoint.capture(self)
+        except checkpoint.CheckpointError as exc:
+            self._checkpoint_failed(paths[0], str(exc))
+            return
+        for path in dict.fromkeys(paths):
+            try:
+                checkpoint.write(path, self.sched.current, self.identity or {}, payload)
+            except OSError as exc:
+                self._checkpoint_failed(path, f"cannot write {exc.filename or path}: {exc.strerror or exc}")
+
+    def _checkpoint_failed(self, path: str, reason: str) -> None:
+        print(f"{path}: error: checkpoint not written: {reason}", file=sys.stderr, flush=True)
+        self.sched.exit_status = 1
+        self.sched.request_stop()
 
     def _start_timers(self) -> None:
         sched = self.sched

@@ -17,7 +17,8 @@ Threading contract:
   decides the tag and pushes the event (`Action.pending` is guarded by `lock` too).
 - `schedule_physical` may be called from any thread: it reads physical time there and hands the
   event over under `cond`, which also wakes the scheduler's thread from its wait for physical time.
-- `request_stop` may be called from any thread; it holds `lock`.
+- `request_stop` and `request_checkpoint` may be called from any thread; they hold `lock`.
+  Checkpoints are written at the end of the tag, on the scheduler's thread (`on_checkpoint`).
 """
 
 from __future__ import annotations
@@ -75,11 +76,17 @@ class Scheduler:
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
         self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
+        # Physical time as the program sees it is `time.time_ns() - clock_offset`: a resumed run goes
+        # on from the physical time elapsed when its checkpoint was written (`resume_elapsed`).
+        self.clock_offset = 0
+        self.resume_elapsed: int | None = None
+        self.checkpoint_requests: list[str] = []
+        self.on_checkpoint: Callable[[list[str]], None] | None = None  # writes them (Environment)
 
     # ------------------------------------------------------------ time
 
     def physical(self) -> int:
-        return time.time_ns()
+        return time.time_ns() - self.clock_offset
 
     def request_stop(self) -> None:
         """Stop at the next microstep (LF's `request_stop()`); never later than a stop already set."""
@@ -89,6 +96,11 @@ class Scheduler:
                 self.stop_tag = candidate
         with self.cond:  # called from another thread, it wakes the scheduler from its wait
             self.cond.notify()
+
+    def request_checkpoint(self, path: str) -> None:
+        """Write the program's state to `path` once this tag's reactions have all run."""
+        with self.lock:
+            self.checkpoint_requests.append(path)
 
     # ------------------------------------------------------------ scheduling
 
@@ -202,17 +214,24 @@ class Scheduler:
     # ------------------------------------------------------------ running
 
     def run(self) -> int:
-        """Run from startup to shutdown; returns the exit status."""
-        self.start_time = self.physical()
-        self.current = Tag(self.start_time, 0)
-        if self.timeout is not None:
-            self.stop_tag = Tag(self.start_time + self.timeout, 0)
-        if self.on_start is not None:
-            self.on_start()
+        """Run from startup (or, resumed from a checkpoint, from the tag after it) to shutdown;
+        returns the exit status."""
+        resumed = self.resume_elapsed is not None
+        if resumed:  # `checkpoint.restore` has set the tag, the start time and the events
+            self.clock_offset = time.time_ns() - (self.start_time + self.resume_elapsed)  # type: ignore[operator]
+            if self.timeout is not None:
+                self.stop_tag = min(self.stop_tag, Tag(self.start_time + self.timeout, 0))
+        else:
+            self.start_time = self.physical()
+            self.current = Tag(self.start_time, 0)
+            if self.timeout is not None:
+                self.stop_tag = Tag(self.start_time + self.timeout, 0)
+            if self.on_start is not None:
+                self.on_start()
         if self.workers > 1:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
         try:
-            self._loop()
+            self._loop(resumed)
         except KeyboardInterrupt:  # Ctrl-C while waiting for physical time
             self._interrupted()
         finally:
@@ -221,9 +240,9 @@ class Scheduler:
         sys.stdout.flush()
         return self.exit_status
 
-    def _loop(self) -> None:
-        tag = self.current
-        self._process(tag, startup=True)
+    def _loop(self, resumed: bool) -> None:
+        if not resumed:
+            self._process(self.current, startup=True)
         while not self.halted:
             self._drain_physical()
             if self.current >= self.stop_tag:
@@ -477,6 +496,10 @@ class Scheduler:
                         report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.line_map)
                         self.exit_status = 1
                         self.request_stop()
+        if self.checkpoint_requests and self.on_checkpoint is not None:
+            with self.lock:
+                paths, self.checkpoint_requests = self.checkpoint_requests, []
+            self.on_checkpoint(paths)
         if self.stopping:
             self.halted = True
 
