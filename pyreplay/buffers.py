@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import struct
+import tempfile
 import zlib
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -211,6 +212,15 @@ class ReplayBuffer:
         prefix = MAGIC + _PREFIX.pack(VERSION, len(meta), zlib.crc32(meta)) + meta
         self._core.save(os.fspath(path), prefix)
 
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]:
+        """Pickling (lfpy's checkpoints, copy.deepcopy): the bytes `save` writes, so that a copy is
+        exactly this buffer (rows, priorities, position, generator state)."""
+        with tempfile.TemporaryDirectory(prefix="pyreplay-") as folder:
+            path = os.path.join(folder, "buffer")
+            self.save(path)
+            with open(path, "rb") as f:
+                return _unpickle, (f.read(),)
+
     @classmethod
     def load(cls: type[B], path: str | os.PathLike[str]) -> B:
         """A new buffer from a file written by `save`: exactly the saved one (same rows, priorities,
@@ -321,6 +331,14 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def _meta(self) -> dict[str, Any]:
         return {**super()._meta(), "alpha": self.alpha, "beta": self._beta, "K": self.K}
+
+
+def _unpickle(data: bytes) -> ReplayBuffer:
+    with tempfile.TemporaryDirectory(prefix="pyreplay-") as folder:
+        path = os.path.join(folder, "buffer")
+        with open(path, "wb") as f:
+            f.write(data)
+        return ReplayBuffer.load(path)
 
 
 __all__ = ["DEFAULT_K", "PrioritizedReplayBuffer", "ReplayBuffer"]

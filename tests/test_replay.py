@@ -3,6 +3,7 @@ the statistics of prioritized sampling and the importance weights."""
 
 from __future__ import annotations
 
+import pickle
 import struct
 from pathlib import Path
 from typing import Any
@@ -305,6 +306,18 @@ def test_save_load_round_trip(tmp_path: Path, prioritized: bool) -> None:
     buf2.save(tmp_path / "buf2.rpl")
     assert (tmp_path / "buf2.rpl").read_bytes() == path.read_bytes()
     assert ReplayBuffer.load(path).__class__ is type(buf)
+
+
+@pytest.mark.parametrize("prioritized", [True, False])
+def test_a_pickled_buffer_is_the_same_buffer(tmp_path: Path, prioritized: bool) -> None:
+    """Pickling goes through save/load: lfpy's checkpoints hold buffers this way."""
+    buf, path = filled(tmp_path, prioritized)
+    again = pickle.loads(pickle.dumps(buf))
+    assert type(again) is type(buf) and again._state() == buf._state()
+    again.save(tmp_path / "again.rpl")
+    assert (tmp_path / "again.rpl").read_bytes() == path.read_bytes()
+    a, b = buf.sample(8), again.sample(8)  # the buffer's own generator goes on alike
+    assert all(np.array_equal(a[k], b[k]) for k in a)
 
 
 def test_empty_buffer_round_trip(tmp_path: Path) -> None:
