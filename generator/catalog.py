@@ -7,6 +7,7 @@ program and its imports stand on their own (for lfpy and for the real lfc alike)
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import tempfile
@@ -34,9 +35,11 @@ class Param:
     type: type
     default: object
     help: str
-    min: int | None = None
-    max: int | None = None
-    check: str | None = None  # 'env_id' for a gymnasium environment id, 'file' for a file name
+    min: float | None = None
+    max: float | None = None
+    # 'env_id' (a gymnasium environment id), 'file' (a file name), 'net_arch' (layer sizes such as
+    # 256,256), 'auto_or_number' ("auto" or a number), 'module' (a Python module name)
+    check: str | None = None
 
     @property
     def flag(self) -> str:
@@ -44,16 +47,18 @@ class Param:
 
     @property
     def metavar(self) -> str:
-        return {int: "N", bool: "yes|no"}.get(self.type, "TEXT")
+        return {int: "N", float: "X", bool: "yes|no"}.get(self.type, "TEXT")
 
     def describe(self) -> str:
         """The help text with the type, range and default, as `--list` and `--help` show them."""
         if self.type is bool:
             kind = f"yes or no, default {'yes' if self.default else 'no'}"
-        elif self.type is int:
-            low = "" if self.min is None else f"{self.min:_}"
-            high = "" if self.max is None else f"{self.max:_}"
-            kind = f"{low}..{high}, default {self.default:_}"
+        elif self.type in (int, float):
+            number = "{:_}" if self.type is int else "{:g}"
+            low = "" if self.min is None else number.format(self.min)
+            high = "" if self.max is None else number.format(self.max)
+            default = "none" if self.default is None else number.format(self.default)
+            kind = f"{low}..{high}, default {default}"
         else:
             kind = f"default {self.default}" if self.default != "" else "default: none"
         return f"{self.help} [{kind}]"
@@ -70,6 +75,11 @@ class Param:
                 value: object = int(text)
             except ValueError:
                 raise TemplateError(f"{self.flag}: expected a whole number, got {text!r}") from None
+        elif self.type is float:
+            try:
+                value = float(text)
+            except ValueError:
+                raise TemplateError(f"{self.flag}: expected a number, got {text!r}") from None
         else:
             value = text
         self.validate(value)
@@ -81,22 +91,50 @@ class Param:
         if self.type is int:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TemplateError(f"{self.flag}: expected a whole number, got {value!r}")
-            if self.min is not None and value < self.min:
-                raise TemplateError(f"{self.flag} must be at least {self.min}, got {value}")
-            if self.max is not None and value > self.max:
-                raise TemplateError(f"{self.flag} must be at most {self.max}, got {value}")
+        if self.type is float and value is not None:
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise TemplateError(f"{self.flag}: expected a finite number, got {value!r}")
+        if self.type in (int, float) and value is not None:
+            shown = str if self.type is int else "{:g}".format
+            if self.min is not None and value < self.min:  # type: ignore[operator]
+                raise TemplateError(f"{self.flag} must be at least {shown(self.min)}, got {shown(value)}")
+            if self.max is not None and value > self.max:  # type: ignore[operator]
+                raise TemplateError(f"{self.flag} must be at most {shown(self.max)}, got {shown(value)}")
         if self.check == "env_id":
             check_env_id(str(value), self.flag)
         if self.check == "file" and (set(str(value)) & {'"', "\\"} or not str(value).isprintable()):
             # It goes into an LF (and Python) string literal as it is written.
             raise TemplateError(f"{self.flag}: a file name without quotes, backslashes or control characters, "
                                 f"got {value!r}")
+        if self.check == "net_arch" and not re.fullmatch(r"[1-9][0-9]{0,5}(,[1-9][0-9]{0,5})*", str(value)):
+            raise TemplateError(f"{self.flag}: hidden layer sizes separated by commas, such as 256,256, got {value!r}")
+        if self.check == "auto_or_number" and value != "auto":
+            try:
+                number = float(str(value))
+            except ValueError:
+                number = math.nan
+            if not math.isfinite(number):
+                raise TemplateError(f"{self.flag}: expected auto or a number, got {value!r}")
+        if self.check == "module" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", str(value)):
+            raise TemplateError(f"{self.flag}: expected a Python module name such as my_networks, got {value!r}")
 
 
 def check_env_id(env_id: str, flag: str) -> None:
-    """Refuse an environment id that gymnasium (with ale_py's Atari games) does not know."""
+    """Refuse an environment id that gymnasium (with ale_py's Atari games) does not know. A user's
+    own environment is `module:EnvId`, as gymnasium.make takes it: the module registers it on import."""
     import gymnasium
 
+    if ":" in env_id:
+        import importlib
+
+        module, _, name = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # the user's module: any error of its own is theirs to see
+            raise TemplateError(f"{flag}: cannot import {module!r} for {env_id!r}: {type(exc).__name__}: {exc}") from None
+        if name not in gymnasium.registry:
+            raise TemplateError(f"{flag}: importing {module!r} did not register {name!r}")
+        return
     if env_id.startswith("ALE/"):
         try:
             import ale_py
@@ -181,6 +219,149 @@ def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
     return {"obs_dim": obs_dim, "n_actions": n_actions}
 
 
+LEARNER_TITLES = {"dqn": "Double DQN", "ddpg": "DDPG", "td3": "TD3", "sac": "SAC"}
+LEARNER_LIBRARIES = ("Actor.lf", "ReplayBuffer.lf", "Learner.lf", "GradientLearner.lf", "Evaluator.lf", "Monitor.lf")
+
+
+def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
+    """The parameters of an off-policy learner template, with this algorithm's defaults (tuned for
+    its default environment; Stable-Baselines3's names where it has one)."""
+    d = defaults.get
+    common = (
+        Param("env_id", str, d("env_id"), "gymnasium environment id, ALE/... for Atari, or module:EnvId for your own "
+              f"({'discrete' if algo == 'dqn' else 'continuous'} actions)", check="env_id"),
+        Param("total_steps", int, d("total_steps"), "environment steps in all (the budget)", min=0, max=10**10),
+        Param("learning_rate", float, d("learning_rate"), "Adam's learning rate (every network)", min=1e-8, max=1.0),
+        Param("buffer_size", int, d("buffer_size"), "replay buffer capacity, in transitions", min=1, max=10**8),
+        Param("learning_starts", int, d("learning_starts"), "environment steps (random actions) before learning",
+              min=0, max=10**10),
+        Param("batch_size", int, d("batch_size"), "transitions per update", min=1, max=10**6),
+        Param("gamma", float, d("gamma", 0.99), "discount factor", min=0.0, max=1.0),
+        Param("train_freq", int, d("train_freq"), "environment steps per round, all actors together", min=1,
+              max=10**7),
+        Param("gradient_steps", int, d("gradient_steps"), "updates per round", min=0, max=10**6),
+        Param("net_arch", str, d("net_arch"), "hidden layer sizes of every network", check="net_arch"),
+        Param("n_step", int, d("n_step", 1), "n-step returns (1: one-step TD targets)", min=1, max=1000),
+        Param("prioritized", bool, d("prioritized", False), "prioritized replay (priorities = |TD error|)"),
+        Param("per_alpha", float, 0.6, "prioritized replay: priority exponent alpha", min=0.0, max=10.0),
+        Param("per_beta", float, 0.4, "prioritized replay: importance exponent beta at the start (rises to 1)",
+              min=0.0, max=1.0),
+        Param("actors", int, d("actors", 1), "actors collecting in parallel (a bank; each takes train_freq / actors "
+              "steps per round)", min=1, max=256),
+        Param("learners", int, 1, "parallel learners each batch is split over (their gradients are added in a "
+              "fixed order)", min=1, max=64),
+        Param("eval_every", int, d("eval_every"), "environment steps between evaluations", min=1, max=10**10),
+        Param("eval_episodes", int, d("eval_episodes", 10), "deterministic episodes per evaluation", min=1,
+              max=10**5),
+        Param("stop_at", float, None, "stop once an evaluation's mean return reaches this", min=-1e12, max=1e12),
+        Param("seed", int, 0, "seed of every random stream of the run (learner, actors, evaluator, buffer)", min=0,
+              max=2**31 - 1),
+        Param("logdir", str, "", "log folder, relative to the program's folder [default: runs/ALGO-ENV-seedN]",
+              check="file"),
+        Param("checkpoint_every", int, 0, "environment steps between checkpoints in LOGDIR/checkpoints (0: none); "
+              "lfrl run PROGRAM --resume FILE goes on from one", min=0, max=10**10),
+        Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
+              "--total-steps 0 the run only evaluates them", check="file"),
+        Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
+              "next to the program, change it, and name it here", check="module"),
+        Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
+        Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
+    )
+    if algo == "dqn":
+        specific = (
+            Param("double", bool, True, "double Q-learning targets (plain DQN's max if no)"),
+            Param("dueling", bool, False, "dueling heads: Q = V + A - mean A"),
+            Param("target_update_interval", int, d("target_update_interval"),
+                  "environment steps between copies to the target network", min=1, max=10**10),
+            Param("exploration_fraction", float, d("exploration_fraction"),
+                  "fraction of the steps over which epsilon falls", min=0.0, max=1.0),
+            Param("exploration_initial_eps", float, 1.0, "epsilon at the start", min=0.0, max=1.0),
+            Param("exploration_final_eps", float, d("exploration_final_eps"), "epsilon at the end", min=0.0, max=1.0),
+            Param("max_grad_norm", float, 10.0, "gradients are clipped to this norm (0: not clipped)", min=0.0,
+                  max=1e12),
+        )
+    else:
+        specific = (Param("tau", float, d("tau", 0.005), "target networks move this fraction toward the online ones",
+                          min=0.0, max=1.0),)
+        if algo in ("td3", "ddpg"):
+            specific += (Param("action_noise", float, d("action_noise", 0.1), "standard deviation of the "
+                               "exploration noise, in actions scaled to [-1, 1]", min=0.0, max=10.0),)
+        if algo == "td3":
+            specific += (
+                Param("policy_delay", int, 2, "critic updates per actor update", min=1, max=10**6),
+                Param("target_policy_noise", float, 0.2, "standard deviation of the target policy smoothing noise",
+                      min=0.0, max=10.0),
+                Param("target_noise_clip", float, 0.5, "the smoothing noise is clipped to this", min=0.0, max=10.0),
+            )
+        if algo == "sac":
+            specific += (
+                Param("ent_coef", str, "auto", "entropy coefficient alpha: auto (tuned, starting at 1) or a number",
+                      check="auto_or_number"),
+                Param("target_entropy", str, "auto", "entropy target of auto tuning: auto (-action dimensions) or "
+                      "a number", check="auto_or_number"),
+            )
+    return common + specific
+
+
+def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]]:
+    """Checks of an off-policy learner's values against its environment and each other; the
+    program's CONFIG and the replay buffer's fields."""
+
+    def derive(values: dict[str, object]) -> dict[str, object]:
+        from lfrl.envs import describe
+
+        env_id = str(values["env_id"])
+        try:
+            spec = describe(env_id)
+        except ValueError as exc:
+            raise TemplateError(f"--env-id: {exc}") from None
+        if algo == "dqn" and not spec.discrete:
+            raise TemplateError(f"--env-id: dqn needs discrete actions; {env_id!r} has continuous ones "
+                                "(use sac, td3 or ddpg)")
+        if algo != "dqn" and spec.discrete:
+            raise TemplateError(f"--env-id: {algo} needs continuous actions; {env_id!r} has discrete ones (use dqn)")
+        n = {k: values[k] for k in ("total_steps", "train_freq", "actors", "batch_size", "buffer_size", "learners",
+                                    "learning_starts", "gradient_steps")}
+        if int(n["train_freq"]) % int(n["actors"]):  # type: ignore[call-overload]
+            raise TemplateError(f"--train-freq {n['train_freq']} is not a multiple of --actors {n['actors']} (each "
+                                "actor takes an equal share of a round's steps)")
+        if int(n["batch_size"]) > int(n["buffer_size"]):  # type: ignore[call-overload]
+            raise TemplateError(f"--batch-size {n['batch_size']} is more than the --buffer-size {n['buffer_size']}")
+        if int(n["learners"]) > int(n["batch_size"]):  # type: ignore[call-overload]
+            raise TemplateError(f"--learners {n['learners']} is more than the --batch-size {n['batch_size']}: "
+                                "each learner needs a part of every batch")
+        total = int(n["total_steps"])  # type: ignore[call-overload]
+        if total > 0 and int(n["gradient_steps"]) > 0 and int(n["learning_starts"]) >= total:  # type: ignore[call-overload]
+            raise TemplateError(f"--learning-starts {n['learning_starts']} is not below --total-steps {total}: "
+                                "the learner would never learn")
+        if 0 < total < int(n["train_freq"]):  # type: ignore[call-overload]
+            raise TemplateError(f"--total-steps {total} is fewer than the --train-freq {n['train_freq']} steps one "
+                                "round takes")
+        if total == 0 and not values["load"]:
+            raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", env_id)
+        logdir = str(values["logdir"]) or f"runs/{algo}-{slug}-seed{values['seed']}"
+        config: dict[str, object] = {"algo": algo, **{k: v for k, v in values.items() if k != "logdir"},
+                                     "logdir": logdir, "net_arch": [int(x) for x in str(values["net_arch"]).split(",")]}
+        if algo != "dqn":
+            config["n_critics"] = 1 if algo == "ddpg" else 2
+        if algo == "ddpg":  # TD3 without its three additions
+            config.update(policy_delay=1, target_policy_noise=0.0, target_noise_clip=0.0)
+        for key in ("ent_coef", "target_entropy"):
+            if key in config and config[key] != "auto":
+                config[key] = float(str(config[key]))
+        return {"algo": algo, "algo_title": LEARNER_TITLES[algo], "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
+                "config": config, "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
+                "logdir": logdir}
+
+    return derive
+
+
+def learner_template(algo: str, description: str, **defaults: object) -> Template:
+    return Template(algo, "learner.lf.j2", description, learner_params(algo, **defaults), LEARNER_LIBRARIES,
+                    derive_learner(algo))
+
+
 CATALOG: dict[str, Template] = {
     t.name: t for t in (
         Template(
@@ -236,13 +417,39 @@ CATALOG: dict[str, Template] = {
             ("MultiAgentEnv.lf", "AgentPolicy.lf"),
             derive_multiagent,
         ),
+        learner_template(
+            "dqn", "double DQN (dueling heads, n-step returns, prioritized replay optional): actors, a pyreplay "
+                   "buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475",
+            env_id="CartPole-v1", total_steps=50_000, learning_rate=2.3e-3, buffer_size=100_000,
+            learning_starts=1000, batch_size=64, train_freq=256, gradient_steps=128, net_arch="256,256",
+            eval_every=2000, target_update_interval=10, exploration_fraction=0.16, exploration_final_eps=0.04),
+        learner_template(
+            "ddpg", "DDPG for continuous actions: actors, a pyreplay buffer, a learner, an evaluator; Pendulum-v1's "
+                    "defaults reach a return of -200",
+            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=200_000,
+            learning_starts=10_000, batch_size=256, gamma=0.98, train_freq=200, gradient_steps=200,
+            net_arch="400,300", eval_every=1000),
+        learner_template(
+            "td3", "TD3 for continuous actions: actors, a pyreplay buffer, a learner, an evaluator; Pendulum-v1's "
+                   "defaults reach a return of -200",
+            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=200_000,
+            learning_starts=10_000, batch_size=256, gamma=0.98, train_freq=200, gradient_steps=200,
+            net_arch="400,300", eval_every=1000),
+        learner_template(
+            "sac", "SAC with automatic entropy tuning for continuous actions: actors, a pyreplay buffer, a learner, "
+                   "an evaluator; Pendulum-v1's defaults reach a return of -200",
+            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=100_000,
+            learning_starts=100, batch_size=256, train_freq=1, gradient_steps=1, net_arch="256,256",
+            eval_every=1000),
     )
 }
 
 
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                              keep_trailing_newline=True, autoescape=False)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters["pyrepr"] = repr  # a Python literal of a value (strings, numbers, lists, None)
+    return env
 
 
 def template(name: str) -> Template:

@@ -52,7 +52,7 @@ def test_flag_texts_are_parsed_and_checked(flag: str, text: str, message: str) -
 
 
 def test_unknown_template() -> None:
-    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling, qlearning, multiagent$"):
+    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling, qlearning, multiagent, dqn, ddpg, td3, sac$"):
         render("nope")
 
 

@@ -1,0 +1,79 @@
+"""An actor of the bank: its own environment, random generator and copy of the policy. Each round
+it loads the learner's weights and takes its steps; what it sends is the round's transitions (with
+n-step returns when `n_step` > 1) and the returns and lengths of the episodes that ended.
+
+An episode cut short by a time limit (truncated) is not a terminal state: its last transitions
+bootstrap from the next observation (done = 0), as Stable-Baselines3 does with its timeout handling.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import numpy as np
+import torch
+
+from lfrl import envs, seeds
+from lfrl.algorithms import make_policy
+
+Transitions = dict[str, np.ndarray]
+
+
+class Actor:
+    def __init__(self, config: dict[str, Any], index: int) -> None:
+        self.spec = envs.describe(config["env_id"])
+        self.dtypes = {name: dtype for name, (_shape, dtype) in self.spec.replay_fields().items()}
+        self.env = envs.make(config["env_id"], training=True)
+        self.obs, _ = self.env.reset(seed=seeds.derive(config["seed"], seeds.ACTOR, 2 * index))
+        self.rng = np.random.default_rng(seeds.derive(config["seed"], seeds.ACTOR, 2 * index + 1))
+        self.policy = make_policy(config, self.spec)
+        self.index = index
+        self.actors = int(config["actors"])
+        self.gamma = float(config["gamma"])
+        self.n_step = int(config.get("n_step", 1))
+        self.window: deque[tuple[np.ndarray, np.ndarray, float]] = deque()  # the last steps: obs, action, reward
+        self.episode_return = 0.0
+        self.episode_length = 0
+
+    def collect(self, weights: tuple[torch.Tensor, ...], env_steps: int, steps: list[int]
+                ) -> tuple[Transitions, list[tuple[float, int, int]]]:
+        """One round: `steps[index]` steps with the policy of `weights`, `env_steps` taken before it
+        by all actors (for schedules such as epsilon). Returns the transitions and the episodes that
+        ended: (return, length, the run's environment steps when it ended, counting the actors as in
+        step)."""
+        self.policy.load(weights)
+        rows: dict[str, list] = {k: [] for k in ("obs", "action", "reward", "next_obs", "done", "discount")}
+        ended: list[tuple[float, int, int]] = []
+        for step in range(steps[self.index]):
+            action = self.policy.explore(self.obs[None], self.rng, env_steps)[0]
+            next_obs, reward, terminated, truncated, _ = self.env.step(self.policy.to_env(action))
+            reward = float(reward)
+            self.window.append((self.obs, action, reward))
+            self.episode_return += reward
+            self.episode_length += 1
+            if len(self.window) == self.n_step:
+                self._emit(rows, next_obs, terminated)
+            if terminated or truncated:
+                while self.window:  # the steps left at the end of an episode span fewer than n
+                    self._emit(rows, next_obs, terminated)
+                ended.append((self.episode_return, self.episode_length, env_steps + (step + 1) * self.actors))
+                self.episode_return, self.episode_length = 0.0, 0
+                next_obs, _ = self.env.reset()
+            self.obs = next_obs
+        return {k: np.asarray(v, dtype=self.dtypes[k]) for k, v in rows.items()}, ended
+
+    def _emit(self, rows: dict[str, list], next_obs: np.ndarray, terminated: bool) -> None:
+        """The transition from the oldest step of the window to `next_obs`: rewards discounted
+        over the window, `discount` = gamma^(steps spanned)."""
+        ret, discount = 0.0, 1.0
+        for _obs, _action, reward in self.window:
+            ret += discount * reward
+            discount *= self.gamma
+        obs, action, _ = self.window.popleft()
+        for key, value in (("obs", obs), ("action", action), ("reward", ret), ("next_obs", next_obs),
+                           ("done", float(terminated)), ("discount", discount)):
+            rows[key].append(value)
+
+    def close(self) -> None:
+        self.env.close()

@@ -1,0 +1,123 @@
+"""DQN (Mnih et al. 2015) with double Q-learning (van Hasselt et al. 2016), optional dueling heads
+(Wang et al. 2016), n-step returns and prioritized replay (Schaul et al. 2016).
+
+Targets: y = r + gamma^n (1 - done) Q_target(s', a*), where a* = argmax_a Q(s', a) (double; plain DQN
+takes max_a Q_target(s', a)); `discount` in a batch is gamma^n, for the steps the transition spans.
+The loss is the Huber loss of Q(s, a) - y, weighted by the importance weights of prioritized
+replay (all 1 for uniform replay). As in Stable-Baselines3, gradients are clipped to a norm of
+`max_grad_norm`, and the target network is copied from the online one every
+`target_update_interval` environment steps; exploration is epsilon-greedy with epsilon falling
+linearly from `exploration_initial_eps` to `exploration_final_eps` over the first
+`exploration_fraction` of the steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from lfrl.envs import EnvSpec
+from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module
+from lfrl.policy import Policy as BasePolicy
+
+
+def td_targets(q_target_next: torch.Tensor, q_online_next: torch.Tensor | None, reward: torch.Tensor,
+               done: torch.Tensor, discount: torch.Tensor) -> torch.Tensor:
+    """y = r + discount (1 - done) Q_target(s', a*): a* from the online network (double DQN) when
+    `q_online_next` is given, else the target network's best action (DQN)."""
+    if q_online_next is None:
+        next_value = q_target_next.max(dim=1).values
+    else:
+        next_value = q_target_next.gather(1, q_online_next.argmax(dim=1, keepdim=True)).squeeze(1)
+    return reward + discount * (1.0 - done) * next_value
+
+
+def dqn_loss(q: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor,
+             scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(scale * sum_i w_i huber(Q(s_i, a_i) - y_i), |Q(s_i, a_i) - y_i|): with scale = 1 / batch size,
+    the mean weighted Huber loss, and the TD errors that prioritized replay uses."""
+    taken = q.gather(1, action.unsqueeze(1)).squeeze(1)
+    loss = (weight * F.smooth_l1_loss(taken, target, reduction="none")).sum() * scale
+    return loss, (taken - target).detach().abs()
+
+
+def epsilon(config: dict[str, Any], env_steps: int) -> float:
+    """The exploration rate after `env_steps` steps: linear from the initial to the final value over
+    the first `exploration_fraction` of `total_steps`, then constant."""
+    start, end = float(config["exploration_initial_eps"]), float(config["exploration_final_eps"])
+    span = float(config["exploration_fraction"]) * int(config["total_steps"])
+    progress = 1.0 if span <= 0 else min(env_steps / span, 1.0)
+    return start + (end - start) * progress
+
+
+class DQN(Learner):
+    LOSSES = ("loss",)
+
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+        super().__init__(spec, config, seed)
+        nets = networks_module(config)
+        self.q = nets.q_network(spec, config["net_arch"], bool(config.get("dueling")), self.generator)
+        self.q_target = frozen_copy(self.q)
+        self.online = [self.q]
+        self.params = list(self.q.parameters())
+        self.double = bool(config.get("double", True))
+        self.interval = int(config["target_update_interval"])
+        self.synced_at = 0  # env steps at the last copy to the target network
+        self.make_optimizer()
+
+    def begin_round(self, env_steps: int) -> None:
+        # Stable-Baselines3 copies every `interval` steps while it collects; here rounds are the
+        # unit, so the copy happens at the first round that passed an interval boundary.
+        if env_steps // self.interval > self.synced_at // self.interval:
+            self.sync_targets()
+            self.synced_at = env_steps
+
+    def sync_targets(self) -> None:
+        self.q_target.load_state_dict(self.q.state_dict())
+
+    def grads(self, batch: Batch, share: float) -> Gradients:
+        obs, next_obs = batch["obs"], batch["next_obs"]
+        with torch.no_grad():
+            target = td_targets(self.q_target(next_obs), self.q(next_obs) if self.double else None,
+                                batch["reward"], batch["done"], batch["discount"])
+        weight = batch["weights"].to(torch.float32)
+        loss, td = dqn_loss(self.q(obs), batch["action"], target, weight, share / len(obs))
+        grads = torch.autograd.grad(loss, self.params)
+        return Gradients(list(grads), {"loss": float(loss.detach())}, td.numpy())
+
+    def policy_weights(self) -> tuple[torch.Tensor, ...]:
+        return tuple(self.params)
+
+    def replicated(self) -> list[torch.nn.Module]:
+        return [self.q, self.q_target]
+
+    def named_networks(self) -> dict[str, torch.nn.Module]:
+        return {"q": self.q}
+
+
+class Policy(BasePolicy):
+    """How a DQN actor acts: epsilon-greedy on its copy of the Q-network (uniformly at random
+    before learning starts); greedy when evaluated."""
+
+    def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
+        self.spec, self.config = spec, config
+        self.q = networks_module(config).q_network(spec, config["net_arch"], bool(config.get("dueling")), None)
+        self.params = list(self.q.parameters())
+
+    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+        n = len(obs)
+        if env_steps < int(self.config["learning_starts"]):
+            return rng.integers(self.spec.n_actions, size=n)
+        eps = epsilon(self.config, env_steps)
+        random = rng.random(n) < eps
+        choice = rng.integers(self.spec.n_actions, size=n)
+        if random.all():
+            return choice
+        return np.where(random, choice, self.exploit(obs))
+
+    def exploit(self, obs: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return self.q(torch.from_numpy(obs)).argmax(dim=1).numpy()

@@ -1,0 +1,91 @@
+"""Environments for the learners: gymnasium ids, Atari games with the standard preprocessing, and a
+user's own environment as `module:EnvId` (gymnasium imports the module, which registers it).
+
+Atari (`ALE/...` ids), as in DQN's Nature paper and Stable-Baselines3's AtariWrapper: up to 30
+no-op starts, 4 frames per step with the max of the last two, 84x84 grayscale, 4 frames stacked
+(uint8, channels first); sticky actions as the v5 games define them (probability 0.25). For training, rewards are
+clipped to [-1, 1] and a lost life ends the episode; evaluation plays whole games with real scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gymnasium
+import numpy as np
+
+
+def is_atari(env_id: str) -> bool:
+    return env_id.startswith("ALE/")
+
+
+def make(env_id: str, training: bool = True) -> gymnasium.Env:
+    """A new environment; `training` selects the Atari wrappers that shape rewards and episodes."""
+    if is_atari(env_id):
+        import ale_py
+
+        gymnasium.register_envs(ale_py)
+        env = gymnasium.make(env_id, frameskip=1)
+        env = gymnasium.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
+                                                    terminal_on_life_loss=training, grayscale_obs=True)
+        if training:
+            env = gymnasium.wrappers.ClipReward(env, -1.0, 1.0)
+        return gymnasium.wrappers.FrameStackObservation(env, 4)
+    return gymnasium.make(env_id)
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """What the learners need to know of an environment's spaces. Discrete actions: `n_actions`;
+    continuous ones: `action_low`/`action_high` (policies act in [-1, 1] and are rescaled)."""
+
+    env_id: str
+    obs_shape: tuple[int, ...]
+    obs_dtype: str  # 'float32', or 'uint8' for images
+    n_actions: int | None = None
+    action_low: tuple[float, ...] | None = None
+    action_high: tuple[float, ...] | None = None
+
+    @property
+    def discrete(self) -> bool:
+        return self.n_actions is not None
+
+    @property
+    def action_dim(self) -> int:
+        return 1 if self.discrete else len(self.action_low or ())
+
+    @property
+    def image(self) -> bool:
+        return len(self.obs_shape) == 3
+
+    def replay_fields(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        """The replay buffer's fields for one transition (`discount` is gamma^n for n-step returns)."""
+        action = ((), "int64") if self.discrete else ((self.action_dim,), "float32")
+        return {"obs": (self.obs_shape, self.obs_dtype), "action": action, "reward": ((), "float32"),
+                "next_obs": (self.obs_shape, self.obs_dtype), "done": ((), "float32"),
+                "discount": ((), "float32")}
+
+
+def describe(env_id: str) -> EnvSpec:
+    """The spaces of `env_id` (built once and closed). Raises ValueError for an environment that
+    needs a package not installed, and for spaces the learners cannot use: observations must be a
+    flat vector or an image, actions discrete or a flat box."""
+    try:
+        env = make(env_id)
+    except gymnasium.error.DependencyNotInstalled as exc:
+        raise ValueError(f"{env_id!r} needs a package that is not installed: {exc}") from None
+    try:
+        obs, act = env.observation_space, env.action_space
+    finally:
+        env.close()
+    if not isinstance(obs, gymnasium.spaces.Box) or len(obs.shape) not in (1, 3):
+        raise ValueError(f"{env_id!r} has {obs} observations; the learners take a flat vector or an image")
+    dtype = "uint8" if obs.dtype == np.uint8 and len(obs.shape) == 3 else "float32"
+    if isinstance(act, gymnasium.spaces.Discrete):
+        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=int(act.n))
+    if isinstance(act, gymnasium.spaces.Box) and len(act.shape) == 1 and np.all(np.isfinite(act.low)) \
+            and np.all(np.isfinite(act.high)):
+        return EnvSpec(env_id, tuple(obs.shape), dtype, action_low=tuple(map(float, act.low)),
+                       action_high=tuple(map(float, act.high)))
+    raise ValueError(f"{env_id!r} has {act} actions; the learners take discrete actions or a bounded flat box")
+

@@ -1,0 +1,169 @@
+"""What every learner (DQN, TD3/DDPG, SAC) shares: its parameters in a fixed order, one optimizer,
+and an update split in two halves, `grads` and `apply`.
+
+The split is what parallel learners need (PAAL's, Zhang et al. 2021): with `--learners L`, each of L
+learner reactors computes `grads` on its slice of a batch, scaled by the slice's share of the batch,
+so that the slices' gradients add up to the whole batch's; one of them adds them up in learner order
+(`combine`) and applies the sum. The order is fixed, so the result is the same for any number of
+runtime threads. With one learner, `update` does both halves.
+
+Randomness (target policy noise, SAC's action samples) comes from the learner's own torch generator,
+never torch's global one, which reactions running in parallel share.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import torch
+
+from lfrl.envs import EnvSpec
+
+Batch = dict[str, torch.Tensor]
+
+
+@dataclass
+class Gradients:
+    """One learner's share of an update: a gradient per parameter (None: not updated this time),
+    its losses (already scaled by its share) and the |TD errors| of its rows (for prioritized replay)."""
+
+    tensors: list[torch.Tensor | None]
+    losses: dict[str, float] = field(default_factory=dict)
+    td_errors: np.ndarray | None = None
+
+
+def combine(parts: list[Gradients]) -> Gradients:
+    """The sum of the learners' shares, added in the order given (learner order)."""
+    if len(parts) == 1:
+        return parts[0]
+    tensors: list[torch.Tensor | None] = []
+    for grads in zip(*(p.tensors for p in parts), strict=True):
+        present = [g for g in grads if g is not None]
+        total = None
+        for g in present:
+            total = g.clone() if total is None else total.add_(g)
+        tensors.append(total)
+    losses = {k: sum(p.losses[k] for p in parts) for k in parts[0].losses}
+    errors = [p.td_errors for p in parts]
+    td = None if any(e is None for e in errors) else np.concatenate(errors)  # type: ignore[arg-type]
+    return Gradients(tensors, losses, td)
+
+
+def as_tensors(batch: dict[str, np.ndarray], start: int = 0, stop: int | None = None) -> Batch:
+    """A (slice of a) sampled batch as torch tensors sharing the arrays' memory."""
+    return {k: torch.from_numpy(v[start:stop]) for k, v in batch.items() if k != "indices"}
+
+
+def networks_module(config: dict[str, Any]) -> ModuleType:
+    """The module that builds the networks (`lfrl.networks` unless `--networks` names another)."""
+    return importlib.import_module(config.get("networks") or "lfrl.networks")
+
+
+class Learner:
+    """Base class: subclasses build their networks, set `params` (the order of gradients) and
+    `online` (the networks whose weights the checksum sums), and define `grads` and `after_step`."""
+
+    LOSSES: tuple[str, ...] = ()  # the names of `Gradients.losses`
+    params: list[torch.nn.Parameter]
+    online: list[torch.nn.Module]
+
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+        self.spec = spec
+        self.config = config
+        self.generator = torch.Generator().manual_seed(seed)
+        self.updates = 0  # optimizer steps so far
+        self.max_grad_norm = float(config.get("max_grad_norm") or 0.0)
+
+    def make_optimizer(self) -> None:
+        """One Adam over every parameter (one learning rate for all; a parameter without a gradient
+        at a step, such as TD3's actor between its delayed updates, is left as it is). Fused: one
+        kernel for all parameters, the fastest on a CPU."""
+        self.optimizer = torch.optim.Adam(self.params, lr=float(self.config["learning_rate"]), fused=True)
+
+    def grads(self, batch: Batch, share: float) -> Gradients:
+        """The gradients of this learner's losses on `batch`, scaled by `share` (rows / batch size)."""
+        raise NotImplementedError
+
+    def after_step(self, grads: Gradients) -> None:
+        """Target networks and counters after an optimizer step."""
+
+    def apply(self, grads: Gradients) -> None:
+        """One optimizer step with `grads` (the whole batch's: one learner's, or `combine`d)."""
+        for p, g in zip(self.params, grads.tensors, strict=True):
+            p.grad = g
+        if self.max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_([p for p in self.params if p.grad is not None], self.max_grad_norm,
+                                           foreach=True)
+        self.optimizer.step()
+        for p in self.params:
+            p.grad = None
+        self.updates += 1
+        self.after_step(grads)
+
+    def update(self, batch: dict[str, np.ndarray]) -> Gradients:
+        """A whole update on one sampled batch; returns its losses and TD errors."""
+        grads = self.grads(as_tensors(batch), 1.0)
+        self.apply(grads)
+        return grads
+
+    def begin_round(self, env_steps: int) -> None:
+        """Called once per round before its updates, with the environment steps taken so far."""
+
+    def policy_weights(self) -> tuple[torch.Tensor, ...]:
+        """The acting network's parameters, in `Policy.load`'s order. These are the live tensors, not
+        copies: receivers copy them at once (at the tag they arrive, before this learner's next step,
+        which depends on what they send back), so no copy is made here."""
+        raise NotImplementedError
+
+    def shared_state(self) -> list[torch.Tensor]:
+        """Everything a parallel learner needs to compute `grads` as this one would (networks and
+        targets), in a fixed order; `load_shared_state` copies it into a replica."""
+        return [t for module in self.replicated() for t in module.state_dict().values()]
+
+    def load_shared_state(self, tensors: list[torch.Tensor]) -> None:
+        mine = [t for module in self.replicated() for t in module.state_dict().values()]
+        with torch.no_grad():
+            torch._foreach_copy_(mine, tensors)
+
+    def replicated(self) -> list[torch.nn.Module]:
+        """The modules a parallel learner mirrors (see `shared_state`)."""
+        raise NotImplementedError
+
+    def checksum(self) -> float:
+        """The sum of every weight of the online networks, in double precision: equal runs give equal sums."""
+        return sum(float(p.detach().double().sum()) for net in self.online for p in net.parameters())
+
+    def state_for_saving(self) -> dict[str, Any]:
+        """The networks' weights, for `torch.save` (`--save`) and `--load`."""
+        return {name: net.state_dict() for name, net in self.named_networks().items()}
+
+    def named_networks(self) -> dict[str, torch.nn.Module]:
+        raise NotImplementedError
+
+    def load_saved(self, saved: dict[str, Any]) -> None:
+        """Weights written by `state_for_saving` (targets start as copies of them)."""
+        for name, net in self.named_networks().items():
+            if name not in saved:
+                raise ValueError(f"the saved weights have no {name!r} network (they have {', '.join(saved)})")
+            net.load_state_dict(saved[name])
+        self.sync_targets()
+
+    def sync_targets(self) -> None:
+        """Make every target network a copy of its online network."""
+
+
+def polyak(targets: list[torch.Tensor], sources: list[torch.Tensor], tau: float) -> None:
+    """target <- (1 - tau) target + tau source, for every pair at once."""
+    with torch.no_grad():
+        torch._foreach_lerp_(targets, sources, tau)
+
+
+def frozen_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A target network: a copy of `module` without gradients."""
+    import copy
+
+    return copy.deepcopy(module).requires_grad_(False)

@@ -1,0 +1,169 @@
+"""The learners' networks, and the place to change them.
+
+Every learner builds its networks with the four functions below. To use your own, write a module
+with the same four functions (copy this file as a start) next to your program and generate it with
+`--networks MODULE` (`lfrl gen sac --networks my_networks ...`): actors, learners and the evaluator
+then build theirs from it. Each function gets the environment's description (`lfrl.envs.EnvSpec`),
+the hidden layer sizes (`--net-arch`) and a torch generator for the initial weights; draw every
+initial weight from that generator (`init_uniform` does), never from torch's global one, which
+reactions running in parallel share: that keeps runs identical for any number of workers.
+
+- `q_network(spec, net_arch, dueling, generator)`: observations [B, ...] -> Q-values [B, n_actions] (DQN)
+- `deterministic_actor(spec, net_arch, generator)`: observations -> actions in [-1, 1] [B, d] (TD3, DDPG)
+- `gaussian_actor(spec, net_arch, generator)`: observations -> (mean, log_std) [B, d] each, before
+  the tanh squashing (SAC)
+- `critics(spec, net_arch, n, generator)`: (observations, actions in [-1, 1]) -> Q-values [n, B] of n
+  independent critics (TD3 and SAC take the minimum of two; DDPG has one)
+
+Images (Atari) go through the Nature DQN convolutions first, uint8 scaled to [0, 1].
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from lfrl.envs import EnvSpec
+
+
+def init_uniform(module: nn.Module, generator: torch.Generator | None) -> nn.Module:
+    """torch's default initialisation of linear and convolution layers, U(-1/sqrt(fan_in),
+    1/sqrt(fan_in)) for weights and biases, drawn from `generator` (None: leave as they are)."""
+    if generator is None:
+        return module
+    with torch.no_grad():
+        for layer in module.modules():
+            if isinstance(layer, nn.Linear | nn.Conv2d):
+                bound = 1.0 / math.sqrt(layer.weight[0].numel())
+                layer.weight.uniform_(-bound, bound, generator=generator)
+                if layer.bias is not None:
+                    layer.bias.uniform_(-bound, bound, generator=generator)
+    return module
+
+
+def mlp(sizes: list[int], activate_last: bool = False) -> nn.Sequential:
+    """Linear layers of `sizes` with ReLU between them (and after the last with `activate_last`)."""
+    layers: list[nn.Module] = []
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+        layers.append(nn.utils.skip_init(nn.Linear, fan_in, fan_out))
+        if activate_last or i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+class NatureCNN(nn.Module):
+    """The convolutions of DQN's Nature paper: 4x84x84 uint8 frames -> 512 features."""
+
+    def __init__(self, channels: int, height: int, width: int) -> None:
+        super().__init__()
+        self.convs = nn.Sequential(
+            nn.utils.skip_init(nn.Conv2d, channels, 32, 8, stride=4), nn.ReLU(),
+            nn.utils.skip_init(nn.Conv2d, 32, 64, 4, stride=2), nn.ReLU(),
+            nn.utils.skip_init(nn.Conv2d, 64, 64, 3, stride=1), nn.ReLU(), nn.Flatten())
+        with torch.no_grad():
+            size = self.convs(torch.zeros(1, channels, height, width)).shape[1]
+        self.out = nn.Sequential(nn.utils.skip_init(nn.Linear, size, 512), nn.ReLU())
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.out(self.convs(obs.float() / 255.0))
+
+
+def features(spec: EnvSpec) -> tuple[nn.Module, int]:
+    """The observation encoder and its output size: the CNN for images, nothing for vectors."""
+    if spec.image:
+        cnn = NatureCNN(*spec.obs_shape)
+        return cnn, 512
+    return nn.Identity(), spec.obs_shape[0]
+
+
+class QNetwork(nn.Module):
+    """Q-values of every action; with `dueling`, V(s) + A(s, a) - mean_a A(s, a) (Wang et al. 2016)
+    from one trunk and one head layer that gives V and A together."""
+
+    def __init__(self, spec: EnvSpec, net_arch: list[int], dueling: bool) -> None:
+        super().__init__()
+        encoder, size = features(spec)
+        n = spec.n_actions or 0
+        self.dueling = dueling
+        self.body = nn.Sequential(encoder, mlp([size, *net_arch, n + 1 if dueling else n]))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        out = self.body(obs)
+        if not self.dueling:
+            return out
+        value, advantage = out[:, :1], out[:, 1:]
+        return value + advantage - advantage.mean(dim=1, keepdim=True)
+
+
+def q_network(spec: EnvSpec, net_arch: list[int], dueling: bool, generator: torch.Generator | None) -> nn.Module:
+    return init_uniform(QNetwork(spec, net_arch, dueling), generator)
+
+
+class DeterministicActor(nn.Module):
+    def __init__(self, spec: EnvSpec, net_arch: list[int]) -> None:
+        super().__init__()
+        encoder, size = features(spec)
+        self.body = nn.Sequential(encoder, mlp([size, *net_arch, spec.action_dim]), nn.Tanh())
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.body(obs)
+
+
+def deterministic_actor(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None) -> nn.Module:
+    return init_uniform(DeterministicActor(spec, net_arch), generator)
+
+
+class GaussianActor(nn.Module):
+    """Mean and log standard deviation of a diagonal Gaussian (one output layer gives both)."""
+
+    def __init__(self, spec: EnvSpec, net_arch: list[int]) -> None:
+        super().__init__()
+        encoder, size = features(spec)
+        self.body = nn.Sequential(encoder, mlp([size, *net_arch, 2 * spec.action_dim]))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.body(obs).chunk(2, dim=-1)
+        return mean, log_std
+
+
+def gaussian_actor(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None) -> nn.Module:
+    return init_uniform(GaussianActor(spec, net_arch), generator)
+
+
+class Critics(nn.Module):
+    """`n` MLP critics Q(s, a) evaluated together: their weights are stacked ([n, fan_in, fan_out])
+    so that each layer of all of them is one batched matrix product, not n. Each critic is an MLP
+    of `net_arch` on the concatenated observation and action, initialised as torch's Linear is."""
+
+    def __init__(self, spec: EnvSpec, net_arch: list[int], n: int) -> None:
+        super().__init__()
+        self.encoder, size = features(spec)
+        sizes = [size + spec.action_dim, *net_arch, 1]
+        self.weights = nn.ParameterList(nn.Parameter(torch.empty(n, a, b)) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
+        self.biases = nn.ParameterList(nn.Parameter(torch.empty(n, 1, b)) for b in sizes[1:])
+
+    def reset_parameters(self, generator: torch.Generator) -> None:
+        init_uniform(self.encoder, generator)
+        with torch.no_grad():
+            for weight, bias in zip(self.weights, self.biases, strict=True):
+                bound = 1.0 / math.sqrt(weight.shape[1])
+                weight.uniform_(-bound, bound, generator=generator)
+                bias.uniform_(-bound, bound, generator=generator)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        x = torch.cat([self.encoder(obs), action], dim=-1)  # [B, in]: the same for every critic
+        last = len(self.weights) - 1
+        for i, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
+            x = torch.matmul(x, weight) + bias if i == 0 else torch.baddbmm(bias, x, weight)  # [n, B, out]
+            if i < last:
+                x = torch.relu(x)
+        return x.squeeze(-1)
+
+
+def critics(spec: EnvSpec, net_arch: list[int], n: int, generator: torch.Generator | None) -> nn.Module:
+    module = Critics(spec, net_arch, n)
+    if generator is not None:
+        module.reset_parameters(generator)
+    return module

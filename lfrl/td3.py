@@ -1,0 +1,121 @@
+"""TD3 (Fujimoto et al. 2018) and DDPG (Lillicrap et al. 2016), which is TD3 with one critic, the
+actor updated at every step and no target policy smoothing (as Stable-Baselines3 defines it).
+
+Critics: y = r + discount (1 - done) min_i Q_target_i(s', clip(pi_target(s') + clip(noise, -c, c), -1, 1)),
+noise ~ N(0, target_policy_noise^2); loss sum_i mean_j w_j (Q_i(s_j, a_j) - y_j)^2 (w: importance
+weights of prioritized replay). Every `policy_delay` updates the actor follows -Q_1(s, pi(s)) and the
+targets move toward the online networks by `tau`. Actions live in [-1, 1] and are rescaled to the
+environment's bounds; actors explore with Gaussian noise of standard deviation `action_noise`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from lfrl.envs import EnvSpec
+from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module, polyak
+from lfrl.policy import ContinuousPolicy
+
+
+def critic_targets(q_target_next: torch.Tensor, reward: torch.Tensor, done: torch.Tensor,
+                   discount: torch.Tensor) -> torch.Tensor:
+    """y = r + discount (1 - done) min over the critics of Q_target(s', a') ([n, B] -> [B])."""
+    return reward + discount * (1.0 - done) * q_target_next.min(dim=0).values
+
+
+def critic_loss(q: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, scale: float) -> torch.Tensor:
+    """scale * sum_i sum_j w_j (Q_i(s_j, a_j) - y_j)^2, q of shape [n, B]: with scale = 1 / B, the sum
+    over the critics of their weighted mean squared errors (Stable-Baselines3's TD3 loss)."""
+    return ((q - target).square() * weight).sum() * scale
+
+
+def smoothed_target_actions(actions: torch.Tensor, noise_std: float, noise_clip: float,
+                            generator: torch.Generator) -> torch.Tensor:
+    """clip(a' + clip(N(0, std^2), -c, c), -1, 1): TD3's target policy smoothing."""
+    if noise_std <= 0:
+        return actions
+    noise = torch.randn(actions.shape, generator=generator).mul_(noise_std).clamp_(-noise_clip, noise_clip)
+    return (actions + noise).clamp_(-1.0, 1.0)
+
+
+class TD3(Learner):
+    LOSSES = ("critic_loss", "actor_loss")
+
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+        super().__init__(spec, config, seed)
+        nets = networks_module(config)
+        arch = config["net_arch"]
+        self.actor = nets.deterministic_actor(spec, arch, self.generator)
+        self.critics = nets.critics(spec, arch, int(config["n_critics"]), self.generator)
+        self.actor_target, self.critics_target = frozen_copy(self.actor), frozen_copy(self.critics)
+        self.critic_params, self.actor_params = list(self.critics.parameters()), list(self.actor.parameters())
+        self.params = self.critic_params + self.actor_params
+        self.online = [self.actor, self.critics]
+        self.tau = float(config["tau"])
+        self.policy_delay = int(config["policy_delay"])
+        self.noise, self.noise_clip = float(config["target_policy_noise"]), float(config["target_noise_clip"])
+        self.make_optimizer()
+
+    def grads(self, batch: Batch, share: float) -> Gradients:
+        obs = batch["obs"]
+        scale = share / len(obs)
+        with torch.no_grad():
+            next_actions = smoothed_target_actions(self.actor_target(batch["next_obs"]), self.noise,
+                                                   self.noise_clip, self.generator)
+            target = critic_targets(self.critics_target(batch["next_obs"], next_actions), batch["reward"],
+                                    batch["done"], batch["discount"])
+        q = self.critics(obs, batch["action"])
+        loss = critic_loss(q, target, batch["weights"].to(torch.float32), scale)
+        tensors: list[torch.Tensor | None] = list(torch.autograd.grad(loss, self.critic_params))
+        losses = {"critic_loss": float(loss.detach())}
+        if (self.updates + 1) % self.policy_delay == 0:
+            actor_loss = -self.critics(obs, self.actor(obs))[0].sum() * scale
+            tensors += torch.autograd.grad(actor_loss, self.actor_params)
+            losses["actor_loss"] = float(actor_loss.detach())
+        else:
+            tensors += [None] * len(self.actor_params)
+        return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy())
+
+    def after_step(self, grads: Gradients) -> None:
+        if grads.tensors[-1] is not None:  # the actor moved: so do the targets
+            polyak(list(self.critics_target.parameters()), self.critic_params, self.tau)
+            polyak(list(self.actor_target.parameters()), self.actor_params, self.tau)
+
+    def sync_targets(self) -> None:
+        self.actor_target.load_state_dict(self.actor.state_dict())
+        self.critics_target.load_state_dict(self.critics.state_dict())
+
+    def policy_weights(self) -> tuple[torch.Tensor, ...]:
+        return tuple(self.actor_params)
+
+    def replicated(self) -> list[torch.nn.Module]:
+        return [self.actor, self.critics, self.actor_target, self.critics_target]
+
+    def named_networks(self) -> dict[str, torch.nn.Module]:
+        return {"actor": self.actor, "critics": self.critics}
+
+
+class Policy(ContinuousPolicy):
+    """How a TD3/DDPG actor acts: pi(s) plus Gaussian noise, clipped to [-1, 1] (uniformly at
+    random before learning starts); pi(s) when evaluated. Actions are in [-1, 1], as the critics
+    and the replay buffer take them; `to_env` rescales them to the environment's bounds."""
+
+    def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
+        super().__init__(spec)
+        self.spec, self.config = spec, config
+        self.actor = networks_module(config).deterministic_actor(spec, config["net_arch"], None)
+        self.params = list(self.actor.parameters())
+
+    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+        shape = (len(obs), self.spec.action_dim)
+        if env_steps < int(self.config["learning_starts"]):
+            return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+        noise = rng.normal(0.0, float(self.config["action_noise"]), size=shape).astype(np.float32)
+        return np.clip(self.exploit(obs) + noise, -1.0, 1.0)
+
+    def exploit(self, obs: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            return self.actor(torch.from_numpy(obs)).numpy()

@@ -1,0 +1,140 @@
+"""The learner reactor's side of a run (`lf/lib/Learner.lf` only moves its messages).
+
+A round: the actors take `train_freq` environment steps in all, with the weights the learner sent;
+the replay buffer stores them and says how many it holds; once more than `learning_starts` steps
+have been taken, the learner makes `gradient_steps` updates, each on a batch it asks the buffer for
+(so that prioritized replay has the new priorities of one batch before it samples the next). Then
+it sends the actors new weights; every `eval_every` steps it also sends them to the evaluator, every
+`checkpoint_every` steps it asks for a checkpoint, and after `total_steps` it stops.
+
+With parallel learners (`learners` > 1), `shares` splits a batch into one slice per learner and
+`apply` adds up their gradients in learner order (see lfrl.learner).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from lfrl import envs, seeds
+from lfrl.algorithms import make_learner
+from lfrl.learner import Gradients, combine
+
+PRIORITY_EPS = 1e-6  # added to |TD error|, so that no transition's priority is 0
+
+
+@dataclass(frozen=True)
+class RoundEnd:
+    """What the learner sends when a round's updates are done."""
+
+    policy: tuple | None  # (weights, env steps) for the actors' next round; None at the end
+    evaluate: tuple | None  # (weights, env steps) for the evaluator
+    checkpoint: str | None  # where to write a checkpoint
+    stats: dict[str, Any]
+    done: bool
+
+
+class Training:
+    def __init__(self, config: dict[str, Any], folder: str) -> None:
+        """`folder`: the program's, which relative paths (`logdir`, `load`) start from."""
+        torch.set_num_threads(int(config.get("torch_threads", 1)))
+        self.config = config
+        self.logdir = os.path.join(folder, config["logdir"])
+        self.spec = envs.describe(config["env_id"])
+        self.learner = make_learner(config, self.spec, seeds.derive(config["seed"], seeds.LEARNER))
+        if config.get("load"):
+            self.learner.load_saved(torch.load(os.path.join(folder, config["load"]), weights_only=True))
+        self.train_freq = int(config["train_freq"])
+        self.actors = int(config["actors"])
+        self.gradient_steps = int(config["gradient_steps"])
+        self.learning_starts = int(config["learning_starts"])
+        self.batch_size = int(config["batch_size"])
+        self.total = int(config["total_steps"])
+        self.prioritized = bool(config.get("prioritized"))
+        self.env_steps = 0
+        self.round_steps = 0  # of the round under way
+        self.stored = 0  # transitions in the replay buffer
+        self.round_updates = 0
+        self.losses: dict[str, list[float]] = {}
+        self.evaluated_at = -1
+
+    def policy(self) -> tuple:
+        """(weights, environment steps so far, each actor's steps this round): rounds take
+        `train_freq` steps, the last one only what is left of `total_steps`."""
+        self.round_steps = min(self.train_freq, self.total - self.env_steps)
+        share, extra = divmod(self.round_steps, self.actors)
+        return self.learner.policy_weights(), self.env_steps, [share + (i < extra) for i in range(self.actors)]
+
+    def weights(self) -> tuple:
+        """(weights, environment steps so far): what the evaluator evaluates."""
+        return self.learner.policy_weights(), self.env_steps
+
+    def collected(self, stored: int) -> None:
+        """A round's transitions are in the buffer, which now holds `stored`."""
+        self.env_steps += self.round_steps
+        self.stored = stored
+        self.round_updates = 0
+        self.losses = {name: [] for name in self.learner.LOSSES}
+        self.learner.begin_round(self.env_steps)
+
+    def wants_batch(self) -> bool:
+        return (self.env_steps > self.learning_starts and self.stored >= self.batch_size
+                and self.round_updates < self.gradient_steps)
+
+    def beta(self) -> float:
+        """Prioritized replay's importance exponent: from `per_beta` up to 1 over the run."""
+        if not self.prioritized:
+            return 0.0
+        start = float(self.config["per_beta"])
+        return start + (1.0 - start) * min(self.env_steps / self.total, 1.0)
+
+    def update(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+        """One update; returns (indices, priorities) for prioritized replay, else None."""
+        return self._done_update(self.learner.update(batch), batch)
+
+    def shares(self, batch: dict[str, np.ndarray], learners: int) -> list[tuple[dict[str, np.ndarray], float]]:
+        """The batch in `learners` slices (as even as can be), each with its share of the batch."""
+        bounds = np.linspace(0, len(batch["indices"]), learners + 1).round().astype(int)
+        return [({k: v[a:b] for k, v in batch.items()}, (b - a) / self.batch_size)
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+    def apply(self, parts: list[Gradients], batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Parallel learners' gradients (in learner order) applied as one update."""
+        grads = combine(parts)
+        self.learner.apply(grads)
+        return self._done_update(grads, batch)
+
+    def _done_update(self, grads: Gradients, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+        self.round_updates += 1
+        for name, value in grads.losses.items():
+            self.losses[name].append(value)
+        if self.prioritized and grads.td_errors is not None:
+            return batch["indices"], grads.td_errors + PRIORITY_EPS
+        return None
+
+    def end_round(self) -> RoundEnd:
+        done = self.env_steps >= self.total
+        evaluate = None
+        if self._crossed(int(self.config["eval_every"])) or (done and self.evaluated_at != self.env_steps):
+            evaluate = self.weights()
+            self.evaluated_at = self.env_steps
+        checkpoint = None
+        if not done and self._crossed(int(self.config.get("checkpoint_every") or 0)):
+            checkpoint = os.path.join(self.logdir, "checkpoints", f"step-{self.env_steps:09d}.ckpt")
+        stats = {"env_steps": self.env_steps, "updates": self.learner.updates,
+                 "losses": {k: sum(v) / len(v) for k, v in self.losses.items() if v}}
+        return RoundEnd(None if done else self.policy(), evaluate, checkpoint, stats, done)
+
+    def _crossed(self, every: int) -> bool:
+        """Whether this round passed a multiple of `every` environment steps."""
+        return every > 0 and self.env_steps // every > (self.env_steps - self.round_steps) // every
+
+    def final(self) -> dict[str, Any]:
+        """At shutdown: save the networks' weights to `model.pt` and report the checksum."""
+        os.makedirs(self.logdir, exist_ok=True)
+        torch.save(self.learner.state_for_saving(), os.path.join(self.logdir, "model.pt"))
+        return {"checksum": self.learner.checksum(), "env_steps": self.env_steps, "updates": self.learner.updates}

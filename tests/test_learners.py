@@ -1,0 +1,266 @@
+"""The learners' algorithm code (lfrl): each loss and target against a hand computation on fixed
+tensors, the parallel learners' arithmetic, n-step returns, networks, logs that resume."""
+
+import math
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import tests.toyenvs  # noqa: F401 - registers the toy environments
+from lfrl import dqn, envs, networks, sac, td3
+from lfrl.actor import Actor
+from lfrl.algorithms import make_learner
+from lfrl.learner import Gradients, as_tensors, combine, polyak
+
+# ------------------------------------------------------------------------------------------ DQN
+
+
+def test_double_and_plain_dqn_targets() -> None:
+    q_target_next = torch.tensor([[1.0, 2.0], [3.0, 0.0]])
+    q_online_next = torch.tensor([[1.0, 0.0], [1.0, 0.0]])  # the online network prefers action 0
+    reward, done, discount = torch.tensor([1.0, 0.5]), torch.tensor([0.0, 1.0]), torch.tensor([0.9, 0.9])
+    # double: Q_target(s', argmax_a Q(s', a)) = [1, 3]; the second transition is terminal
+    assert dqn.td_targets(q_target_next, q_online_next, reward, done, discount).tolist() == pytest.approx([1.9, 0.5])
+    # plain: max_a Q_target(s', a) = [2, 3]
+    assert dqn.td_targets(q_target_next, None, reward, done, discount).tolist() == pytest.approx([2.8, 0.5])
+
+
+def test_dqn_loss_is_the_weighted_huber_loss() -> None:
+    q = torch.tensor([[1.0, 2.0], [0.0, 3.0]])
+    action, target, weight = torch.tensor([1, 0]), torch.tensor([2.5, 2.0]), torch.tensor([1.0, 0.5])
+    loss, td = dqn.dqn_loss(q, action, target, weight, 0.5)
+    # taken Q = [2, 0], errors [-0.5, -2]: huber 0.5 * 0.25 = 0.125 and 2 - 0.5 = 1.5
+    assert float(loss) == pytest.approx((0.125 * 1.0 + 1.5 * 0.5) * 0.5)
+    assert td.tolist() == [0.5, 2.0]
+
+
+def test_epsilon_falls_linearly_then_stays() -> None:
+    config = {"exploration_initial_eps": 1.0, "exploration_final_eps": 0.1, "exploration_fraction": 0.5,
+              "total_steps": 1000}
+    assert [dqn.epsilon(config, s) for s in (0, 250, 500, 900)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
+
+
+# ------------------------------------------------------------------------------------ TD3, DDPG
+
+
+def test_clipped_double_q_targets_and_critic_loss() -> None:
+    q_target_next = torch.tensor([[1.0, 4.0], [2.0, 3.0]])  # 2 critics x 2 transitions: min [1, 3]
+    target = td3.critic_targets(q_target_next, torch.tensor([0.0, 1.0]), torch.tensor([0.0, 0.0]),
+                                torch.tensor([0.5, 0.5]))
+    assert target.tolist() == [0.5, 2.5]
+    q = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    loss = td3.critic_loss(q, torch.tensor([2.0, 2.0]), torch.tensor([1.0, 2.0]), 0.5)
+    # errors [-1, 0] and [1, 2], weighted [1, 2]: (1 + 0 + 1 + 8) / 2
+    assert float(loss) == 5.0
+
+
+def test_target_policy_smoothing_is_clipped_noise_then_clipped_actions() -> None:
+    actions = torch.tensor([[0.9], [-0.2]])
+    generator = torch.Generator().manual_seed(3)
+    smoothed = td3.smoothed_target_actions(actions, 100.0, 0.5, generator)
+    signs = torch.randn((2, 1), generator=torch.Generator().manual_seed(3)).sign()  # the same draw
+    assert smoothed.tolist() == torch.clamp(actions + 0.5 * signs, -1.0, 1.0).tolist()
+    assert td3.smoothed_target_actions(actions, 0.0, 0.5, generator) is actions  # DDPG: no smoothing
+
+
+# ------------------------------------------------------------------------------------------ SAC
+
+
+def test_squashed_gaussian_log_probability() -> None:
+    zero = torch.zeros(1, 1)
+    action, log_prob = sac.squashed_sample(zero, zero, zero)
+    assert action.item() == 0.0 and log_prob.item() == pytest.approx(-0.5 * math.log(2 * math.pi))
+    # u = 0.3 + 2 * 0.7 = 1.7: log N(1.7; 0.3, 2) - log(1 - tanh(1.7)^2), per action dimension
+    mean, log_std, noise = torch.tensor([[0.3, 0.3]]), torch.full((1, 2), math.log(2.0)), torch.full((1, 2), 0.7)
+    action, log_prob = sac.squashed_sample(mean, log_std, noise)
+    one = -0.5 * 0.7**2 - math.log(2.0) - 0.5 * math.log(2 * math.pi) - math.log(1 - math.tanh(1.7) ** 2)
+    assert action[0].tolist() == pytest.approx([math.tanh(1.7)] * 2)
+    assert log_prob.item() == pytest.approx(2 * one, rel=1e-5)
+    # the log standard deviation is clipped to [-20, 2]
+    _, clipped = sac.squashed_sample(zero, torch.full((1, 1), 5.0), zero)
+    assert clipped.item() == pytest.approx(-2.0 - 0.5 * math.log(2 * math.pi))
+
+
+def test_soft_targets_actor_loss_and_temperature_gradient() -> None:
+    q_next = torch.tensor([[1.0, 4.0], [2.0, 3.0]])  # min [1, 3]
+    y = sac.soft_targets(q_next, torch.tensor([-1.0, 2.0]), torch.tensor([0.0, 1.0]), torch.tensor([0.0, 1.0]),
+                         torch.tensor([0.5, 0.5]), 0.2)
+    assert y.tolist() == pytest.approx([0.5 * (1 + 0.2), 1.0])  # the terminal one keeps its reward only
+    q_pi = torch.tensor([[1.0, 5.0], [2.0, 4.0]])  # min [1, 4]
+    loss = sac.actor_loss(q_pi, torch.tensor([-1.0, 0.5]), 0.2, 0.5)
+    assert float(loss) == pytest.approx(((0.2 * -1 - 1) + (0.2 * 0.5 - 4)) * 0.5)
+    # d/d(log alpha) of -mean(log alpha (log pi + H)) with H = -1: -mean([-2, -0.5])
+    grad = sac.temperature_gradient(torch.tensor([-1.0, 0.5]), -1.0, 0.5)
+    log_alpha = torch.tensor(0.3, requires_grad=True)
+    (-(log_alpha * (torch.tensor([-1.0, 0.5]) - 1.0)).mean()).backward()
+    assert float(grad) == pytest.approx(1.25) == pytest.approx(float(log_alpha.grad))
+
+
+# --------------------------------------------------------------------------- shared pieces
+
+
+def test_polyak_moves_targets_by_tau() -> None:
+    target, source = [torch.zeros(2)], [torch.tensor([1.0, 2.0])]
+    polyak(target, source, 0.1)
+    assert target[0].tolist() == pytest.approx([0.1, 0.2])
+
+
+def test_combine_adds_in_order_and_keeps_missing_gradients_missing() -> None:
+    a = Gradients([torch.tensor([1.0]), None], {"loss": 0.25}, np.array([1.0]))
+    b = Gradients([torch.tensor([2.0]), None], {"loss": 0.5}, np.array([2.0, 3.0]))
+    total = combine([a, b])
+    assert total.tensors[0].tolist() == [3.0] and total.tensors[1] is None
+    assert total.losses == {"loss": 0.75} and total.td_errors.tolist() == [1.0, 2.0, 3.0]
+    assert a.tensors[0].tolist() == [1.0]  # the parts are left as they were
+
+
+def config(algo: str, **extra: object) -> dict:
+    base = {"algo": algo, "env_id": "CartPole-v1" if algo == "dqn" else "Pendulum-v1", "net_arch": [16, 16],
+            "learning_rate": 1e-3, "tau": 0.005, "n_critics": 1 if algo == "ddpg" else 2, "policy_delay": 2,
+            "target_policy_noise": 0.2, "target_noise_clip": 0.5, "target_update_interval": 10,
+            "max_grad_norm": 0.0, "ent_coef": "auto", "target_entropy": "auto", "dueling": True}
+    return base | extra
+
+
+def random_batch(spec: envs.EnvSpec, size: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(5)
+    dim = spec.obs_shape[0]
+    batch = {"obs": rng.standard_normal((size, dim), dtype=np.float32),
+             "next_obs": rng.standard_normal((size, dim), dtype=np.float32),
+             "reward": rng.standard_normal(size, dtype=np.float32), "done": (rng.random(size) < 0.2).astype(np.float32),
+             "discount": np.full(size, 0.99, np.float32), "weights": rng.uniform(0.5, 1.0, size),
+             "indices": np.arange(size)}
+    batch["action"] = rng.integers(2, size=size) if spec.discrete else rng.uniform(-1, 1, (size, 1)).astype(np.float32)
+    return batch
+
+
+@pytest.mark.parametrize("algo", ["dqn", "td3", "ddpg"])
+def test_slices_gradients_add_up_to_the_whole_batchs(algo: str) -> None:
+    """What parallel learners rely on: a batch's gradients are the sum of its slices' gradients, each
+    scaled by its share (TD3 without its smoothing noise, whose draws depend on the slicing)."""
+    settings = config(algo, target_policy_noise=0.0, policy_delay=1)
+    spec = envs.describe(settings["env_id"])
+    whole, part = make_learner(settings, spec, 1), make_learner(settings, spec, 1)
+    batch = random_batch(spec, 12)
+    full = whole.grads(as_tensors(batch), 1.0)
+    summed = combine([part.grads(as_tensors(batch, a, b), (b - a) / 12) for a, b in ((0, 5), (5, 12))])
+    for a, b in zip(full.tensors, summed.tensors, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    for name, value in full.losses.items():
+        assert summed.losses[name] == pytest.approx(value, rel=1e-5)
+
+
+def test_td3_updates_its_actor_every_policy_delay_steps_and_ddpg_every_step() -> None:
+    spec = envs.describe("Pendulum-v1")
+    batch = random_batch(spec, 8)
+    for algo, delay, expected in (("td3", 2, [False, True, False, True]), ("ddpg", 1, [True] * 4)):
+        learner = make_learner(config(algo, policy_delay=delay), spec, 0)
+        before = [p.clone() for p in learner.actor_params]
+        moved = []
+        for _ in range(4):
+            grads = learner.update(batch)
+            moved.append(grads.tensors[-1] is not None)
+        assert moved == expected
+        assert not all(torch.equal(a, b) for a, b in zip(before, learner.actor_params, strict=True))
+
+
+def test_a_learner_pickles_whole_with_its_optimizer() -> None:
+    spec = envs.describe("Pendulum-v1")
+    learner = make_learner(config("sac"), spec, 0)
+    batch = random_batch(spec, 8)
+    learner.update(batch)
+    copy = pickle.loads(pickle.dumps(learner))
+    assert copy.optimizer.param_groups[0]["params"][0] is copy.params[0]  # still its own parameters
+    learner.update(batch)
+    copy.update(batch)
+    assert copy.checksum() == learner.checksum()
+
+
+# ------------------------------------------------------------------------------------- networks
+
+
+def test_critics_are_independent_mlps_evaluated_together() -> None:
+    spec = envs.describe("Pendulum-v1")
+    critics = networks.critics(spec, [8], 2, torch.Generator().manual_seed(0))
+    obs, action = torch.randn(5, 3), torch.rand(5, 1)
+    x = torch.cat([obs, action], 1)
+    for i in range(2):
+        hidden = torch.relu(x @ critics.weights[0][i] + critics.biases[0][i])
+        expected = (hidden @ critics.weights[1][i] + critics.biases[1][i]).squeeze(1)
+        assert torch.allclose(critics(obs, action)[i], expected, atol=1e-6)
+
+
+def test_dueling_head_is_value_plus_centred_advantage() -> None:
+    spec = envs.describe("CartPole-v1")
+    q = networks.q_network(spec, [8], True, torch.Generator().manual_seed(0))
+    obs = torch.randn(3, 4)
+    out = q.body(obs)
+    value, advantage = out[:, :1], out[:, 1:]
+    assert torch.allclose(q(obs), value + advantage - advantage.mean(1, keepdim=True))
+
+
+def test_initial_weights_come_from_the_generator_only() -> None:
+    spec = envs.describe("CartPole-v1")
+    torch.manual_seed(0)
+    a = networks.q_network(spec, [8], False, torch.Generator().manual_seed(4))
+    torch.manual_seed(99)  # torch's global generator does not matter
+    b = networks.q_network(spec, [8], False, torch.Generator().manual_seed(4))
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=True))
+
+
+# ------------------------------------------------------------------------------ actors: n-step
+
+
+def actor(env_id: str, n_step: int, gamma: float = 0.5) -> Actor:
+    return Actor({"algo": "dqn", "env_id": env_id, "seed": 0, "actors": 1, "gamma": gamma, "n_step": n_step,
+                  "net_arch": [4], "learning_starts": 10**9}, 0)
+
+
+def test_n_step_transitions_discount_rewards_and_stop_at_the_episode_end() -> None:
+    a = actor("tests.toyenvs:Counter-v0", n_step=3)  # rewards 1..5, terminal after 5 steps
+    rows, ended = a.collect(tuple(a.policy.params), 0, [7])
+    # from t = 0..4: rewards r_{t+1} + 0.5 r_{t+2} + 0.25 r_{t+3}, cut at the terminal step
+    # (the second episode's two steps have not filled a window yet)
+    assert rows["obs"][:, 0].tolist() == [0, 1, 2, 3, 4]
+    assert rows["reward"].tolist() == [1 + 1 + 0.75, 2 + 1.5 + 1, 3 + 2 + 1.25, 4 + 2.5, 5]
+    assert rows["next_obs"][:, 0].tolist() == [3, 4, 5, 5, 5]
+    assert rows["discount"].tolist() == [0.125, 0.125, 0.125, 0.25, 0.5]
+    assert rows["done"].tolist() == [0, 0, 1, 1, 1]
+    assert ended == [(15.0, 5, 5)]
+
+
+def test_a_time_limit_is_not_a_terminal_state() -> None:
+    a = actor("tests.toyenvs:CounterCut-v0", n_step=1)
+    rows, ended = a.collect(tuple(a.policy.params), 0, [4])
+    assert rows["done"].tolist() == [0, 0, 0, 0]  # truncated after 4 steps: bootstraps from s'
+    assert rows["discount"].tolist() == [0.5] * 4 and ended == [(10.0, 4, 4)]
+
+
+# ----------------------------------------------------------------------------------------- logs
+
+
+def test_a_run_log_restored_from_a_pickle_cuts_its_files_back(tmp_path: Path) -> None:
+    from lfrl.evaluate import Evaluation
+    from lfrl.logs import RunLog
+
+    log = RunLog({"algo": "dqn", "env_id": "CartPole-v1", "seed": 0, "total_steps": 100, "log_every": 10,
+                  "logdir": "run"}, str(tmp_path), ("loss",))
+    log.episodes(0, [(10.0, 10, 10)])
+    log.training({"env_steps": 10, "updates": 2, "losses": {"loss": 0.5}})
+    saved = pickle.dumps(log)  # a checkpoint
+    log.episodes(0, [(20.0, 20, 30)])  # written after it, then the process dies
+    log.evaluation(Evaluation(30, (1.0, 3.0)))
+    for f in log.files.values():
+        f.close()
+    log.board.close()
+    restored = pickle.loads(saved)  # the resumed run: what came after the checkpoint is gone
+    restored.episodes(0, [(12.0, 12, 22)])
+    restored.close()
+    episodes = (tmp_path / "run" / "episodes.csv").read_text().splitlines()
+    assert [row.split(",")[:4] for row in episodes] == [["step", "actor", "return", "length"],
+                                                       ["10", "0", "10.0", "10"], ["22", "0", "12.0", "12"]]
+    assert (tmp_path / "run" / "evaluations.csv").read_text().splitlines()[1:] == []
+    assert (tmp_path / "run" / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

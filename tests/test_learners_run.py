@@ -1,0 +1,198 @@
+"""The learner programs (lfrl gen dqn|ddpg|td3|sac) at small sizes: what they print and write, the
+same weights for 1 and 2 runtime threads and with parallel learners, a run resumed from a checkpoint
+ending as the uninterrupted one, evaluation of saved weights, and the refusals before rendering."""
+
+import json
+import re
+import signal
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from generator.catalog import TemplateError, write
+
+ROOT = Path(__file__).parent.parent
+SMALL = {"progress": False, "eval_episodes": 2}
+DQN = {**SMALL, "total_steps": 1200, "learning_starts": 200, "train_freq": 100, "gradient_steps": 20,
+       "batch_size": 32, "net_arch": "32,32", "eval_every": 600}
+SAC = {**SMALL, "total_steps": 600, "learning_starts": 100, "batch_size": 32, "net_arch": "32,32",
+       "eval_every": 300}
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "generator.cli", *args]
+
+
+def run(program: Path, *args: str) -> list[str]:
+    result = subprocess.run(command("run", str(program), *args), capture_output=True, text=True, cwd=ROOT,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.stdout.splitlines()
+
+
+def generate(tmp_path: Path, algo: str, name: str = "prog", **values: object) -> Path:
+    return write(algo, values, tmp_path / name / f"{algo}.lf")
+
+
+def last_lines(lines: list[str]) -> tuple[str, str]:
+    assert re.fullmatch(r"eval mean return -?[\d.]+ over \d+ episodes", lines[-2]), lines
+    assert re.fullmatch(r"weights checksum -?[\d.]+", lines[-1]), lines
+    return lines[-2], lines[-1]
+
+
+def events(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """The scalars of the TensorBoard event files in `folder`, by tag (read with tensorboardX's protos)."""
+    from tensorboardX.proto import event_pb2
+
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(folder.glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack_from("<Q", data, offset)
+            event = event_pb2.Event.FromString(data[offset + 12:offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def test_a_dqn_run_prints_its_results_and_writes_what_users_read(tmp_path: Path) -> None:
+    program = generate(tmp_path, "dqn", **DQN)
+    lines = run(program)
+    evaluation, _checksum = last_lines(lines)
+    assert re.fullmatch(r"1200 environment steps and 200 updates in [\d.]+ s \(\d+ steps/s, \d+ updates/s\)", lines[0])
+    logdir = program.parent / "runs" / "dqn-CartPole-v1-seed0"
+    config = json.loads((logdir / "hyperparameters.json").read_text())
+    assert config["algo"] == "dqn" and config["learning_rate"] == 2.3e-3 and config["net_arch"] == [32, 32]
+    rows = (logdir / "evaluations.csv").read_text().splitlines()
+    assert rows[0] == "step,mean_return,std_return,episodes,time" and [r.split(",")[0] for r in rows[1:]] == ["600", "1200"]
+    assert evaluation == f"eval mean return {float(rows[-1].split(',')[1]):.2f} over 2 episodes"
+    assert (logdir / "training.csv").read_text().splitlines()[0] == "step,updates,time,steps_per_s,updates_per_s,loss"
+    episodes = (logdir / "episodes.csv").read_text().splitlines()
+    assert len(episodes) > 20 and episodes[0] == "step,actor,return,length,time"
+    scalars = events(logdir)
+    assert [step for step, _ in scalars["eval/mean_reward"]] == [600, 1200]
+    assert {"rollout/ep_rew_mean", "train/loss", "time/fps"} <= scalars.keys()
+    assert (logdir / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    saved = torch.load(logdir / "model.pt", weights_only=True)
+    assert set(saved) == {"q"}
+    checksum = sum(float(v.double().sum()) for v in saved["q"].values())
+    assert lines[-1] == f"weights checksum {checksum:.9f}"
+
+
+def test_the_weights_do_not_depend_on_runtime_threads(tmp_path: Path) -> None:
+    """Two actors and a prioritized buffer with n-step returns and dueling heads (DQN), and two
+    actors with two parallel learners (SAC): the same results with 1 and 2 runtime threads."""
+    for algo, values in (("dqn", {**DQN, "actors": 2, "prioritized": True, "n_step": 3, "dueling": True}),
+                         ("sac", {**SAC, "actors": 2, "train_freq": 2, "learners": 2})):
+        program = generate(tmp_path, algo, name=algo, **values)
+        one, two = run(program, "--workers", "1"), run(program, "--workers", "2")
+        assert last_lines(one) == last_lines(two)
+        assert one[1:-2] == two[1:-2]  # episodes and their returns; the first line holds timings
+
+
+@pytest.mark.parametrize("algo", ["td3", "ddpg"])
+def test_td3_and_ddpg_make_their_updates(tmp_path: Path, algo: str) -> None:
+    program = generate(tmp_path, algo, **{**SAC, "train_freq": 50, "gradient_steps": 50})
+    lines = run(program)
+    last_lines(lines)
+    training = (program.parent / "runs" / f"{algo}-Pendulum-v1-seed0" / "training.csv").read_text().splitlines()
+    assert training[0].endswith("critic_loss,actor_loss")
+    assert float(training[-1].split(",")[1]) == 500  # updates: 50 per round after the first 100 steps
+
+
+def run_and_kill_at(program: Path, checkpoint: Path) -> None:
+    """Start the program and kill it (as a crash would) as soon as `checkpoint` exists."""
+    process = subprocess.Popen(command("run", str(program)), cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        while not checkpoint.exists() and process.poll() is None:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait()
+    assert checkpoint.exists(), process.stderr.read() if process.stderr else ""
+
+
+@pytest.mark.parametrize("algo,values", [
+    ("dqn", {**DQN, "total_steps": 3000, "prioritized": True, "checkpoint_every": 500}),
+    ("sac", {**SAC, "total_steps": 1500, "checkpoint_every": 300}),
+])
+def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path, algo: str,
+                                                                         values: dict) -> None:
+    whole = last_lines(run(generate(tmp_path, algo, name="whole", **values)))
+    program = generate(tmp_path, algo, name="killed", **values)
+    first = program.parent / "runs" / f"{algo}-{'CartPole' if algo == 'dqn' else 'Pendulum'}-v1-seed0" / \
+        "checkpoints" / f"step-{values['checkpoint_every']:09d}.ckpt"
+    run_and_kill_at(program, first)
+    assert last_lines(run(program, "--resume", str(first))) == whole
+    # the logs of the resumed run are those of the uninterrupted one, but for the times
+    for name in ("episodes", "evaluations"):
+        columns = [[row.rsplit(",", 1)[0] for row in (folder / f"{name}.csv").read_text().splitlines()]
+                   for folder in (first.parent.parent, tmp_path / "whole" / first.parent.parent.relative_to(program.parent))]
+        assert columns[0] == columns[1]
+
+
+def test_saved_weights_are_evaluated_with_total_steps_zero(tmp_path: Path) -> None:
+    program = generate(tmp_path, "sac", **SAC)
+    trained = last_lines(run(program))
+    model = program.parent / "runs" / "sac-Pendulum-v1-seed0" / "model.pt"
+    evaluate = write("sac", {**SAC, "total_steps": 0, "load": str(model), "logdir": "evaluated"},
+                     tmp_path / "prog" / "evaluate.lf")
+    assert last_lines(run(evaluate)) == trained  # the same weights, the same evaluation episodes
+
+
+def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
+    program = generate(tmp_path, "dqn", **{**DQN, "total_steps": 300, "learning_starts": 100},
+                       env_id="tests.toyenvs:Counter-v0")
+    lines = run(program)
+    assert last_lines(lines)[0] == "eval mean return 15.00 over 2 episodes"  # every episode: 1 + 2 + 3 + 4 + 5
+
+
+@pytest.mark.parametrize("algo,values,message", [
+    ("dqn", {"env_id": "Pendulum-v1"}, "--env-id: dqn needs discrete actions; 'Pendulum-v1' has continuous ones "
+                                       "(use sac, td3 or ddpg)"),
+    ("sac", {"env_id": "CartPole-v1"}, "--env-id: sac needs continuous actions; 'CartPole-v1' has discrete ones "
+                                       "(use dqn)"),
+    ("td3", {"env_id": "ALE/Pong-v5"}, "--env-id: td3 needs continuous actions; 'ALE/Pong-v5' has discrete ones "
+                                       "(use dqn)"),
+    ("dqn", {"env_id": "CartPol-v1"}, "--env-id: unknown environment id 'CartPol-v1'; did you mean CartPole-v0, "
+                                      "CartPole-v1?"),
+    ("dqn", {"env_id": "nosuchmodule:Thing-v0"}, "--env-id: cannot import 'nosuchmodule' for "
+                                                 "'nosuchmodule:Thing-v0': ModuleNotFoundError: No module named "
+                                                 "'nosuchmodule'"),
+    ("dqn", {"train_freq": 101, "actors": 2}, "--train-freq 101 is not a multiple of --actors 2 (each actor "
+                                              "takes an equal share of a round's steps)"),
+    ("sac", {"learners": 40, "batch_size": 32}, "--learners 40 is more than the --batch-size 32: each learner needs a part of "
+                               "every batch"),
+    ("sac", {"learning_starts": 20_000}, "--learning-starts 20000 is not below --total-steps 20000: the learner "
+                                         "would never learn"),
+    ("sac", {"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
+    ("sac", {"net_arch": "64,,64"}, "--net-arch: hidden layer sizes separated by commas, such as 256,256, got "
+                                    "'64,,64'"),
+    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto or a number, got 'lots'"),
+])
+def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, algo: str, values: dict,
+                                                              message: str) -> None:
+    with pytest.raises(TemplateError) as error:
+        write(algo, values, tmp_path / "never.lf")
+    assert str(error.value) == message
+    assert not (tmp_path / "never.lf").exists()
+
+
+def test_the_cli_refuses_with_the_reason_and_no_traceback(tmp_path: Path) -> None:
+    result = subprocess.run(command("gen", "dqn", "--env-id", "Pendulum-v1", "--learning-rate", "0.1",
+                                    "-o", str(tmp_path / "x.lf")), capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("lfrl gen: error: --env-id: dqn needs discrete actions; 'Pendulum-v1' has "
+                                     "continuous ones (use sac, td3 or ddpg)")
+    result = subprocess.run(command("gen", "sac", "--learning-rate", "fast", "-o", str(tmp_path / "x.lf")),
+                            capture_output=True, text=True, cwd=ROOT)
+    assert result.stderr.strip() == "lfrl gen: error: --learning-rate: expected a number, got 'fast'"
