@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from lfrl.envs import EnvSpec
@@ -30,27 +31,53 @@ from lfrl.envs import EnvSpec
 
 def init_uniform(module: nn.Module, generator: torch.Generator | None) -> nn.Module:
     """torch's default initialisation of linear and convolution layers, U(-1/sqrt(fan_in),
-    1/sqrt(fan_in)) for weights and biases, drawn from `generator` (None: leave as they are)."""
+    1/sqrt(fan_in)) for weights and biases, drawn from `generator` (None: leave them as they are),
+    for nn.Linear and nn.Conv2d layers and this module's own MLP and Critics."""
     if generator is None:
         return module
     with torch.no_grad():
         for layer in module.modules():
             if isinstance(layer, nn.Linear | nn.Conv2d):
-                bound = 1.0 / math.sqrt(layer.weight[0].numel())
-                layer.weight.uniform_(-bound, bound, generator=generator)
-                if layer.bias is not None:
-                    layer.bias.uniform_(-bound, bound, generator=generator)
+                pairs = [(layer.weight, layer.bias, layer.weight[0].numel())]
+            elif isinstance(layer, MLP | Critics):
+                pairs = [(w, b, w.shape[-1] if isinstance(layer, MLP) else w.shape[-2]) for w, b in layer.layers()]
+            else:
+                continue
+            for weight, bias, fan_in in pairs:
+                bound = 1.0 / math.sqrt(fan_in)
+                weight.uniform_(-bound, bound, generator=generator)
+                if bias is not None:
+                    bias.uniform_(-bound, bound, generator=generator)
     return module
 
 
-def mlp(sizes: list[int], activate_last: bool = False) -> nn.Sequential:
-    """Linear layers of `sizes` with ReLU between them (and after the last with `activate_last`)."""
-    layers: list[nn.Module] = []
-    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
-        layers.append(nn.utils.skip_init(nn.Linear, fan_in, fan_out))
-        if activate_last or i < len(sizes) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
+class MLP(nn.Module):
+    """Linear layers of `sizes` with ReLU between them (and after the last with `activate_last`), in
+    one module: a forward is one module call, not one per layer (for small networks the calls cost
+    more than the arithmetic). Weights as nn.Linear keeps them: w{i} [out, in], b{i} [out]."""
+
+    def __init__(self, sizes: list[int], activate_last: bool = False) -> None:
+        super().__init__()
+        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            self.register_parameter(f"w{i}", nn.Parameter(torch.empty(fan_out, fan_in)))
+            self.register_parameter(f"b{i}", nn.Parameter(torch.empty(fan_out)))
+        self.count = len(sizes) - 1
+        self.activate_last = activate_last
+
+    def layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(self._parameters[f"w{i}"], self._parameters[f"b{i}"]) for i in range(self.count)]  # type: ignore[misc]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        last = self.count - 1
+        for i, (weight, bias) in enumerate(self.layers()):
+            x = F.linear(x, weight, bias)
+            if i < last or self.activate_last:
+                x = x.relu_()  # in place: a linear layer's backward needs its input, not its output
+        return x
+
+
+def mlp(sizes: list[int], activate_last: bool = False) -> MLP:
+    return MLP(sizes, activate_last)
 
 
 class NatureCNN(nn.Module):
@@ -64,18 +91,21 @@ class NatureCNN(nn.Module):
             nn.utils.skip_init(nn.Conv2d, 64, 64, 3, stride=1), nn.ReLU(), nn.Flatten())
         with torch.no_grad():
             size = self.convs(torch.zeros(1, channels, height, width)).shape[1]
-        self.out = nn.Sequential(nn.utils.skip_init(nn.Linear, size, 512), nn.ReLU())
+        self.out = MLP([size, 512], activate_last=True)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return self.out(self.convs(obs.float() / 255.0))
 
 
-def features(spec: EnvSpec) -> tuple[nn.Module, int]:
-    """The observation encoder and its output size: the CNN for images, nothing for vectors."""
+def features(spec: EnvSpec) -> tuple[nn.Module | None, int]:
+    """The observation encoder and its output size: the CNN for images, none for vectors."""
     if spec.image:
-        cnn = NatureCNN(*spec.obs_shape)
-        return cnn, 512
-    return nn.Identity(), spec.obs_shape[0]
+        return NatureCNN(*spec.obs_shape), 512
+    return None, spec.obs_shape[0]
+
+
+def encode(encoder: nn.Module | None, obs: torch.Tensor) -> torch.Tensor:
+    return obs if encoder is None else encoder(obs)
 
 
 class QNetwork(nn.Module):
@@ -84,13 +114,13 @@ class QNetwork(nn.Module):
 
     def __init__(self, spec: EnvSpec, net_arch: list[int], dueling: bool) -> None:
         super().__init__()
-        encoder, size = features(spec)
+        self.encoder, size = features(spec)
         n = spec.n_actions or 0
         self.dueling = dueling
-        self.body = nn.Sequential(encoder, mlp([size, *net_arch, n + 1 if dueling else n]))
+        self.body = mlp([size, *net_arch, n + 1 if dueling else n])
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        out = self.body(obs)
+        out = self.body(encode(self.encoder, obs))
         if not self.dueling:
             return out
         value, advantage = out[:, :1], out[:, 1:]
@@ -104,11 +134,11 @@ def q_network(spec: EnvSpec, net_arch: list[int], dueling: bool, generator: torc
 class DeterministicActor(nn.Module):
     def __init__(self, spec: EnvSpec, net_arch: list[int]) -> None:
         super().__init__()
-        encoder, size = features(spec)
-        self.body = nn.Sequential(encoder, mlp([size, *net_arch, spec.action_dim]), nn.Tanh())
+        self.encoder, size = features(spec)
+        self.body = mlp([size, *net_arch, spec.action_dim])
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.body(obs)
+        return torch.tanh(self.body(encode(self.encoder, obs)))
 
 
 def deterministic_actor(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None) -> nn.Module:
@@ -120,11 +150,11 @@ class GaussianActor(nn.Module):
 
     def __init__(self, spec: EnvSpec, net_arch: list[int]) -> None:
         super().__init__()
-        encoder, size = features(spec)
-        self.body = nn.Sequential(encoder, mlp([size, *net_arch, 2 * spec.action_dim]))
+        self.encoder, size = features(spec)
+        self.body = mlp([size, *net_arch, 2 * spec.action_dim])
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, log_std = self.body(obs).chunk(2, dim=-1)
+        mean, log_std = self.body(encode(self.encoder, obs)).chunk(2, dim=-1)
         return mean, log_std
 
 
@@ -141,29 +171,23 @@ class Critics(nn.Module):
         super().__init__()
         self.encoder, size = features(spec)
         sizes = [size + spec.action_dim, *net_arch, 1]
-        self.weights = nn.ParameterList(nn.Parameter(torch.empty(n, a, b)) for a, b in zip(sizes[:-1], sizes[1:], strict=True))
-        self.biases = nn.ParameterList(nn.Parameter(torch.empty(n, 1, b)) for b in sizes[1:])
+        for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
+            self.register_parameter(f"w{i}", nn.Parameter(torch.empty(n, fan_in, fan_out)))
+            self.register_parameter(f"b{i}", nn.Parameter(torch.empty(n, 1, fan_out)))
+        self.count = len(sizes) - 1
 
-    def reset_parameters(self, generator: torch.Generator) -> None:
-        init_uniform(self.encoder, generator)
-        with torch.no_grad():
-            for weight, bias in zip(self.weights, self.biases, strict=True):
-                bound = 1.0 / math.sqrt(weight.shape[1])
-                weight.uniform_(-bound, bound, generator=generator)
-                bias.uniform_(-bound, bound, generator=generator)
+    def layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return [(self._parameters[f"w{i}"], self._parameters[f"b{i}"]) for i in range(self.count)]  # type: ignore[misc]
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-        x = torch.cat([self.encoder(obs), action], dim=-1)  # [B, in]: the same for every critic
-        last = len(self.weights) - 1
-        for i, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
+        x = torch.cat([encode(self.encoder, obs), action], dim=-1)  # [B, in]: the same for every critic
+        last = self.count - 1
+        for i, (weight, bias) in enumerate(self.layers()):
             x = torch.matmul(x, weight) + bias if i == 0 else torch.baddbmm(bias, x, weight)  # [n, B, out]
             if i < last:
-                x = torch.relu(x)
+                x = x.relu_()
         return x.squeeze(-1)
 
 
 def critics(spec: EnvSpec, net_arch: list[int], n: int, generator: torch.Generator | None) -> nn.Module:
-    module = Critics(spec, net_arch, n)
-    if generator is not None:
-        module.reset_parameters(generator)
-    return module
+    return init_uniform(Critics(spec, net_arch, n), generator)

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from lfrl.envs import EnvSpec
-from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module, polyak
+from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, networks_module, polyak
 from lfrl.policy import ContinuousPolicy
 from lfrl.td3 import critic_loss
 
@@ -97,10 +97,11 @@ class SAC(Learner):
                                   batch["done"], batch["discount"], alpha)
         q = self.critics(obs, batch["action"])
         loss = 0.5 * critic_loss(q, target, batch["weights"].to(torch.float32), scale)
-        tensors: list[torch.Tensor | None] = list(torch.autograd.grad(loss, self.critic_params))
         actions, log_prob = squashed_sample(*self.actor(obs), torch.randn(shape, generator=self.generator))
-        policy_loss = actor_loss(self.critics(obs, actions), log_prob, alpha, scale)
-        tensors += torch.autograd.grad(policy_loss, self.actor_params)
+        with frozen(self.critics):  # the actor's loss moves the actor only
+            policy_loss = actor_loss(self.critics(obs, actions), log_prob, alpha, scale)
+        tensors: list[torch.Tensor | None] = list(
+            torch.autograd.grad(loss + policy_loss, self.critic_params + self.actor_params))
         losses = {"critic_loss": float(loss.detach()), "actor_loss": float(policy_loss.detach()), "ent_coef": float(alpha)}
         if self.auto:
             tensors.append(temperature_gradient(log_prob, self.target_entropy, scale))

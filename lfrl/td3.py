@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from lfrl.envs import EnvSpec
-from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module, polyak
+from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, networks_module, polyak
 from lfrl.policy import ContinuousPolicy
 
 
@@ -69,14 +69,14 @@ class TD3(Learner):
                                     batch["done"], batch["discount"])
         q = self.critics(obs, batch["action"])
         loss = critic_loss(q, target, batch["weights"].to(torch.float32), scale)
-        tensors: list[torch.Tensor | None] = list(torch.autograd.grad(loss, self.critic_params))
         losses = {"critic_loss": float(loss.detach())}
         if (self.updates + 1) % self.policy_delay == 0:
-            actor_loss = -self.critics(obs, self.actor(obs))[0].sum() * scale
-            tensors += torch.autograd.grad(actor_loss, self.actor_params)
-            losses["actor_loss"] = float(actor_loss.detach())
+            with frozen(self.critics):  # the actor's loss moves the actor only
+                policy_loss = -self.critics(obs, self.actor(obs))[0].sum() * scale
+            tensors: list[torch.Tensor | None] = list(torch.autograd.grad(loss + policy_loss, self.params))
+            losses["actor_loss"] = float(policy_loss.detach())
         else:
-            tensors += [None] * len(self.actor_params)
+            tensors = [*torch.autograd.grad(loss, self.critic_params), *[None] * len(self.actor_params)]
         return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy())
 
     def after_step(self, grads: Gradients) -> None:

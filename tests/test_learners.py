@@ -108,6 +108,35 @@ def test_polyak_moves_targets_by_tau() -> None:
     assert target[0].tolist() == pytest.approx([0.1, 0.2])
 
 
+def test_adam_is_torchs_fused_adam_and_leaves_parameters_without_gradients_alone() -> None:
+    from lfrl.learner import Adam
+
+    params = [torch.nn.Parameter(torch.randn(3, generator=torch.Generator().manual_seed(i))) for i in range(2)]
+    theirs = [torch.nn.Parameter(p.detach().clone()) for p in params]
+    reference = torch.optim.Adam(theirs, lr=0.01, fused=True)
+    mine = Adam(params, 0.01)
+    for step in range(3):
+        grads = [torch.full((3,), float(step + 1)), torch.full((3,), -2.0) if step != 1 else None]
+        mine.step([g.clone() if g is not None else None for g in grads])
+        for p, g in zip(theirs, grads, strict=True):
+            p.grad = g
+        reference.step()
+        reference.zero_grad(set_to_none=True)
+        assert all(torch.equal(a, b) for a, b in zip(params, theirs, strict=True))
+    assert [float(s) for s in mine.steps] == [3.0, 2.0]
+
+
+def test_clipping_scales_gradients_to_the_norm() -> None:
+    from lfrl.learner import clip_grad_norm
+
+    grads = [torch.tensor([3.0]), torch.tensor([4.0])]  # norm 5
+    clip_grad_norm(grads, 1.0)
+    assert [float(g) for g in grads] == pytest.approx([0.6, 0.8], rel=1e-5)
+    small = [torch.tensor([0.3])]
+    clip_grad_norm(small, 1.0)
+    assert float(small[0]) == pytest.approx(0.3)
+
+
 def test_combine_adds_in_order_and_keeps_missing_gradients_missing() -> None:
     a = Gradients([torch.tensor([1.0]), None], {"loss": 0.25}, np.array([1.0]))
     b = Gradients([torch.tensor([2.0]), None], {"loss": 0.5}, np.array([2.0, 3.0]))
@@ -173,7 +202,7 @@ def test_a_learner_pickles_whole_with_its_optimizer() -> None:
     batch = random_batch(spec, 8)
     learner.update(batch)
     copy = pickle.loads(pickle.dumps(learner))
-    assert copy.optimizer.param_groups[0]["params"][0] is copy.params[0]  # still its own parameters
+    assert copy.optimizer.params[0] is copy.params[0]  # still its own parameters
     learner.update(batch)
     copy.update(batch)
     assert copy.checksum() == learner.checksum()
@@ -187,9 +216,10 @@ def test_critics_are_independent_mlps_evaluated_together() -> None:
     critics = networks.critics(spec, [8], 2, torch.Generator().manual_seed(0))
     obs, action = torch.randn(5, 3), torch.rand(5, 1)
     x = torch.cat([obs, action], 1)
+    (w0, b0), (w1, b1) = critics.layers()
     for i in range(2):
-        hidden = torch.relu(x @ critics.weights[0][i] + critics.biases[0][i])
-        expected = (hidden @ critics.weights[1][i] + critics.biases[1][i]).squeeze(1)
+        hidden = torch.relu(x @ w0[i] + b0[i])
+        expected = (hidden @ w1[i] + b1[i]).squeeze(1)
         assert torch.allclose(critics(obs, action)[i], expected, atol=1e-6)
 
 

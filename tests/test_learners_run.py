@@ -196,3 +196,32 @@ def test_the_cli_refuses_with_the_reason_and_no_traceback(tmp_path: Path) -> Non
     result = subprocess.run(command("gen", "sac", "--learning-rate", "fast", "-o", str(tmp_path / "x.lf")),
                             capture_output=True, text=True, cwd=ROOT)
     assert result.stderr.strip() == "lfrl gen: error: --learning-rate: expected a number, got 'fast'"
+
+
+def test_the_networks_come_from_the_module_named_with_networks(tmp_path: Path) -> None:
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    (folder / "my_networks.py").write_text(
+        "from lfrl import networks\n"
+        "from lfrl.networks import critics, deterministic_actor, gaussian_actor\n\n\n"
+        "def q_network(spec, net_arch, dueling, generator):\n"
+        "    print(f'my q-network {net_arch}', flush=True)\n"
+        "    return networks.q_network(spec, [8] + net_arch, dueling, generator)\n")
+    program = generate(tmp_path, "dqn", **{**DQN, "total_steps": 200, "learning_starts": 100},
+                       networks="my_networks")
+    lines = run(program)
+    assert lines.count("my q-network [32, 32]") == 3  # the learner's, the actor's and the evaluator's
+    saved = torch.load(program.parent / "runs" / "dqn-CartPole-v1-seed0" / "model.pt", weights_only=True)
+    assert [tuple(v.shape) for k, v in saved["q"].items() if k.startswith("body.w")] == [(8, 4), (32, 8), (32, 32),
+                                                                                         (2, 32)]
+
+
+@pytest.mark.slow
+def test_atari_games_are_preprocessed_and_learned_with_a_cnn(tmp_path: Path) -> None:
+    program = generate(tmp_path, "dqn", env_id="ALE/Pong-v5", progress=False, total_steps=300, learning_starts=100,
+                       buffer_size=1000, batch_size=8, train_freq=100, gradient_steps=2, eval_episodes=1,
+                       eval_every=300)
+    lines = run(program)
+    assert re.fullmatch(r"eval mean return -?\d+\.00 over 1 episodes", last_lines(lines)[0])  # whole points
+    saved = torch.load(program.parent / "runs" / "dqn-ALE-Pong-v5-seed0" / "model.pt", weights_only=True)
+    assert tuple(saved["q"]["encoder.convs.0.weight"].shape) == (32, 4, 8, 8)  # 4 stacked 84x84 frames
