@@ -34,6 +34,7 @@ bench: setup
 	$(PY) benchmarks/runtime_overhead.py
 	$(PY) benchmarks/replay.py
 	$(PY) benchmarks/vs_ray.py
+	$(PY) benchmarks/learners.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

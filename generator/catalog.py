@@ -40,6 +40,7 @@ class Param:
     # 'env_id' (a gymnasium environment id), 'file' (a file name), 'net_arch' (layer sizes such as
     # 256,256), 'auto_or_number' ("auto" or a number), 'module' (a Python module name)
     check: str | None = None
+    default_text: str | None = None  # how --help shows a default computed from other values
 
     @property
     def flag(self) -> str:
@@ -58,7 +59,9 @@ class Param:
             low = "" if self.min is None else number.format(self.min)
             high = "" if self.max is None else number.format(self.max)
             default = "none" if self.default is None else number.format(self.default)
-            kind = f"{low}..{high}, default {default}"
+            kind = f"{low}..{high}, default {default}" if low or high else f"a number, default {default}"
+        elif self.default_text is not None:
+            kind = f"default {self.default_text}"
         else:
             kind = f"default {self.default}" if self.default != "" else "default: none"
         return f"{self.help} [{kind}]"
@@ -253,11 +256,11 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("eval_every", int, d("eval_every"), "environment steps between evaluations", min=1, max=10**10),
         Param("eval_episodes", int, d("eval_episodes", 10), "deterministic episodes per evaluation", min=1,
               max=10**5),
-        Param("stop_at", float, None, "stop once an evaluation's mean return reaches this", min=-1e12, max=1e12),
+        Param("stop_at", float, None, "stop once an evaluation's mean return reaches this"),
         Param("seed", int, 0, "seed of every random stream of the run (learner, actors, evaluator, buffer)", min=0,
               max=2**31 - 1),
-        Param("logdir", str, "", "log folder, relative to the program's folder [default: runs/ALGO-ENV-seedN]",
-              check="file"),
+        Param("logdir", str, "", "log folder, relative to the program's folder", check="file",
+              default_text="runs/ALGO-ENV-seedSEED"),
         Param("checkpoint_every", int, 0, "environment steps between checkpoints in LOGDIR/checkpoints (0: none); "
               "lfrl run PROGRAM --resume FILE goes on from one", min=0, max=10**10),
         Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
@@ -421,26 +424,16 @@ CATALOG: dict[str, Template] = {
             "dqn", "double DQN (dueling heads, n-step returns, prioritized replay optional): actors, a pyreplay "
                    "buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475",
             env_id="CartPole-v1", total_steps=50_000, learning_rate=2.3e-3, buffer_size=100_000,
-            learning_starts=1000, batch_size=64, train_freq=256, gradient_steps=128, net_arch="256,256",
+            learning_starts=1000, batch_size=64, train_freq=256, gradient_steps=128, net_arch="64,64",
             eval_every=2000, target_update_interval=10, exploration_fraction=0.16, exploration_final_eps=0.04),
-        learner_template(
-            "ddpg", "DDPG for continuous actions: actors, a pyreplay buffer, a learner, an evaluator; Pendulum-v1's "
-                    "defaults reach a return of -200",
-            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=200_000,
-            learning_starts=10_000, batch_size=256, gamma=0.98, train_freq=200, gradient_steps=200,
-            net_arch="400,300", eval_every=1000),
-        learner_template(
-            "td3", "TD3 for continuous actions: actors, a pyreplay buffer, a learner, an evaluator; Pendulum-v1's "
-                   "defaults reach a return of -200",
-            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=200_000,
-            learning_starts=10_000, batch_size=256, gamma=0.98, train_freq=200, gradient_steps=200,
-            net_arch="400,300", eval_every=1000),
-        learner_template(
-            "sac", "SAC with automatic entropy tuning for continuous actions: actors, a pyreplay buffer, a learner, "
-                   "an evaluator; Pendulum-v1's defaults reach a return of -200",
-            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=100_000,
-            learning_starts=100, batch_size=256, train_freq=1, gradient_steps=1, net_arch="256,256",
-            eval_every=1000),
+        *(learner_template(
+            algo, f"{title} for continuous actions: actors, a pyreplay buffer, a learner, an evaluator; "
+                  "Pendulum-v1's defaults reach a return of -200",
+            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=100_000, learning_starts=256,
+            batch_size=256, gamma=0.98 if algo != "sac" else 0.99, train_freq=1, gradient_steps=1,
+            net_arch="64,64", eval_every=1000)
+          for algo, title in (("ddpg", "DDPG"), ("td3", "TD3"),
+                              ("sac", "SAC with automatic entropy tuning"))),
     )
 }
 

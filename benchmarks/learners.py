@@ -1,0 +1,249 @@
+"""Off-policy learners: wall-clock time to a known return, lfrl against Stable-Baselines3, side by side.
+
+  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac] [--seeds 5] [--quick]
+
+For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
+defaults (`lfrl gen ALGO --help`), given to SB3 as the same values; the same seeds. Thresholds as in
+Tianshou's benchmarks: CartPole-v1 475 (dqn, within 50,000 environment steps), Pendulum-v1 -200
+(ddpg, td3, sac, within 20,000). Every `eval_every` steps each side plays `eval_episodes`
+deterministic episodes on an environment of its own, and stops at the first evaluation that reaches
+the threshold. SB3's DQN has no double Q-learning, so lfrl's DQN runs with `--double no` here.
+
+Time to threshold, two ways:
+- process: seconds from starting the command to its end (interpreter, imports, lfrl's compile,
+  set-up, training, evaluations; lfrl also writes its learning curve and weights): what a user waits;
+- training: seconds from the start of training to the end of the evaluation that reached the
+  threshold, as each side measures it.
+A run that never reaches the threshold counts as its whole run, and is marked. Both sides of a seed
+run back to back (this machine's speed drifts). SB3 uses torch's default threads (what its users
+get), lfrl its template default (one). Writes results/learners.md (medians, min-max, ratios),
+results/learners.csv (every run, every evaluation) and results/learners.png (learning curves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import median
+
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).parent / "results"
+sys.path.insert(0, str(ROOT))
+
+THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0}
+
+# The SB3 side: the same values, SB3's own names (which lfrl's flags follow).
+SB3_RUN = r"""
+import json, sys, time
+start = time.perf_counter()
+import numpy as np, torch, gymnasium as gym
+from stable_baselines3 import DDPG, DQN, SAC, TD3
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback, StopTrainingOnRewardThreshold
+from stable_baselines3.common.noise import NormalActionNoise
+
+c = json.loads(sys.argv[1])
+threshold = float(sys.argv[2])
+env = gym.make(c["env_id"])
+common = dict(learning_rate=c["learning_rate"], buffer_size=c["buffer_size"], learning_starts=c["learning_starts"],
+              batch_size=c["batch_size"], gamma=c["gamma"], train_freq=c["train_freq"],
+              gradient_steps=c["gradient_steps"], policy_kwargs=dict(net_arch=c["net_arch"]), seed=c["seed"], verbose=0)
+if c["algo"] == "dqn":
+    model = DQN("MlpPolicy", env, target_update_interval=c["target_update_interval"],
+                exploration_fraction=c["exploration_fraction"], exploration_initial_eps=c["exploration_initial_eps"],
+                exploration_final_eps=c["exploration_final_eps"], max_grad_norm=c["max_grad_norm"], **common)
+elif c["algo"] == "sac":
+    model = SAC("MlpPolicy", env, tau=c["tau"], ent_coef=c["ent_coef"], target_entropy=c["target_entropy"], **common)
+else:
+    d = env.action_space.shape[0]
+    noise = NormalActionNoise(np.zeros(d), c["action_noise"] * np.ones(d))
+    extra = dict(policy_delay=c["policy_delay"], target_policy_noise=c["target_policy_noise"],
+                 target_noise_clip=c["target_noise_clip"]) if c["algo"] == "td3" else {}
+    model = (TD3 if c["algo"] == "td3" else DDPG)("MlpPolicy", env, tau=c["tau"], action_noise=noise, **common, **extra)
+
+class Record(BaseCallback):
+    def _on_step(self):
+        e = self.parent
+        print(json.dumps({"step": self.num_timesteps, "mean": float(e.last_mean_reward),
+                          "training": time.perf_counter() - learning, "process": time.perf_counter() - start}),
+              flush=True)
+        return True
+
+eval_env = gym.make(c["env_id"])
+eval_env.reset(seed=c["seed"] + 10_000)
+callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=c["eval_every"], deterministic=True,
+                        callback_on_new_best=StopTrainingOnRewardThreshold(threshold), callback_after_eval=Record(),
+                        verbose=0)
+learning = time.perf_counter()
+model.learn(c["total_steps"], callback=callback)
+print(json.dumps({"threads": torch.get_num_threads()}))
+"""
+
+
+@dataclass
+class Run:
+    side: str
+    algo: str
+    seed: int
+    process: float = 0.0  # wall seconds of the whole command
+    evaluations: list[dict] = field(default_factory=list)  # step, mean, training (s)
+    threads: int = 1
+
+    @property
+    def reached(self) -> dict | None:
+        threshold = THRESHOLDS[self.algo]
+        return next((e for e in self.evaluations if e["mean"] >= threshold), None)
+
+    def time_to_threshold(self, kind: str) -> float:
+        """Seconds to the threshold (or of the whole run if never reached)."""
+        if kind == "process":
+            return self.process
+        reached = self.reached
+        return reached["training"] if reached else self.evaluations[-1]["training"]
+
+
+def lfrl_config(algo: str, seed: int) -> dict:
+    """The template's defaults, as the program's CONFIG holds them."""
+    from generator.catalog import CATALOG
+
+    tpl = CATALOG[algo]
+    values = {**tpl.defaults(), "seed": seed, "progress": False}
+    if algo == "dqn":
+        values["double"] = False
+    return tpl.derive(values)["config"]  # type: ignore[misc,index]
+
+
+def run_lfrl(algo: str, seed: int) -> Run:
+    config = lfrl_config(algo, seed)
+    flags = ["--seed", str(seed), "--progress", "no", "--stop-at", str(THRESHOLDS[algo])]
+    if algo == "dqn":
+        flags += ["--double", "no"]
+    with tempfile.TemporaryDirectory() as tmp:
+        program = Path(tmp) / f"{algo}.lf"
+        lfrl = [sys.executable, "-m", "generator.cli"]
+        subprocess.run([*lfrl, "gen", algo, *flags, "-o", str(program)], check=True, cwd=ROOT, capture_output=True)
+        start = time.perf_counter()
+        subprocess.run([*lfrl, "run", str(program)], check=True, cwd=ROOT, capture_output=True)
+        run = Run("lfrl", algo, seed, time.perf_counter() - start, threads=int(config["torch_threads"]))
+        with open(Path(tmp) / config["logdir"] / "evaluations.csv") as rows:
+            run.evaluations = [{"step": int(r["step"]), "mean": float(r["mean_return"]), "training": float(r["time"])}
+                               for r in csv.DictReader(rows)]
+    return run
+
+
+def run_sb3(algo: str, seed: int) -> Run:
+    config = lfrl_config(algo, seed)
+    start = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", SB3_RUN, json.dumps(config), str(THRESHOLDS[algo])], check=True,
+                         capture_output=True, text=True)
+    run = Run("sb3", algo, seed, time.perf_counter() - start)
+    for line in out.stdout.splitlines():
+        record = json.loads(line)
+        if "threads" in record:
+            run.threads = record["threads"]
+        else:
+            run.evaluations.append(record)
+    return run
+
+
+def summarise(runs: list[Run], algos: list[str]) -> list[str]:
+    lines = ["| algorithm | environment | threshold | side | seeds reaching it | steps to threshold (median) | "
+             "time, process (median, min-max) | time, training (median, min-max) | lfrl / SB3, process | "
+             "lfrl / SB3, training |", "|" + "---|" * 10]
+    for algo in algos:
+        config = lfrl_config(algo, 0)
+        ratios = {}
+        for kind in ("process", "training"):
+            mine = median(r.time_to_threshold(kind) for r in runs if r.algo == algo and r.side == "lfrl")
+            theirs = median(r.time_to_threshold(kind) for r in runs if r.algo == algo and r.side == "sb3")
+            ratios[kind] = mine / theirs
+        for side in ("lfrl", "sb3"):
+            mine = [r for r in runs if r.algo == algo and r.side == side]
+            reached = [r.reached for r in mine if r.reached]
+            steps = f"{median(e['step'] for e in reached):,.0f}" if reached else "-"
+            times = {k: [r.time_to_threshold(k) for r in mine] for k in ("process", "training")}
+            cells = [f"{median(t):.1f} s ({min(t):.1f}-{max(t):.1f})" for t in times.values()]
+            ratio = [f"**{ratios[k]:.2f}x**" if side == "lfrl" else "" for k in ("process", "training")]
+            lines.append(f"| {algo} | {config['env_id']} | {THRESHOLDS[algo]:g} | {side} (torch threads "
+                         f"{mine[0].threads}) | {len(reached)}/{len(mine)} | {steps} | {cells[0]} | {cells[1]} | "
+                         f"{ratio[0]} | {ratio[1]} |")
+    return lines
+
+
+def plot(runs: list[Run], algos: list[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(algos), figsize=(5 * len(algos), 4), squeeze=False)
+    for ax, algo in zip(axes[0], algos, strict=True):
+        for run in (r for r in runs if r.algo == algo):
+            ax.plot([e["training"] for e in run.evaluations], [e["mean"] for e in run.evaluations],
+                    "-o", markersize=2, color="tab:blue" if run.side == "lfrl" else "tab:orange", alpha=0.7,
+                    label=run.side if run.seed == 0 else None)
+        ax.axhline(THRESHOLDS[algo], color="tab:green", linestyle="--", linewidth=1)
+        ax.set_title(f"{algo} on {lfrl_config(algo, 0)['env_id']}")
+        ax.set_xlabel("training seconds")
+        ax.set_ylabel("evaluation mean return")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algos", default="dqn,ddpg,td3,sac")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="dqn and sac, one seed")
+    args = parser.parse_args()
+    algos = ["dqn", "sac"] if args.quick else args.algos.split(",")
+    seeds = 1 if args.quick else args.seeds
+    try:
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        sys.exit("benchmarks/learners.py needs Stable-Baselines3: pip install -e '.[bench]'")
+    load_before = os.getloadavg()[0]
+    runs: list[Run] = []
+    with tqdm(total=len(algos) * seeds * 2, unit="run") as bar:
+        for algo in algos:
+            for seed in range(seeds):
+                for side, function in (("lfrl", run_lfrl), ("sb3", run_sb3)):
+                    bar.set_postfix_str(f"{algo} seed {seed} {side}")
+                    runs.append(function(algo, seed))
+                    bar.update(1)
+    load_after = os.getloadavg()[0]
+    RESULTS.mkdir(exist_ok=True)
+    with open(RESULTS / "learners.csv", "w", newline="") as out:
+        writer = csv.writer(out)
+        writer.writerow(["algo", "side", "seed", "process_s", "torch_threads", "step", "mean_return", "training_s"])
+        for r in runs:
+            for e in r.evaluations:
+                writer.writerow([r.algo, r.side, r.seed, f"{r.process:.2f}", r.threads, e["step"], e["mean"],
+                                 f"{e['training']:.2f}"])
+    table = summarise(runs, algos)
+    plot(runs, algos, RESULTS / "learners.png")
+    text = ["# Off-policy learners: time to threshold, lfrl vs Stable-Baselines3", "",
+            f"Command: `.venv/bin/python benchmarks/learners.py{' --quick' if args.quick else ''}` on "
+            f"{os.cpu_count()} CPUs, {seeds} seed(s); load average (1 min) before {load_before:.2f}, after "
+            f"{load_after:.2f}. Each side of a seed runs back to back with the template's default "
+            "hyperparameters (see the script's header for the protocol). Every run's evaluations are in "
+            "learners.csv; learners.png shows the learning curves over training time.", "", *table, "",
+            "![learning curves](learners.png)", ""]
+    (RESULTS / "learners.md").write_text("\n".join(text))
+    print("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()
