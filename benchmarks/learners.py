@@ -48,7 +48,7 @@ import json, sys, time
 start = time.perf_counter()
 import numpy as np, torch, gymnasium as gym
 from stable_baselines3 import DDPG, DQN, SAC, TD3
-from stable_baselines3.common.callbacks import BaseCallback, EvalCallback, StopTrainingOnRewardThreshold
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.noise import NormalActionNoise
 
 c = json.loads(sys.argv[1])
@@ -70,19 +70,18 @@ else:
                  target_noise_clip=c["target_noise_clip"]) if c["algo"] == "td3" else {}
     model = (TD3 if c["algo"] == "td3" else DDPG)("MlpPolicy", env, tau=c["tau"], action_noise=noise, **common, **extra)
 
-class Record(BaseCallback):
+class RecordAndStop(BaseCallback):
+    """After every evaluation: record it; stop training once it reaches the threshold."""
     def _on_step(self):
-        e = self.parent
-        print(json.dumps({"step": self.num_timesteps, "mean": float(e.last_mean_reward),
-                          "training": time.perf_counter() - learning, "process": time.perf_counter() - start}),
+        mean = float(self.parent.last_mean_reward)
+        print(json.dumps({"step": self.num_timesteps, "mean": mean, "training": time.perf_counter() - learning}),
               flush=True)
-        return True
+        return mean < threshold
 
 eval_env = gym.make(c["env_id"])
 eval_env.reset(seed=c["seed"] + 10_000)
 callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=c["eval_every"], deterministic=True,
-                        callback_on_new_best=StopTrainingOnRewardThreshold(threshold), callback_after_eval=Record(),
-                        verbose=0)
+                        callback_after_eval=RecordAndStop(), verbose=0)
 learning = time.perf_counter()
 model.learn(c["total_steps"], callback=callback)
 print(json.dumps({"threads": torch.get_num_threads()}))
