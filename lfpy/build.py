@@ -78,7 +78,8 @@ def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagno
             import grpc_tools.protoc  # noqa: F401 - grpcio-tools bundles protoc
         except ImportError:
             diags.error(Loc(lf_file, 1, 1), "the protobufs target property needs the Protocol Buffers compiler: "
-                                            "protoc was not found on PATH (nor the grpcio-tools package)")
+                                            "protoc was not found on PATH (nor the grpcio-tools package); "
+                                            "pip install grpcio-tools protobuf")
             return None
         command = [sys.executable, "-m", "grpc_tools.protoc"]
     source_dir = Path(lf_file).parent
