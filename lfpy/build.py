@@ -19,7 +19,7 @@ from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
 from lfpy.runtime.environment import Environment
-from lfpy.runtime.failure import LineMap, report_failure
+from lfpy.runtime.failure import SourceMap, report_failure
 
 
 class Built:
@@ -147,7 +147,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         )
     except Exception as exc:  # a state variable's or parameter's initial value failed
         return _report_user_failure(built, exc, "initializing the reactors")
-    env.sched.line_map = _line_map(built)
+    env.sched.source_map = _source_map(built)
     trace_path = os.environ.get("LFPY_TRACE")
     trace: list | None = [] if trace_path else None
     status = env.run(trace)
@@ -179,14 +179,13 @@ def _relocated(code: CodeType, line_map: dict[int, tuple[str, int]]) -> CodeType
 def _report_user_failure(built: Built, exc: Exception, what: str) -> int:
     """An error in user code outside reactions, reported as the runtime reports a failing reaction.
     Returns the exit status (1)."""
-    report_failure(None, f"{what} failed", exc, _line_map(built))
+    report_failure(None, f"{what} failed", exc, _source_map(built))
     return 1
 
 
-def _line_map(built: Built) -> LineMap:
-    """Where a line of `built`'s generated module came from."""
-    module = str(built.module)
-    return lambda file, line: built.line_map.get(line) if file == module else None
+def _source_map(built: Built) -> SourceMap:
+    """Where the lines of `built`'s generated module came from."""
+    return SourceMap(str(built.module), built.source, built.line_map)
 
 
 def _run_with_lfc(path: str, diags: Diagnostics) -> int:

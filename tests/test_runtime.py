@@ -362,10 +362,56 @@ main reactor {
     assert result.stdout.splitlines() == ["shutdown ran"]
     err = result.stderr.splitlines()
     lf_file = str((tmp_path / "Boom.lf").resolve())
-    assert err[0] == (f"{lf_file}:3: error: reaction 'reaction_1' of Boom.b failed: "
+    # At the line that raised (line 5, column 9: `x / 0`), naming the reaction and its instance.
+    assert err[0] == (f"{lf_file}:5:9: error: reaction 'reaction_1' of Boom.b failed: "
                       "ZeroDivisionError: division by zero")
     assert f'  File "{lf_file}", line 5, in reaction_function_1' in err
     assert "    y = x / 0" in err
+
+
+def test_a_failure_in_a_method_is_reported_at_the_method_line_that_raised(tmp_path: Path) -> None:
+    source = """target Python
+reactor Parser {
+  method parse(text) {=
+    import json
+    return json.loads(text)
+  =}
+  reaction(startup) {=
+    self.parse("{}")
+    self.parse("{bad")
+  =}
+}
+main reactor {
+  p = new[2] Parser()
+}
+"""
+    result = run_lf(tmp_path, source, "--workers", "2", name="Method.lf")
+    assert result.returncode == 1
+    lf_file = str((tmp_path / "Method.lf").resolve())
+    headers = sorted(line for line in result.stderr.splitlines() if ": error: " in line)
+    message = "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    # The innermost line of the .lf file (json's own frames lie outside it), for each bank member.
+    assert headers == [f"{lf_file}:5:12: error: reaction 'reaction_1' of Method.p[{i}] failed: {message}"
+                       for i in (0, 1)]
+
+
+def test_a_failing_parameter_value_is_reported_at_its_lf_line(tmp_path: Path) -> None:
+    source = """target Python
+preamble {=
+  LIMIT = 3
+=}
+reactor R(x = 0) {
+  reaction(startup) {= print(self.x) =}
+}
+main reactor {
+  r = new R(x = {= LIMIT / 0 =})
+}
+"""
+    result = run_lf(tmp_path, source, name="Param.lf")
+    assert result.returncode == 1 and result.stdout == ""
+    lf_file = str((tmp_path / "Param.lf").resolve())
+    assert result.stderr.splitlines()[0] == (f"{lf_file}:9:3: error: initializing the reactors failed: "
+                                             "ZeroDivisionError: division by zero")
 
 
 def test_exit_in_a_reaction_sets_the_status(tmp_path: Path) -> None:
@@ -613,7 +659,7 @@ main reactor {
     assert result.returncode == 1
     lf_file = str((tmp_path / "Bad.lf").resolve())
     assert result.stderr.splitlines() == [
-        f"{lf_file}:3: error: initializing the reactors failed: ZeroDivisionError: division by zero",
+        f"{lf_file}:3:3: error: initializing the reactors failed: ZeroDivisionError: division by zero",
         "Traceback (most recent call last):", f'  File "{lf_file}", line 3, in _lf_init_state',
         "    state x = {= 1 / 0 =}", "ZeroDivisionError: division by zero"]
 
@@ -635,7 +681,7 @@ main reactor {
     lf_file = str((tmp_path / "Pre.lf").resolve())
     message = "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
     err = result.stderr.splitlines()
-    assert err[0] == f"{lf_file}:5: error: preamble failed: {message}"  # the innermost .lf line
+    assert err[0] == f"{lf_file}:5:12: error: preamble failed: {message}"  # the innermost .lf line
     assert err[1:6] == ["Traceback (most recent call last):", f'  File "{lf_file}", line 6, in <module>',
                         '    CONFIG = parse("{bad")', f'  File "{lf_file}", line 5, in parse',
                         "    return json.loads(text)"]
@@ -667,7 +713,7 @@ main reactor {
     assert result.returncode == 1, result.stderr
     lf_file = str((tmp_path / "Reset.lf").resolve())
     err = result.stderr.splitlines()
-    assert err[0] == (f"{lf_file}:11: error: entering mode 'B' of Reset.r failed: "
+    assert err[0] == (f"{lf_file}:11:5: error: entering mode 'B' of Reset.r failed: "
                       "ZeroDivisionError: division by zero")
     assert err[1:] == ["Traceback (most recent call last):", f'  File "{lf_file}", line 11, in _lf_init_state',
                        "    state ratio = {= 1 / self.count =}", "ZeroDivisionError: division by zero"]

@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
-from lfpy.runtime.failure import LineMap, report_failure
+from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
@@ -71,7 +71,7 @@ class Scheduler:
         self.trace: list[tuple[int, int, str, object]] | None = None
         self.trace_events: list[str] = []  # descriptions of registered user trace events
         self.pool: ThreadPoolExecutor | None = None
-        self.line_map: LineMap | None = None
+        self.source_map: SourceMap | None = None
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
         self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
@@ -409,8 +409,8 @@ class Scheduler:
             self.exit_status = code
             self.halted = True
             return
-        report_failure(f"{r.lf_file}:{r.lf_line}", f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed",
-                       exc, self.line_map)
+        report_failure((r.lf_file, r.lf_line, r.lf_col), f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed",
+                       exc, self.source_map)
         self.exit_status = 1
         self.request_stop()
 
@@ -474,7 +474,7 @@ class Scheduler:
                     try:
                         state.on_enter(mode, kind)
                     except Exception as exc:  # a state initialiser of the mode failed: user code
-                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.line_map)
+                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.source_map)
                         self.exit_status = 1
                         self.request_stop()
         if self.stopping:
