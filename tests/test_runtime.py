@@ -3,11 +3,15 @@
 import importlib.util
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.lfutil import run_lf, write
+from tests.lfutil import default_signals, run_lf, write
 
 FAST = "target Python { fast: true, timeout: 1 sec }\n"
 PRINT_TAG = 'print(f"{lf.time.logical_elapsed() // MSEC(1)}ms/{lf.tag().microstep}'
@@ -421,20 +425,85 @@ def test_exit_in_a_reaction_sets_the_status(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (3, "bye\n")
 
 
-def test_ctrl_c_in_a_reaction_ends_the_program_with_130(tmp_path: Path) -> None:
+def test_ctrl_c_stops_after_the_tag_and_runs_every_shutdown_reaction(tmp_path: Path) -> None:
+    # The first Ctrl-C requests a stop: the reaction that was running and the rest of its tag
+    # complete, then the shutdown reactions of every reactor run, and the status is 130.
+    source = """target Python { fast: true }
+reactor Worker(bank_index = 0) {
+  input go
+  reaction(go) {= print(f"worker {self.bank_index} got {go.value}") =}
+  reaction(shutdown) {= print(f"worker {self.bank_index} shut down") =}
+}
+main reactor {
+  logical action again
+  state n = 0
+  w = new[2] Worker()
+  reaction(startup, again) -> w.go, again {=
+    import signal
+    self.n += 1
+    if self.n == 2:
+      signal.raise_signal(signal.SIGINT)
+      print("the reaction goes on")
+    for worker in w:
+      worker.go.set(self.n)
+    again.schedule(MSEC(1))
+  =}
+  reaction(shutdown) {= print(f"main shut down after {self.n} rounds") =}
+}
+"""
+    result = run_lf(tmp_path, source)
+    assert result.returncode == 130, result.stderr
+    out = result.stdout.splitlines()
+    assert out[:5] == ["worker 0 got 1", "worker 1 got 1", "the reaction goes on", "worker 0 got 2", "worker 1 got 2"]
+    assert sorted(out[5:]) == ["main shut down after 2 rounds", "worker 0 shut down", "worker 1 shut down"]
+    assert result.stderr == ("Ctrl-C: stopping after this tag; shutdown reactions run "
+                             "(press Ctrl-C again to end at once)\n")
+
+
+def test_a_second_ctrl_c_ends_the_program_at_once(tmp_path: Path) -> None:
     source = """target Python
 main reactor {
   reaction(startup) {=
     import signal
     print("before")
     signal.raise_signal(signal.SIGINT)
+    print("still running")
+    signal.raise_signal(signal.SIGINT)
     print("not reached")
   =}
-  reaction(shutdown) {= print("no shutdown after Ctrl-C") =}
+  reaction(shutdown) {= print("no shutdown after a second Ctrl-C") =}
 }
 """
     result = run_lf(tmp_path, source)
-    assert (result.returncode, result.stdout, result.stderr) == (130, "before\n", "interrupted\n")
+    assert (result.returncode, result.stdout) == (130, "before\nstill running\n")
+    assert result.stderr.splitlines()[-1] == "interrupted"
+
+
+def test_sigterm_while_waiting_for_physical_time_runs_shutdown_and_exits_143(tmp_path: Path) -> None:
+    # Not `fast`: between ticks the runtime sleeps until physical time reaches the next one.
+    source = """target Python
+main reactor {
+  timer t(0, 100 msec)
+  state ticks = 0
+  reaction(t) {=
+    self.ticks += 1
+    if self.ticks == 1:
+      print("ticking", flush=True)
+  =}
+  reaction(shutdown) {= print(f"shut down, {self.ticks > 0} ticks") =}
+}
+"""
+    path = write(tmp_path, source, "Term.lf")
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent,
+                            preexec_fn=default_signals)
+    assert proc.stdout is not None and proc.stdout.readline() == "ticking\n"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    assert stdout == "shut down, True ticks\n"
+    assert stderr == "SIGTERM: stopping after this tag; shutdown reactions run (send it again to end at once)\n"
 
 
 def test_ctrl_c_between_two_reactions_ends_the_program_with_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
