@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from types import CodeType
 
@@ -26,9 +27,9 @@ class Built:
     """A compiled program: the generated module's path and source, its line map, and the graph."""
 
     def __init__(self, module: Path, source: str, line_map: dict[int, tuple[str, int]],
-                 class_names: dict[int, str], elaborated: Elaborated) -> None:
+                 class_names: dict[int, str], elaborated: Elaborated, code: CodeType) -> None:
         self.module, self.source, self.line_map = module, source, line_map
-        self.class_names, self.elaborated = class_names, elaborated
+        self.class_names, self.elaborated, self.code = class_names, elaborated, code
 
 
 def _lfc_missing(path: str, diags: Diagnostics) -> None:
@@ -44,7 +45,7 @@ def build(path: str, diags: Diagnostics) -> Built | None:
         if program is not None and not diags.has_errors:
             diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
         return None
-    check_python_syntax(program, diags)
+    check_python_syntax(program, diags)  # as lfc, when compiling: `lfrl check` validates LF only
     if diags.has_errors:
         return None
     main = elaborated.main.reactor
@@ -61,7 +62,16 @@ def build(path: str, diags: Diagnostics) -> Built | None:
     except OSError as exc:  # a read-only folder, a file named src-gen, a full disk
         diags.error(Loc(program.main.path, 1, 1), f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}")
         return None
-    return Built(module, source, line_map, class_names, elaborated)
+    try:  # the checks have compiled every code block where it goes (and reported its warnings)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = compile(source, str(module), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        file, line = line_map.get(getattr(exc, "lineno", None) or 0, (program.main.path, 1))
+        diags.error(Loc(file, line, 1), f"lfpy generated Python that does not compile ({exc}); this is a bug in "
+                                        f"lfpy: please report it with the program")
+        return None
+    return Built(module, source, line_map, class_names, elaborated, code)
 
 
 def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagnostics) -> list[str] | None:
@@ -91,7 +101,7 @@ def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagno
         if result.returncode != 0:
             diags.error(Loc(lf_file, 1, 1), f"protoc failed on {name}: {result.stderr.strip()}")
             return None
-        names.append(proto.stem)
+        names.append(proto.stem.replace("-", "_").replace(".", "_"))  # protoc's module name: `my-msg_pb2`
     return names
 
 
@@ -133,7 +143,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         where = source_dir / str(entry)
         sys.path.insert(0, str(where if where.is_dir() else where.parent))
     try:
-        exec(_relocated(compile(built.source, str(built.module), "exec"), built.line_map), namespace)
+        exec(_relocated(built.code, built.line_map), namespace)
     except Exception as exc:  # a preamble failed at import time
         return _report_user_failure(built, exc, "preamble")
     try:
