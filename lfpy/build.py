@@ -136,6 +136,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
     sys.path.insert(0, str(source_dir))
     sys.path.insert(0, str(built.module.parent))  # modules generated next to the program (protoc's)
+    sys.path.append(os.getcwd())  # last, as `python -m` would put it first: a user's module here
     # The `files` target property names Python files or folders the program imports (lfc copies
     # them next to the generated code; here they are imported from where they are).
     files = props.get("files", [])

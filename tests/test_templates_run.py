@@ -46,9 +46,14 @@ def test_same_seed_same_trajectories_with_one_and_two_workers(tmp_path: Path) ->
     assert len(values) == 6  # seeds come from (seed, worker) pairs: seed 8's workers are not seed 7's
 
 
-def test_rounds_stop_before_passing_the_step_count(tmp_path: Path) -> None:
+def test_exactly_the_steps_asked_for_are_taken(tmp_path: Path) -> None:
+    # Three whole rounds of 2 x 4, then 1 step by worker 0: 25 samples, not 24.
     lines = sampling(tmp_path, 1, workers=2, steps=25, sync_every=4)
-    assert lines[0].startswith("24 samples from 2 workers in ")  # three whole rounds of 2 x 4
+    assert lines[0].startswith("25 samples from 2 workers in ")
+    # The same trajectories: a round of 2 x 10 then a last one of 1 + 0 continue the same streams.
+    short = sampling(tmp_path, 1, tag="short", workers=2, steps=21, sync_every=10, seed=4)
+    long = sampling(tmp_path, 1, tag="long", workers=2, steps=21, sync_every=1, seed=4)
+    assert short[0].startswith("21 samples from 2 workers in ") and checksums(short) == checksums(long)
 
 
 def test_child_processes_step_the_same_trajectories(tmp_path: Path) -> None:
@@ -108,6 +113,53 @@ def test_qlearning_saves_the_weights_it_reports(tmp_path: Path) -> None:
     assert [tuple(w.shape) for w in weights.values()] == [(8, 4), (8,), (2, 8), (2,)]  # CartPole: 4 in, 2 actions
     checksum = sum(float(w.double().sum()) for w in weights.values())
     assert lines[0].endswith(f"weights checksum {checksum:.9f}")
+
+
+def lfrl_run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out), *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def test_a_timeout_stops_sampling_with_its_summary(tmp_path: Path) -> None:
+    # Rounds start at the logical time that is the physical time they start at: a timeout of 1 s
+    # (LF's own spelling) stops a run of a billion steps after about 1 s.
+    out = write("sampling", {"progress": False, "workers": 2, "steps": 10**9}, tmp_path / "Sampling.lf")
+    started = time.monotonic()
+    result = lfrl_run(out, "--timeout", "1sec")
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 60
+    samples = int(result.stdout.split(" samples from 2 workers in ")[0])
+    assert 0 < samples < 10**9
+
+
+def test_a_timeout_stops_training_with_its_summary_and_weights(tmp_path: Path) -> None:
+    out = write("qlearning", {"actors": 2, "rounds": 10**6, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
+    result = lfrl_run(out, "--timeout", "5 sec")
+    assert result.returncode == 0, result.stderr
+    rounds = int(result.stdout.split(" rounds, last loss ")[0])
+    assert 0 < rounds < 10**6 and (tmp_path / "q.pt").exists()
+
+
+def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) -> None:
+    out = write("qlearning", {"actors": 2, "rounds": 10, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
+    result = lfrl_run(out, "--timeout", "0")  # stops at startup: the first batch comes a tag later
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("ERROR: the learner never trained: the program stopped before the first batch reached "
+                             "it; no weights are saved\n")
+    assert not (tmp_path / "q.pt").exists()
+
+
+def test_an_unwritable_weights_file_stops_the_program_before_training(tmp_path: Path) -> None:
+    out = write("qlearning", {"actors": 2, "rounds": 10**6, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
+    (tmp_path / "blocker").write_text("a file where a folder would go")
+    # Edited after generation (where `lfrl gen` checked it): the program checks again at startup.
+    out.write_text(out.read_text().replace('save = "q.pt"', 'save = "blocker/q.pt"'))
+    result = lfrl_run(out)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"ERROR: cannot write the weights to {tmp_path / 'blocker' / 'q.pt'}: File exists\n"
 
 
 def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import linecache
 import os
+import select
 import sys
 import traceback
 
@@ -77,3 +78,13 @@ def report_failure(fallback: Position | None, what: str, exc: BaseException, sou
             lines.append(f"    {text}")
     lines.append(f"{type(exc).__name__}: {exc}")
     print("\n".join(lines), file=sys.stderr, flush=True)
+
+
+def output_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (`lfrl run X.lf | head -2`)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no such descriptor, or poll() missing
+        return False

@@ -25,6 +25,7 @@ Threading contract:
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -34,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
-from lfpy.runtime.failure import SourceMap, report_failure
+from lfpy.runtime.failure import SourceMap, output_closed, report_failure
 from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
@@ -421,6 +422,15 @@ class Scheduler:
         program shuts down at the next microstep with status 1."""
         if isinstance(exc, KeyboardInterrupt):
             self._interrupted()
+            return
+        if isinstance(exc, BrokenPipeError) and output_closed():
+            # The reader of the output has gone (`| head`): stop quietly, with the status of a
+            # program killed by SIGPIPE; shutdown reactions still run (they may save files) and
+            # what they print goes nowhere.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            if self.exit_status == 0:
+                self.exit_status = 141
+            self.request_stop()
             return
         if isinstance(exc, SystemExit):
             code = exc.code
