@@ -371,14 +371,18 @@ MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "age
 
 
 def project_values(program: str, env_id: str, workers: str, seed: str, processes: str = "no") -> dict[str, object]:
-    """The template values of a project's answers (strings), validated; progress bars off. Answers
-    that the program has no parameter for (processes for qlearning, say) are left out."""
+    """The template values of a project's answers (strings), validated; progress bars on (`make
+    run` shows them; the project's tests compare standard output only). Answers that the program
+    has no parameter for are left out (`lfrl new` refuses them as flags); asking for child
+    processes where the program has none is an error."""
     tpl = template(program)
     params = {p.name: p for p in tpl.params}
+    if "processes" not in params and processes == "yes":
+        raise TemplateError(f"--processes is not an option of template {program!r}")
     answers = {"env_id": env_id, MEMBER_COUNT[program]: workers, "seed": seed, "processes": processes}
     values: dict[str, object] = {name: params[name].parse(text) for name, text in answers.items() if name in params}
     if "progress" in params:
-        values["progress"] = False
+        values["progress"] = True
     if tpl.derive is not None:
         tpl.derive({**tpl.defaults(), **values})  # cross-parameter checks, before anything is written
     return values

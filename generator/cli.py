@@ -142,25 +142,35 @@ def cmd_new(args: argparse.Namespace) -> int:
     from cookiecutter.main import cookiecutter
 
     from generator.catalog import TEMPLATES, TemplateError, project_values
+    from generator.project import ask, check_answer, check_options
 
-    context = {key: str(value) for key, value in (("project_name", args.project_name), ("program", args.template),
-                                                   ("env_id", args.env_id), ("workers", args.workers),
-                                                   ("seed", args.seed), ("processes", args.processes))
-               if value is not None}
-    if args.no_input:  # check the answers before anything is written
-        defaults = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
-        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in defaults.items()} | context
-        try:
-            project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
-                           answers["processes"])
-        except TemplateError as exc:
-            print(f"lfrl new: error: {exc}", file=sys.stderr)
-            return 1
+    if not args.output.strip():
+        print("lfrl new: error: -o: empty; give the folder to create the project in (default: here)", file=sys.stderr)
+        return 1
+    given = {key: str(value) for key, value in (("project_name", args.project_name), ("program", args.template),
+                                                ("env_id", args.env_id), ("workers", args.workers),
+                                                ("seed", args.seed), ("processes", args.processes))
+             if value is not None}
+    defaults = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
+    try:  # each flag on its own first, then the options the template takes
+        for key, value in given.items():
+            check_answer(key, value, given.get("program", defaults["program"][0]))
+        answers = given if args.no_input else ask(given, defaults)
+        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in defaults.items()
+                   if k != "project_slug"} | answers
+        check_options(answers["program"], given)
+        project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
+                       answers["processes"])
+    except TemplateError as exc:
+        print(f"lfrl new: error: {exc}", file=sys.stderr)
+        return 1
+    except EOFError:
+        print("lfrl new: error: no answer (end of input); give the values as flags, or --no-input", file=sys.stderr)
+        return 1
     # The hook prints its own reason; cookiecutter's log of the failure is noise to a user.
     logging.getLogger("cookiecutter").setLevel(logging.CRITICAL)
     try:
-        out = cookiecutter(str(TEMPLATES / "project"), no_input=args.no_input, extra_context=context,
-                           output_dir=args.output)
+        out = cookiecutter(str(TEMPLATES / "project"), no_input=True, extra_context=answers, output_dir=args.output)
     except FailedHookException as exc:
         print(f"lfrl new: error: the project could not be generated ({exc})", file=sys.stderr)
         return 1
