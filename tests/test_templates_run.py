@@ -1,6 +1,7 @@
 """Generated programs run at tiny sizes and give the same results for 1 and 2 runtime workers (and,
 for sampling, with environments in child processes): the same seed, the same trajectories."""
 
+import importlib.util
 import os
 import re
 import signal
@@ -115,6 +116,24 @@ def test_qlearning_saves_the_weights_it_reports(tmp_path: Path) -> None:
     assert lines[0].endswith(f"weights checksum {checksum:.9f}")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
+def test_an_environment_that_cannot_be_made_is_one_error_and_no_summary(tmp_path: Path) -> None:
+    # `lfrl gen` refuses LunarLander-v3 without Box2D; a program edited afterwards fails at startup.
+    out = write("sampling", {"progress": False, "workers": 3, "steps": 30}, tmp_path / "S.lf")
+    out.write_text(out.read_text().replace("CartPole-v1", "LunarLander-v3"))
+    result = lfrl_run(out)
+    assert (result.returncode, result.stdout) == (1, "")
+    headers = [line for line in result.stderr.splitlines() if ": error: " in line]
+    where = f"{tmp_path / 'lib' / 'EnvWorker.lf'}:"
+    assert headers[0].startswith(where) and headers[0].endswith(
+        "of S.envs[0] failed: DependencyNotInstalled: Box2D is not installed, you can install it by run "
+        "`pip install swig` followed by `pip install \"gymnasium[box2d]\"`")
+    assert [h.split(": error: ")[1] for h in headers[1:]] == [
+        f"reaction 'reaction_1' of S.envs[{i}] failed: DependencyNotInstalled, the same failure as above"
+        for i in (1, 2)]
+    assert result.stderr.count("Traceback") == 1
+
+
 def lfrl_run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out), *args], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)
@@ -189,8 +208,9 @@ def test_a_failing_child_process_is_one_error_and_the_summary_still_prints(tmp_p
                               "(worker 1) exited with status 1; its messages, if any, are above")
     assert "NameNotFound" in result.stderr  # the child's own traceback
     assert "BrokenPipeError" not in result.stderr
-    # The error stops the program at the next microstep, where worker 0 still takes its one step.
-    assert result.stdout.splitlines()[0].startswith("1 samples from 2 workers in ")
+    # The error stops the program at the next microstep, before the next round (rounds start at
+    # later logical times): the warm-up round of no steps was all.
+    assert result.stdout.splitlines()[0].startswith("0 samples from 2 workers in ")
 
 
 @pytest.mark.parametrize("after", [0.0, 2.0], ids=["while-the-child-starts", "while-it-steps"])

@@ -50,9 +50,12 @@ class SourceMap:
         return at + col - indent + 1
 
 
-def report_failure(fallback: Position | None, what: str, exc: BaseException, source_map: SourceMap | None) -> None:
+def report_failure(fallback: Position | None, what: str, exc: BaseException, source_map: SourceMap | None,
+                   reported: set[tuple[str, str, str]] | None = None) -> None:
     """Print the report to stderr, placed at the innermost frame in a `.lf` file (where the error
-    was raised, or the call into library code that raised it), else at `fallback`."""
+    was raised, or the call into library code that raised it), else at `fallback`. A failure seen
+    before (in `reported`: the same place, type and message, as when every member of a bank fails
+    alike) is one line that says so, without the traceback again."""
     frames = traceback.extract_tb(exc.__traceback__)
     while frames and frames[0].filename.startswith(_LFPY_DIR):  # lfpy's own frames: the way in
         frames.pop(0)
@@ -70,6 +73,13 @@ def report_failure(fallback: Position | None, what: str, exc: BaseException, sou
         shown.append((file, line, frame.name))
     where = innermost or fallback
     place = f"{where[0]}:{where[1]}:{where[2]}" if where is not None else "<unknown>"
+    key = (place, type(exc).__name__, str(exc))
+    if reported is not None:
+        if key in reported:
+            print(f"{place}: error: {what}: {type(exc).__name__}, the same failure as above", file=sys.stderr,
+                  flush=True)
+            return
+        reported.add(key)
     lines = [f"{place}: error: {what}: {type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
     for file, line, name in shown:
         lines.append(f'  File "{file}", line {line}, in {name}')

@@ -80,6 +80,7 @@ class Scheduler:
         self.trace_events: list[str] = []  # descriptions of registered user trace events
         self.pool: ThreadPoolExecutor | None = None
         self.source_map: SourceMap | None = None
+        self.reported: set[tuple[str, str, str]] = set()  # failures reported (guarded by `lock`)
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
         self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
@@ -444,7 +445,8 @@ class Scheduler:
             return
         with self.lock:  # reactions of one level may fail at once: one whole report after the other
             report_failure((r.lf_file, r.lf_line, r.lf_col),
-                           f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed", exc, self.source_map)
+                           f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed", exc, self.source_map,
+                           self.reported)
         self.exit_status = 1
         self.request_stop()
 
@@ -509,7 +511,8 @@ class Scheduler:
                     try:
                         state.on_enter(mode, kind)
                     except Exception as exc:  # a state initialiser of the mode failed: user code
-                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.source_map)
+                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.source_map,
+                                       self.reported)
                         self.exit_status = 1
                         self.request_stop()
         if self.stopping:
