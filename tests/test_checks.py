@@ -151,6 +151,11 @@ def test_every_reference_resolves_and_every_name_is_python(tmp_path: Path, sourc
     # A multi-line reaction: the column in the line, not in another line of the file.
     (HEAD + "main reactor {\n  reaction(startup) {=\n    a = 1\n    b = 2\n    c = (a +* b)\n  =}\n}",
      ["DIR/Test.lf:6:13: error: Python syntax error: invalid syntax"]),
+    # Columns count characters: not bytes (é), and a tab is one.
+    (HEAD + "main reactor {\n  reaction(startup) {=\n      s = 'é'\n      t = 'é' + (\n  =}\n}",
+     ["DIR/Test.lf:5:17: error: Python syntax error: '(' was never closed"]),
+    (HEAD + "main reactor {\n  reaction(startup) {=\n\ts = 1\n\tz = (s +* 2)\n  =}\n}",
+     ["DIR/Test.lf:5:10: error: Python syntax error: invalid syntax"]),
     (HEAD + "main reactor {\n  reaction(startup) {=\n    print('C:\\\\iso')\n    s = '\\\\d' + '\\d'\n  =}\n}",
      ["DIR/Test.lf:5:5: warning: Python: DeprecationWarning: invalid escape sequence '\\d'"]),
 ])
