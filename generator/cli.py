@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -142,7 +143,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     from cookiecutter.main import cookiecutter
 
     from generator.catalog import TEMPLATES, TemplateError, project_values
-    from generator.project import ask, check_answer, check_options
+    from generator.project import ask, check_answer, check_options, for_cookiecutter
 
     if not args.output.strip():
         print("lfrl new: error: -o: empty; give the folder to create the project in (default: here)", file=sys.stderr)
@@ -169,9 +170,14 @@ def cmd_new(args: argparse.Namespace) -> int:
         return 1
     # The hook prints its own reason; cookiecutter's log of the failure is noise to a user.
     logging.getLogger("cookiecutter").setLevel(logging.CRITICAL)
+    made = [] if os.path.exists(args.output) else [args.output]  # cookiecutter makes it: undone on failure
     try:
-        out = cookiecutter(str(TEMPLATES / "project"), no_input=True, extra_context=answers, output_dir=args.output)
+        out = cookiecutter(str(TEMPLATES / "project"), no_input=True, extra_context=for_cookiecutter(answers),
+                           output_dir=args.output)
     except FailedHookException as exc:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)  # only if empty
         print(f"lfrl new: error: the project could not be generated ({exc})", file=sys.stderr)
         return 1
     except OutputDirExistsException as exc:

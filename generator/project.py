@@ -47,6 +47,12 @@ def check_answer(key: str, value: str, program: str) -> None:
         raise TemplateError(str(exc).replace(param.flag, FLAGS[key], 1)) from None
 
 
+def for_cookiecutter(answers: dict[str, str]) -> dict[str, str]:
+    """The answers as the project template's choices spell them (`--processes 1` is `yes`)."""
+    processes = answers.get("processes", "no").strip().lower() in ("yes", "true", "1")
+    return {**answers, "processes": "yes" if processes else "no"}
+
+
 def check_options(program: str, given: dict[str, str]) -> None:
     """Refuse a flag that the template has no use for (it would be silently ignored)."""
     for key in OPTIONAL:
