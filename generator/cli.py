@@ -244,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="compile if needed and run an LF program")
     run.add_argument("file", help="the .lf file with a main reactor")
     run.add_argument("--workers", type=positive_int, help="worker threads (overrides the target property)")
-    run.add_argument("--timeout", type=parse_duration, help="logical time to stop at, e.g. 10s, 500ms")
+    run.add_argument("--timeout", type=parse_duration, help="logical time to stop at (shutdown reactions run), e.g. 10s, 500ms, 3 sec, "
+                                                           "2 minutes; the RL programs' logical time follows physical "
+                                                           "time")
     run.add_argument("--fast", action="store_true", help="do not wait for physical time")
     run.add_argument("--lfc", action="store_true", help="build with the real LF compiler (lfc) found on PATH")
     run.set_defaults(func=cmd_run)
