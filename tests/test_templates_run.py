@@ -160,6 +160,14 @@ def test_a_timeout_stops_training_with_its_summary_and_weights(tmp_path: Path) -
     assert 0 < rounds < 10**6 and (tmp_path / "q.pt").exists()
 
 
+def test_a_timeout_stops_multiagent_inference_with_its_summary(tmp_path: Path) -> None:
+    out = write("multiagent", {"steps": 10**9, "agents": 2}, tmp_path / "M.lf")
+    result = lfrl_run(out, "--timeout", "1 sec")
+    assert result.returncode == 0, result.stderr
+    steps = int(result.stdout.split(" steps x 2 agents in ")[0])
+    assert 0 < steps < 10**9 and result.stdout.splitlines()[1].startswith("total reward ")
+
+
 def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) -> None:
     out = write("qlearning", {"actors": 2, "rounds": 10, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
                               "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
