@@ -19,9 +19,10 @@ $(STAMP): pyproject.toml setup.py $(wildcard pyreplay/*.c pyreplay/*.h)
 
 # The main job: generate the sampling program for two workers (the second one stepping in a child
 # process), compile it and run it with a progress bar; it prints samples/s and each worker's checksum.
+# build/ holds generated files only: --force replaces those of an earlier run.
 run: setup
 	$(VENV)/bin/lfrl gen sampling --workers 2 --steps 200000 --env-id CartPole-v1 --processes yes \
-		-o build/sampling/Sampling.lf
+		--force -o build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl compile build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl run build/sampling/Sampling.lf
 
