@@ -9,17 +9,20 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # torch first, pinned: the CPU build lies on disk; a looser requirement would pull a CUDA build.
-$(STAMP): pyproject.toml setup.py pyreplay/_core.c pyreplay/sumtree.c pyreplay/sumtree.h
+# Every C source of pyreplay is a prerequisite: editing any of them rebuilds the extension.
+# protobufs: what LF programs with the `protobufs` target property need (protoc and the runtime).
+$(STAMP): pyproject.toml setup.py $(wildcard pyreplay/*.c pyreplay/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,protobufs]'
 	touch $(STAMP)
 
 # The main job: generate the sampling program for two workers (the second one stepping in a child
 # process), compile it and run it with a progress bar; it prints samples/s and each worker's checksum.
+# build/ holds generated files only: --force replaces those of an earlier run.
 run: setup
 	$(VENV)/bin/lfrl gen sampling --workers 2 --steps 200000 --env-id CartPole-v1 --processes yes \
-		-o build/sampling/Sampling.lf
+		--force -o build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl compile build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl run build/sampling/Sampling.lf
 

@@ -71,7 +71,7 @@ else:
     model = (TD3 if c["algo"] == "td3" else DDPG)("MlpPolicy", env, tau=c["tau"], action_noise=noise, **common, **extra)
 
 class RecordAndStop(BaseCallback):
-    """After every evaluation: record it; stop training once it reaches the threshold."""
+    # after every evaluation: record it; stop training once it reaches the threshold
     def _on_step(self):
         mean = float(self.parent.last_mean_reward)
         print(json.dumps({"step": self.num_timesteps, "mean": mean, "training": time.perf_counter() - learning}),

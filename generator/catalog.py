@@ -7,9 +7,11 @@ program and its imports stand on their own (for lfpy and for the real lfc alike)
 
 from __future__ import annotations
 
+import importlib
 import math
+import os
 import re
-import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,22 +125,32 @@ class Param:
 
 
 def check_env_id(env_id: str, flag: str) -> None:
-    """Refuse an environment id that gymnasium (with ale_py's Atari games) does not know. A user's
-    own environment is `module:EnvId`, as gymnasium.make takes it: the module registers it on import."""
+    """Refuse an environment id that gymnasium (with ale_py's Atari games) does not know, or cannot
+    make (a missing optional dependency, such as Box2D for LunarLander-v3). gymnasium's
+    `module:EnvId` form names a user's module that registers the environment when imported."""
+    make_env(env_id, flag).close()
+
+
+def make_env(env_id: str, flag: str):  # -> gymnasium.Env
+    """`gymnasium.make(env_id)` with every way it can fail turned into one TemplateError."""
     import gymnasium
 
-    if ":" in env_id:
-        import importlib
-
-        module, _, name = env_id.partition(":")
+    module, _, name = env_id.rpartition(":")
+    if not re.fullmatch(r"[\w/.:-]+", env_id) or not name:
+        raise TemplateError(f"{flag}: unknown environment id {env_id!r}")
+    if module:
+        # Where the program will import it from: beside the program, or anywhere `lfrl run`'s
+        # Python looks (its path, and the current folder).
+        sys.path.append(os.getcwd())
         try:
             importlib.import_module(module)
-        except Exception as exc:  # the user's module: any error of its own is theirs to see
-            raise TemplateError(f"{flag}: cannot import {module!r} for {env_id!r}: {type(exc).__name__}: {exc}") from None
-        if name not in gymnasium.registry:
-            raise TemplateError(f"{flag}: importing {module!r} did not register {name!r}")
-        return
-    if env_id.startswith("ALE/"):
+        except Exception as exc:
+            raise TemplateError(f"{flag}: cannot import module {module!r} of {env_id!r} ({type(exc).__name__}: "
+                                f"{exc}); put {module.replace('.', '/')}.py in the current folder or on "
+                                f"PYTHONPATH") from None
+        finally:
+            sys.path.remove(os.getcwd())
+    if name.startswith("ALE/"):
         try:
             import ale_py
 
@@ -146,10 +158,17 @@ def check_env_id(env_id: str, flag: str) -> None:
         except ImportError:
             raise TemplateError(f"{flag}: {env_id!r} is an Atari game, which needs ale-py "
                                 "(pip install ale-py)") from None
-    if not re.fullmatch(r"[\w/.:-]+", env_id) or env_id not in gymnasium.registry:
-        close = sorted(k for k in gymnasium.registry if k.lower().startswith(env_id.split("-")[0].lower()))[:5]
+    if name not in gymnasium.registry:
+        close = sorted(k for k in gymnasium.registry if k.lower().startswith(name.split("-")[0].lower()))[:5]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise TemplateError(f"{flag}: unknown environment id {env_id!r}{hint}")
+        where = f" (module {module!r} does not register it)" if module else ""
+        raise TemplateError(f"{flag}: unknown environment id {env_id!r}{where}{hint}")
+    try:
+        return gymnasium.make(name)
+    except gymnasium.error.DependencyNotInstalled as exc:
+        raise TemplateError(f"{flag}: {env_id!r} needs a package that is not installed: {exc}") from None
+    except Exception as exc:
+        raise TemplateError(f"{flag}: gymnasium cannot make {env_id!r}: {type(exc).__name__}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -166,20 +185,12 @@ class Template:
         return {p.name: p.default for p in self.params}
 
 
-def derive_sampling(values: dict[str, object]) -> dict[str, object]:
-    """At least one whole round: the program stops before a round that would pass `steps`."""
-    per_round = int(values["workers"]) * int(values["sync_every"])  # type: ignore[call-overload]
-    if int(values["steps"]) < per_round:  # type: ignore[call-overload]
-        raise TemplateError(f"--steps {values['steps']} is fewer than the {per_round} samples one round takes "
-                            f"(--workers x --sync-every)")
-    return {}
-
-
 def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
-    """The observation size of the environment, which must have a discrete action space."""
+    """The observation size of the environment, which must have a discrete action space; the first
+    round must fill a batch, and the buffer must hold one."""
     import gymnasium
 
-    env = gymnasium.make(str(values["env_id"]))
+    env = make_env(str(values["env_id"]), "--env-id")
     try:
         if not isinstance(env.action_space, gymnasium.spaces.Discrete):
             raise TemplateError(f"--env-id: Q-learning needs discrete actions; {values['env_id']!r} has "
@@ -194,6 +205,9 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     if per_round < int(values["batch_size"]):  # type: ignore[call-overload]
         raise TemplateError(f"--batch-size {values['batch_size']} is more than the {per_round} transitions one "
                             f"round collects (--actors x --steps-per-round)")
+    if int(values["capacity"]) < int(values["batch_size"]):  # type: ignore[call-overload]
+        raise TemplateError(f"--capacity {values['capacity']} is less than --batch-size {values['batch_size']}: the "
+                            f"buffer could never fill a batch, and the learner would never train")
     return {"obs_dim": obs_dim}
 
 
@@ -383,7 +397,6 @@ CATALOG: dict[str, Template] = {
                 Param("progress", bool, True, "show a progress bar"),
             ),
             ("EnvWorker.lf", "SampleDriver.lf"),
-            derive_sampling,
         ),
         Template(
             "qlearning", "qlearning.lf.j2",
@@ -467,10 +480,36 @@ def render(name: str, values: dict[str, object] | None = None) -> str:
     return environment().get_template(tpl.file).render(**merged)
 
 
-def write(name: str, values: dict[str, object] | None, out: Path) -> Path:
-    """Render, check with lfpy's front end, then write `out` and its library files to `lib/`."""
+def check_output(text: str) -> Path:
+    """The program file `-o` names: a `.lf` file name, not a folder."""
+    if not text.strip():
+        raise TemplateError("-o: empty; give the .lf file to write, e.g. -o out/Program.lf")
+    out = Path(text)
+    if text.endswith(("/", os.sep)) or out.is_dir():
+        raise TemplateError(f"-o {text}: a folder; give the .lf file to write in it, e.g. -o {out / 'Program.lf'}")
+    if out.suffix != ".lf":
+        raise TemplateError(f"-o {text}: the program's file name must end in .lf")
+    return out
+
+
+def write(name: str, values: dict[str, object] | None, out: Path, force: bool = False) -> Path:
+    """Render, check with lfpy's front end, then write `out` and its library files to `lib/`.
+    A file there with other contents is overwritten only with `force`; the file named by a `save`
+    value must be writable (checked here, before anything runs)."""
     tpl = template(name)
     source = render(name, values)
+    for param in tpl.params:
+        value = (values or {}).get(param.name)
+        if param.check == "file" and value:
+            problem = cannot_write(out.parent / str(value))
+            if problem is not None:
+                raise TemplateError(f"{param.flag}: cannot write {out.parent / str(value)}: {problem}")
+    if not force:
+        changed = [str(path) for path, data in _files(tpl, source, out)
+                   if path.exists() and (path.is_dir() or path.read_bytes() != data)]
+        if changed:
+            raise TemplateError(f"{' and '.join(changed)} already exist{'s' if len(changed) == 1 else ''} with other "
+                                f"contents; use --force to overwrite")
     with tempfile.TemporaryDirectory() as tmp:
         staged = Path(tmp) / out.name
         _place(tpl, source, staged)
@@ -481,12 +520,38 @@ def write(name: str, values: dict[str, object] | None, out: Path) -> Path:
     return out
 
 
+def cannot_write(path: Path) -> str | None:
+    """Why `path` could not be written (its missing folders made first), or None; tried for real
+    (permissions alone do not tell, as root), leaving nothing behind."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        if path.exists():
+            with open(path, "ab"):
+                pass
+        elif not folder.is_dir():
+            return f"{folder} is not a directory"
+        else:
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+def _files(tpl: Template, source: str, out: Path) -> list[tuple[Path, bytes]]:
+    """What `_place` writes: the program, then its library files."""
+    files = [(out, source.encode())]
+    files += [(out.parent / "lib" / library, (LIBRARY / library).read_bytes()) for library in tpl.libraries]
+    return files
+
+
 def _place(tpl: Template, source: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     (out.parent / "lib").mkdir(exist_ok=True)
-    for library in tpl.libraries:
-        shutil.copyfile(LIBRARY / library, out.parent / "lib" / library)
-    out.write_text(source)
+    for path, data in _files(tpl, source, out):
+        path.write_bytes(data)
 
 
 # `lfrl new` asks for one count; each template names its parallel members differently.
@@ -494,14 +559,18 @@ MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "age
 
 
 def project_values(program: str, env_id: str, workers: str, seed: str, processes: str = "no") -> dict[str, object]:
-    """The template values of a project's answers (strings), validated; progress bars off. Answers
-    that the program has no parameter for (processes for qlearning, say) are left out."""
+    """The template values of a project's answers (strings), validated; progress bars on (`make
+    run` shows them; the project's tests compare standard output only). Answers that the program
+    has no parameter for are left out (`lfrl new` refuses them as flags); asking for child
+    processes where the program has none is an error."""
     tpl = template(program)
     params = {p.name: p for p in tpl.params}
+    if "processes" not in params and processes == "yes":
+        raise TemplateError(f"--processes is not an option of template {program!r}")
     answers = {"env_id": env_id, MEMBER_COUNT[program]: workers, "seed": seed, "processes": processes}
     values: dict[str, object] = {name: params[name].parse(text) for name, text in answers.items() if name in params}
     if "progress" in params:
-        values["progress"] = False
+        values["progress"] = True
     if tpl.derive is not None:
         tpl.derive({**tpl.defaults(), **values})  # cross-parameter checks, before anything is written
     return values

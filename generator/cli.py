@@ -3,32 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 
 from lfpy.diagnostics import Diagnostics
 
-TIME_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "min": 60_000_000_000}
-
 
 def parse_duration(text: str) -> int:
-    """`10s`, `500 ms`, `2.5 min` or a bare number of seconds, in nanoseconds."""
-    spelled = text.strip().replace(" ", "")
-    for unit in sorted(TIME_UNITS_NS, key=len, reverse=True):
-        if spelled.endswith(unit):
-            number, scale = spelled[: -len(unit)], TIME_UNITS_NS[unit]
-            break
-    else:
-        number, scale = spelled, TIME_UNITS_NS["s"]
-    try:
-        value = float(number)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}; write e.g. 10s, 500ms, 2min") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative")
-    return round(value * scale)
+    """`10s`, `500 ms`, `3sec`, `500 msec`, `2.5 min` (every unit LF spells) or a bare number of
+    seconds, in nanoseconds."""
+    from lfpy.elaborate import NS_PER_UNIT
+
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2) if match else ""
+    if match is None or (unit and unit not in NS_PER_UNIT):
+        negative = text.strip().startswith("-")
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative" if negative else
+                                         f"invalid duration {text!r}; write e.g. 10s, 500 msec, 2 min")
+    return round(float(match.group(1)) * NS_PER_UNIT[unit or "s"])
 
 
 def cannot_write(exc: OSError, where: str) -> str:
@@ -91,6 +87,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from lfpy.build import run_file
 
+    trace = os.environ.get("LFPY_TRACE")
+    if trace:  # refused before the run, not after it
+        try:
+            with open(trace, "a"):
+                pass
+        except OSError as exc:
+            print(f"lfrl run: error: LFPY_TRACE: {cannot_write(exc, trace)}", file=sys.stderr)
+            return 1
     diags = Diagnostics()
     status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
                       fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume)
@@ -99,9 +103,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
-    from generator.catalog import CATALOG, TemplateError, template, write
+    from generator.catalog import CATALOG, TemplateError, check_output, template, write
 
     if args.list or args.template is None:
         for tpl in CATALOG.values():
@@ -113,13 +116,15 @@ def cmd_gen(args: argparse.Namespace) -> int:
         tpl = template(args.template)
         parser = argparse.ArgumentParser(prog=f"lfrl gen {tpl.name}", description=tpl.description)
         parser.add_argument("-o", "--output", required=True, help="the .lf file to write (lib/ goes beside it)")
+        parser.add_argument("--force", action="store_true",
+                            help="overwrite the program and its lib/ files if they exist with other contents")
         for p in tpl.params:
             parser.add_argument(p.flag, dest=p.name, type=str, default=None, metavar=p.metavar,
                                 help=p.describe())
         options = parser.parse_args(args.rest)
         values = {p.name: p.parse(getattr(options, p.name)) for p in tpl.params
                   if getattr(options, p.name) is not None}
-        out = write(tpl.name, values, Path(options.output))
+        out = write(tpl.name, values, check_output(options.output), force=options.force)
     except TemplateError as exc:
         print(f"lfrl gen: error: {exc}", file=sys.stderr)
         return 1
@@ -138,26 +143,41 @@ def cmd_new(args: argparse.Namespace) -> int:
     from cookiecutter.main import cookiecutter
 
     from generator.catalog import TEMPLATES, TemplateError, project_values
+    from generator.project import ask, check_answer, check_options, for_cookiecutter
 
-    context = {key: str(value) for key, value in (("project_name", args.project_name), ("program", args.template),
-                                                   ("env_id", args.env_id), ("workers", args.workers),
-                                                   ("seed", args.seed), ("processes", args.processes))
-               if value is not None}
-    if args.no_input:  # check the answers before anything is written
-        defaults = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
-        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in defaults.items()} | context
-        try:
-            project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
-                           answers["processes"])
-        except TemplateError as exc:
-            print(f"lfrl new: error: {exc}", file=sys.stderr)
-            return 1
+    if not args.output.strip():
+        print("lfrl new: error: -o: empty; give the folder to create the project in (default: here)", file=sys.stderr)
+        return 1
+    given = {key: str(value) for key, value in (("project_name", args.project_name), ("program", args.template),
+                                                ("env_id", args.env_id), ("workers", args.workers),
+                                                ("seed", args.seed), ("processes", args.processes))
+             if value is not None}
+    defaults = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
+    try:  # each flag on its own first, then the options the template takes
+        for key, value in given.items():
+            check_answer(key, value, given.get("program", defaults["program"][0]))
+        answers = given if args.no_input else ask(given, defaults)
+        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in defaults.items()
+                   if k != "project_slug"} | answers
+        check_options(answers["program"], given)
+        project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
+                       answers["processes"])
+    except TemplateError as exc:
+        print(f"lfrl new: error: {exc}", file=sys.stderr)
+        return 1
+    except EOFError:
+        print("lfrl new: error: no answer (end of input); give the values as flags, or --no-input", file=sys.stderr)
+        return 1
     # The hook prints its own reason; cookiecutter's log of the failure is noise to a user.
     logging.getLogger("cookiecutter").setLevel(logging.CRITICAL)
+    made = [] if os.path.exists(args.output) else [args.output]  # cookiecutter makes it: undone on failure
     try:
-        out = cookiecutter(str(TEMPLATES / "project"), no_input=args.no_input, extra_context=context,
+        out = cookiecutter(str(TEMPLATES / "project"), no_input=True, extra_context=for_cookiecutter(answers),
                            output_dir=args.output)
     except FailedHookException as exc:
+        for folder in made:
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)  # only if empty
         print(f"lfrl new: error: the project could not be generated ({exc})", file=sys.stderr)
         return 1
     except OutputDirExistsException as exc:
@@ -173,10 +193,20 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("lfrl")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lfrl", description="Deterministic, parallel RL with Lingua Franca (Python target).")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
+    parser.add_argument("--version", action="version", version=f"lfrl {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     check = sub.add_parser("check", help="parse and check an LF file; print every diagnostic")
@@ -214,7 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="compile if needed and run an LF program")
     run.add_argument("file", help="the .lf file with a main reactor")
     run.add_argument("--workers", type=positive_int, help="worker threads (overrides the target property)")
-    run.add_argument("--timeout", type=parse_duration, help="logical time to stop at, e.g. 10s, 500ms")
+    run.add_argument("--timeout", type=parse_duration, help="logical time to stop at (shutdown reactions run), e.g. 10s, 500ms, 3 sec, "
+                                                           "2 minutes; the RL programs' logical time follows physical "
+                                                           "time")
     run.add_argument("--fast", action="store_true", help="do not wait for physical time")
     run.add_argument("--lfc", action="store_true", help="build with the real LF compiler (lfc) found on PATH")
     run.add_argument("--resume", metavar="CHECKPOINT",

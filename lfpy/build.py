@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from types import CodeType
 
@@ -20,7 +21,7 @@ from lfpy.graph import Elaborated
 from lfpy.loader import package_root
 from lfpy.runtime import checkpoint
 from lfpy.runtime.environment import Environment
-from lfpy.runtime.failure import LineMap, report_failure
+from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.tag import Tag
 
 
@@ -28,9 +29,9 @@ class Built:
     """A compiled program: the generated module's path and source, its line map, and the graph."""
 
     def __init__(self, module: Path, source: str, line_map: dict[int, tuple[str, int]],
-                 class_names: dict[int, str], elaborated: Elaborated) -> None:
+                 class_names: dict[int, str], elaborated: Elaborated, code: CodeType) -> None:
         self.module, self.source, self.line_map = module, source, line_map
-        self.class_names, self.elaborated = class_names, elaborated
+        self.class_names, self.elaborated, self.code = class_names, elaborated, code
 
 
 def _lfc_missing(path: str, diags: Diagnostics) -> None:
@@ -46,7 +47,7 @@ def build(path: str, diags: Diagnostics) -> Built | None:
         if program is not None and not diags.has_errors:
             diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
         return None
-    check_python_syntax(program, diags)
+    check_python_syntax(program, diags)  # as lfc, when compiling: `lfrl check` validates LF only
     if diags.has_errors:
         return None
     main = elaborated.main.reactor
@@ -63,7 +64,16 @@ def build(path: str, diags: Diagnostics) -> Built | None:
     except OSError as exc:  # a read-only folder, a file named src-gen, a full disk
         diags.error(Loc(program.main.path, 1, 1), f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}")
         return None
-    return Built(module, source, line_map, class_names, elaborated)
+    try:  # the checks have compiled every code block where it goes (and reported its warnings)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            code = compile(source, str(module), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        file, line = line_map.get(getattr(exc, "lineno", None) or 0, (program.main.path, 1))
+        diags.error(Loc(file, line, 1), f"lfpy generated Python that does not compile ({exc}); this is a bug in "
+                                        f"lfpy: please report it with the program")
+        return None
+    return Built(module, source, line_map, class_names, elaborated, code)
 
 
 def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagnostics) -> list[str] | None:
@@ -80,7 +90,8 @@ def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagno
             import grpc_tools.protoc  # noqa: F401 - grpcio-tools bundles protoc
         except ImportError:
             diags.error(Loc(lf_file, 1, 1), "the protobufs target property needs the Protocol Buffers compiler: "
-                                            "protoc was not found on PATH (nor the grpcio-tools package)")
+                                            "protoc was not found on PATH (nor the grpcio-tools package); "
+                                            "pip install grpcio-tools protobuf")
             return None
         command = [sys.executable, "-m", "grpc_tools.protoc"]
     source_dir = Path(lf_file).parent
@@ -92,7 +103,7 @@ def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagno
         if result.returncode != 0:
             diags.error(Loc(lf_file, 1, 1), f"protoc failed on {name}: {result.stderr.strip()}")
             return None
-        names.append(proto.stem)
+        names.append(proto.stem.replace("-", "_").replace(".", "_"))  # protoc's module name: `my-msg_pb2`
     return names
 
 
@@ -139,6 +150,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
     sys.path.insert(0, str(source_dir))
     sys.path.insert(0, str(built.module.parent))  # modules generated next to the program (protoc's)
+    sys.path.append(os.getcwd())  # last, as `python -m` would put it first: a user's module here
     # The `files` target property names Python files or folders the program imports (lfc copies
     # them next to the generated code; here they are imported from where they are).
     files = props.get("files", [])
@@ -146,7 +158,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         where = source_dir / str(entry)
         sys.path.insert(0, str(where if where.is_dir() else where.parent))
     try:
-        exec(_relocated(compile(built.source, str(built.module), "exec"), built.line_map), namespace)
+        exec(_relocated(built.code, built.line_map), namespace)
     except Exception as exc:  # a preamble failed at import time
         return _report_user_failure(built, exc, "preamble")
     try:
@@ -161,7 +173,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         )
     except Exception as exc:  # a state variable's or parameter's initial value failed
         return _report_user_failure(built, exc, "initializing the reactors")
-    env.sched.line_map = _line_map(built)
+    env.sched.source_map = _source_map(built)
     if saved is not None:
         try:
             checkpoint.restore(env, saved[1], saved[0])
@@ -205,14 +217,13 @@ def _relocated(code: CodeType, line_map: dict[int, tuple[str, int]]) -> CodeType
 def _report_user_failure(built: Built, exc: Exception, what: str) -> int:
     """An error in user code outside reactions, reported as the runtime reports a failing reaction.
     Returns the exit status (1)."""
-    report_failure(None, f"{what} failed", exc, _line_map(built))
+    report_failure(None, f"{what} failed", exc, _source_map(built))
     return 1
 
 
-def _line_map(built: Built) -> LineMap:
-    """Where a line of `built`'s generated module came from."""
-    module = str(built.module)
-    return lambda file, line: built.line_map.get(line) if file == module else None
+def _source_map(built: Built) -> SourceMap:
+    """Where the lines of `built`'s generated module came from."""
+    return SourceMap(str(built.module), built.source, built.line_map)
 
 
 def _run_with_lfc(path: str, diags: Diagnostics) -> int:

@@ -10,9 +10,10 @@ checks here and elaboration read classes through it.
 
 from __future__ import annotations
 
-import ast as pyast
 import dataclasses
+import keyword
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,17 @@ from lfpy.loader import Program
 
 SUPPORTED_TARGET = "Python"
 BUILTIN_TRIGGERS = ("startup", "shutdown", "reset")
+
+# lfc's reserved words of the Python target (Python's keywords and, as lfc relies on C, C's), plus
+# Python keywords that lfc's list lacks and `self`, which generated methods take first.
+RESERVED = frozenset(keyword.kwlist) | {"self"} | frozenset("""
+    auto case char const default do double enum extern float goto inline int long register restrict
+    short signed sizeof static struct switch typedef union unsigned void volatile _Alignas _Alignof
+    _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Static_assert _Thread_local""".split())
+RESERVED_MESSAGE = ("Reserved words in the target language are not allowed for objects (inputs, outputs, actions, "
+                    "timers, parameters, state, reactor definitions, and reactor instantiation): ")
+UNDERSCORE_MESSAGE = ("Names of objects (inputs, outputs, actions, timers, parameters, state, reactor definitions, "
+                      "and reactor instantiation) may not start with \"__\": ")
 
 
 def class_name(reactor: ast.Reactor) -> str:
@@ -157,48 +169,115 @@ def body_lines(code: ast.Code) -> list[tuple[int, int, str]]:
     return lines
 
 
-def _code_blocks(node: object) -> Iterator[tuple[ast.Code, bool]]:
-    """Every code block under an AST node, and whether it is an expression (`{= ... =}` as a value)."""
+# The file name code blocks are compiled under: not the `.lf` file, or Python would read the line
+# it quotes (and measures columns in) from there.
+_NO_FILE = "<lf code block>"
+
+# Where codegen places each kind of code block: what surrounds it and how deep it is indented.
+_CONTEXTS = {
+    "module": ("", ""),  # file preambles
+    "class": ("class _lf_C:\n", "    "),  # reactor preambles
+    "function": ("class _lf_C:\n    def _lf_f(self):\n", "        "),  # reactions, methods, handlers
+}
+
+
+def _code_blocks(node: object, context: str) -> Iterator[tuple[ast.Code, str]]:
+    """Every code block under an AST node with its context: 'expression' (`{= ... =}` as a value
+    or a width), or where codegen puts a body ('module', 'class' or 'function')."""
     if isinstance(node, ast.CodeExpr):
-        yield node.code, True
+        yield node.code, "expression"
     elif isinstance(node, ast.Code):
-        yield node, False
+        yield node, context
+    elif isinstance(node, ast.WidthTerm):
+        if isinstance(node.value, ast.Code):
+            yield node.value, "expression"
     elif isinstance(node, list):
         for item in node:
-            yield from _code_blocks(item)
+            yield from _code_blocks(item, context)
+    elif isinstance(node, ast.Model | ast.Reactor):
+        inner = "module" if isinstance(node, ast.Model) else "class"
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            yield from _code_blocks(value, inner if f.name == "preambles" else "function")
     elif dataclasses.is_dataclass(node) and not isinstance(node, type):
         for f in dataclasses.fields(node):
-            yield from _code_blocks(getattr(node, f.name))
+            yield from _code_blocks(getattr(node, f.name), context)
 
 
 def check_python_syntax(program: Program, diags: Diagnostics) -> None:
-    """Each code block must be Python: a syntax error is reported at its `.lf` line and column here,
-    rather than when the generated module is imported (where it would point into src-gen). Like
-    lfc, which compiles the generated code, this belongs to compiling, not to validation."""
-    for code, is_expression in (block for model in program.models.values() for block in _code_blocks(model)):
-        text = code.text
-        lines = [] if is_expression else body_lines(code)
-        try:
-            if is_expression:  # generated as `(<text stripped>)`
-                pyast.parse("(" + text.strip() + ")", code.loc.file, "eval")
-            else:
-                pyast.parse("\n".join(line for _, _, line in lines), code.loc.file)
-        except SyntaxError as exc:
-            row, col = max(exc.lineno or 1, 1) - 1, max(exc.offset or 1, 1) - 1  # 0-based, in the parsed text
-            if is_expression:
-                leading = text[:len(text) - len(text.lstrip())]
-                skipped_lines = leading.count("\n")
-                line = code.loc.line + skipped_lines + row
-                if row == 0:  # the first line lost its leading blanks and gained the '('
-                    start = code.loc.col if skipped_lines == 0 else 1
-                    col = start + len(leading) - (leading.rfind("\n") + 1) + col - 1
-                else:
-                    col += 1
-            else:
-                offset, removed, _ = lines[min(row, len(lines) - 1)]
-                line = code.loc.line + offset
-                col = (code.loc.col if offset == 0 else 1) + removed + col
-            diags.error(ast.Loc(code.loc.file, line, max(col, 1)), f"Python syntax error: {exc.msg}")
+    """Each code block must compile as Python where codegen puts it (a reaction body inside a
+    method, a reactor preamble inside a class, ...): an error is reported at its `.lf` line and
+    column here, rather than when the generated module is compiled (where it would point into
+    src-gen), as lfc reports what Python finds in the code it generates. What Python warns about
+    (an invalid escape sequence, say) becomes a warning at the `.lf` line."""
+    for model in program.models.values():
+        for code, context in _code_blocks(model, "module"):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                error = _python_error(code, context)
+            if error is not None:
+                diags.error(*error)
+            for warning in caught:
+                loc = _place(code, context, warning.lineno - 1, None)
+                diags.warning(loc, f"Python: {warning.category.__name__}: {warning.message}")
+
+
+def _place(code: ast.Code, context: str, row: int, col: int | None) -> ast.Loc:
+    """The `.lf` position of 0-based (row, col) in the text that `_python_error` compiles for
+    `code` in `context` (col None: the line's first character)."""
+    text = code.text
+    if context == "expression":  # compiled as `(<text stripped>)`
+        leading = text[:len(text) - len(text.lstrip())]
+        skipped_lines = leading.count("\n")
+        line = code.loc.line + skipped_lines + row
+        if col is None:
+            column = code.loc.col if row == 0 and skipped_lines == 0 else 1
+        elif row == 0:  # the first line lost its leading blanks and gained the '('
+            start = code.loc.col if skipped_lines == 0 else 1
+            column = start + len(leading) - (leading.rfind("\n") + 1) + col - 1
+        else:
+            column = col + 1
+        return ast.Loc(code.loc.file, line, max(column, 1))
+    head, indent = _CONTEXTS[context]
+    placed = _placed_lines(code)
+    offset, removed, _ = placed[min(max(row - head.count("\n"), 0), len(placed) - 1)]
+    start = code.loc.col if offset == 0 else 1
+    column = start + removed + (max(col - len(indent), 0) if col is not None else 0)
+    return ast.Loc(code.loc.file, code.loc.line + offset, max(column, 1))
+
+
+def _placed_lines(code: ast.Code) -> list[tuple[int, int, str]]:
+    """The lines of a body as codegen emits them (an empty first line is left out)."""
+    return [(offset, removed, line) for offset, removed, line in body_lines(code) if offset or line]
+
+
+def _python_error(code: ast.Code, context: str) -> tuple[ast.Loc, str] | None:
+    """Where and what Python's compiler objects to in `code` placed in `context`, or None."""
+    if not code.text.strip():
+        return None  # codegen writes `pass`
+    try:
+        if context == "expression":
+            compile("(" + code.text.strip() + ")", _NO_FILE, "eval", dont_inherit=True)
+        else:
+            head, indent = _CONTEXTS[context]
+            lines = (indent + line.rstrip() if line.strip() else "" for _, _, line in _placed_lines(code))
+            # `pass` last: a body of comments only is still a body, as codegen makes it.
+            compile(head + "\n".join(lines) + "\n" + indent + "pass\n", _NO_FILE, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        row, col = _error_position(exc)
+        return _place(code, context, row, col), f"Python syntax error: {_message(exc)}"
+    return None
+
+
+def _error_position(exc: SyntaxError | ValueError) -> tuple[int, int]:
+    """0-based line and column of a compile error in the text compiled (0, 0 when unknown)."""
+    if isinstance(exc, SyntaxError):
+        return max(exc.lineno or 1, 1) - 1, max(exc.offset or 1, 1) - 1
+    return 0, 0
+
+
+def _message(exc: SyntaxError | ValueError) -> str:
+    return exc.msg if isinstance(exc, SyntaxError) else str(exc)  # ValueError: a NUL byte
 
 
 def check_program(program: Program, diags: Diagnostics) -> None:
@@ -249,8 +328,10 @@ class _ClassChecker:
 
     def run(self) -> None:
         reactor = self.reactor
+        self.check_names()
         self.check_instantiations()
         self.check_header()
+        self.check_state_values()
         self.check_types()
         self.check_modes()
         for port in reactor.inputs + reactor.outputs:
@@ -270,6 +351,40 @@ class _ClassChecker:
                 self.check_reaction(reaction)
             for connection in body.connections:
                 self.check_connection(connection, body)
+
+    # ------------------------------------------------------------ names and references
+
+    def check_names(self) -> None:
+        """lfc's `checkName`: no target reserved word and no leading `__` for any named object of
+        this class; methods, their arguments and modes, which become Python names too, likewise."""
+        reactor = self.reactor
+        named: list[tuple[str, ast.Loc]] = []
+        if reactor.name is not None:
+            named.append((reactor.name, reactor.loc))
+        named += [(p.name, p.loc) for p in reactor.parameters + reactor.inputs + reactor.outputs]
+        named += [(m.name, m.loc) for m in reactor.methods]
+        named += [(a.name, a.loc) for m in reactor.methods for a in m.arguments]
+        named += [(m.name, m.loc) for m in reactor.modes if m.name is not None]
+        for body in [reactor, *reactor.modes]:
+            named += [(x.name, x.loc) for x in [*body.state_vars, *body.timers, *body.actions, *body.instantiations]]
+        for name, loc in named:
+            if name.startswith("__"):
+                self.error(loc, UNDERSCORE_MESSAGE + name)
+            elif name in RESERVED:
+                self.error(loc, RESERVED_MESSAGE + name)
+        for method in reactor.methods:
+            seen: set[str] = set()
+            for argument in method.arguments:
+                if argument.name in seen:
+                    self.error(argument.loc, f"duplicate argument '{argument.name}' of method '{method.name}'")
+                seen.add(argument.name)
+
+    def check_state_values(self) -> None:
+        """A state variable's initial value may name parameters of this class only."""
+        for body in [self.reactor, *self.reactor.modes]:
+            for state in body.state_vars:
+                if state.init is not None:
+                    self.check_param_refs(state.init.expr, f"the initial value of state variable '{state.name}'")
 
     # ------------------------------------------------------------ header, types, modes
 
@@ -345,22 +460,26 @@ class _ClassChecker:
                     self.error(assignment.loc, f"unknown parameter '{assignment.name}' of reactor "
                                                f"'{inst.reactor_class}'")
                     continue
-                self.check_param_refs(assignment.init.expr)
+                self.check_param_refs(assignment.init.expr, f"parameter '{assignment.name}' of '{name}'")
                 if _is_time_param(param):
                     self.check_time(assignment.init.expr, f"parameter '{assignment.name}' (a time)")
 
-    def check_param_refs(self, expr: ast.Expression) -> None:
+    def check_param_refs(self, expr: ast.Expression, where: str) -> None:
+        """Every parameter reference in `expr` (a bare name, as LF reads it) names a parameter."""
         if isinstance(expr, ast.ParamRef) and expr.name not in self.info.parameters:
-            self.error(expr.loc, f"unknown parameter '{expr.name}' in reactor '{class_name(self.reactor)}'")
+            hint = f"; for Python's {expr.name} write {{= {expr.name} =}}" if expr.name in ("None", "True", "False") \
+                else ""
+            self.error(expr.loc, f"unknown parameter '{expr.name}' in {where} (reactor "
+                                 f"'{class_name(self.reactor)}' has no parameter of that name){hint}")
         elif isinstance(expr, ast.ListExpr):
             for item in expr.items:
-                self.check_param_refs(item)
+                self.check_param_refs(item, where)
 
     def check_width(self, spec: ast.WidthSpec | None, what: str) -> None:
         if spec is None:
             return
         if spec.variable_length:
-            example = "'new[4] R()'" if what == "banks" else "'input[4] in'"
+            example = "'new[4] R()'" if what == "banks" else "'input[4] x'"
             self.error(spec.loc, f"variable-width {what} are not supported: give the width, e.g. {example}")
         for term in spec.terms:
             if term.kind == "param" and term.value not in self.info.parameters:

@@ -8,6 +8,8 @@ errors in user code point at the `.lf` file and line.
 
 from __future__ import annotations
 
+import re
+
 from lfpy import ast
 from lfpy.checks import body_lines, class_info, class_name
 from lfpy.elaborate import time_ns
@@ -15,7 +17,9 @@ from lfpy.loader import Program
 
 
 def python_class_name(reactor: ast.Reactor, index: int) -> str:
-    return f"_lf_{class_name(reactor)}_{index}"
+    """A Python identifier whatever the class is called: an unnamed main reactor takes its file's
+    name, which may hold a hyphen, a space or a dot (`my-program.lf`)."""
+    return f"_lf_{re.sub(r'[^0-9A-Za-z_]', '_', class_name(reactor))}_{index}"
 
 
 class ModuleWriter:

@@ -1,6 +1,7 @@
 """Helpers for tests that write small LF programs to disk and analyze or run them."""
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,12 +34,21 @@ def elaborate_source(tmp_path: Path, source: str, name: str = "Test.lf") -> Elab
     return result
 
 
+def default_signals() -> None:
+    """In a child before it starts: SIGINT and SIGTERM handled as by default. A shell starts
+    background jobs with SIGINT ignored, and a child inherits that: then Ctrl-C tests would test
+    nothing (the runtime leaves an ignored signal ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def run_lf(tmp_path: Path, source: str, *args: str, name: str = "Test.lf",
            trace: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Write `source` and run it with `lfrl run` in a fresh process."""
+    """Write `source` and run it with `lfrl run` in a fresh process (default signal handling)."""
     path = write(tmp_path, source, name)
     env = dict(os.environ)
     if trace is not None:
         env["LFPY_TRACE"] = str(trace)
     return subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path), *args], capture_output=True,
-                          text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120)
+                          text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120,
+                          preexec_fn=default_signals)

@@ -1,6 +1,7 @@
 """Each check with a wrong program and the exact diagnostic."""
 
 import inspect
+import subprocess
 import sys
 from pathlib import Path
 
@@ -80,12 +81,12 @@ HEAD = "target Python\n"
     (HEAD + "reactor A(p) {}\nmain reactor { a = new A() }",
      ["DIR/Test.lf:2:11: error: parameter 'p' must have a default value"]),
     (HEAD + "reactor A {\n  input[] x\n}\nmain reactor {\n  a = new[] A()\n}",
-     ["DIR/Test.lf:3:8: error: variable-width multiports are not supported: give the width, e.g. 'input[4] in'",
+     ["DIR/Test.lf:3:8: error: variable-width multiports are not supported: give the width, e.g. 'input[4] x'",
       "DIR/Test.lf:6:10: error: variable-width banks are not supported: give the width, e.g. 'new[4] R()'"]),
     (HEAD + "reactor A(n = 2) {\n  input[m + 1] x\n}\nmain reactor {\n  a = new[k] A(n = q)\n}",
      ["DIR/Test.lf:3:9: error: unknown parameter 'm' in width",
       "DIR/Test.lf:6:11: error: unknown parameter 'k' in width",
-      "DIR/Test.lf:6:20: error: unknown parameter 'q' in reactor 'Test'"]),
+      "DIR/Test.lf:6:20: error: unknown parameter 'q' in parameter 'n' of 'a' (reactor 'Test' has no parameter of that name)"]),
     (HEAD + "reactor A {\n  output[2] y\n}\nreactor B {\n  input[2] x\n}\nmain reactor {\n  a = new A()\n"
      "  b = new[2] B()\n  interleaved(a.y) -> b.x\n}",
      ["DIR/Test.lf:11:3: error: interleaved can only be used for multiports contained within banks"]),
@@ -107,6 +108,72 @@ HEAD = "target Python\n"
 ])
 def test_check_diagnostics(tmp_path: Path, source: str, expected: list[str]) -> None:
     assert diagnostics(tmp_path, source) == expected
+
+
+RESERVED = ("Reserved words in the target language are not allowed for objects (inputs, outputs, actions, timers, "
+            "parameters, state, reactor definitions, and reactor instantiation): ")
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # LF reads a bare name as a parameter reference: `None` is one, to nothing (lfc: unresolved).
+    (HEAD + "main reactor {\n  state handle = None\n}",
+     ["DIR/Test.lf:3:18: error: unknown parameter 'None' in the initial value of state variable 'handle' "
+      "(reactor 'Test' has no parameter of that name); for Python's None write {= None =}"]),
+    (HEAD + "reactor A(x = 1) {\n  initial mode M {\n    state s = (x, y)\n  }\n}\nmain reactor { a = new A() }",
+     ["DIR/Test.lf:4:19: error: unknown parameter 'y' in the initial value of state variable 's' "
+      "(reactor 'A' has no parameter of that name)"]),
+    (HEAD + "reactor A(x = 1) {}\nmain reactor(n = 2) {\n  a = new A(x = [n, m])\n}",
+     ["DIR/Test.lf:4:21: error: unknown parameter 'm' in parameter 'x' of 'a' (reactor 'Test' has no parameter "
+      "of that name)"]),
+    (HEAD + "main reactor(p = 1) {\n  timer t(q)\n}",
+     ["DIR/Test.lf:3:11: error: unknown parameter 'q' in reactor 'Test'"]),
+    # Names that generated Python could not hold, refused as lfc refuses them.
+    (HEAD + "reactor A {\n  input in\n  output pass\n  state __x = 0\n}\nmain reactor { a = new A() }",
+     [f"DIR/Test.lf:3:3: error: {RESERVED}in", f"DIR/Test.lf:4:3: error: {RESERVED}pass",
+      'DIR/Test.lf:5:3: error: Names of objects (inputs, outputs, actions, timers, parameters, state, reactor '
+      'definitions, and reactor instantiation) may not start with "__": __x']),
+    (HEAD + "main reactor(lambda = 1) {\n  self = new Nope()\n}",
+     [f"DIR/Test.lf:2:14: error: {RESERVED}lambda", f"DIR/Test.lf:3:3: error: {RESERVED}self",
+      "DIR/Test.lf:3:14: error: unknown reactor class 'Nope'"]),
+    (HEAD + "main reactor {\n  method m(a, async, a) {= pass =}\n}",
+     [f"DIR/Test.lf:3:15: error: {RESERVED}async", "DIR/Test.lf:3:22: error: duplicate argument 'a' of method 'm'"]),
+])
+def test_every_reference_resolves_and_every_name_is_python(tmp_path: Path, source: str, expected: list[str]) -> None:
+    assert diagnostics(tmp_path, source) == expected
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    # What only Python's compiler finds, placed where codegen puts each block.
+    (HEAD + "preamble {=\n  def ok():\n    return 1\n  return 2\n=}\nmain reactor {\n"
+     "  reaction(startup) {=\n    x = 1\n    break\n  =}\n  method m() {=\n    # only a comment\n  =}\n}",
+     ["DIR/Test.lf:5:3: error: Python syntax error: 'return' outside function",
+      "DIR/Test.lf:10:5: error: Python syntax error: 'break' outside loop"]),
+    # A multi-line reaction: the column in the line, not in another line of the file.
+    (HEAD + "main reactor {\n  reaction(startup) {=\n    a = 1\n    b = 2\n    c = (a +* b)\n  =}\n}",
+     ["DIR/Test.lf:6:13: error: Python syntax error: invalid syntax"]),
+    # Columns count characters: not bytes (é), and a tab is one.
+    (HEAD + "main reactor {\n  reaction(startup) {=\n      s = 'é'\n      t = 'é' + (\n  =}\n}",
+     ["DIR/Test.lf:5:17: error: Python syntax error: '(' was never closed"]),
+    (HEAD + "main reactor {\n  reaction(startup) {=\n\ts = 1\n\tz = (s +* 2)\n  =}\n}",
+     ["DIR/Test.lf:5:10: error: Python syntax error: invalid syntax"]),
+    (HEAD + "main reactor {\n  reaction(startup) {=\n    print('C:\\\\iso')\n    s = '\\\\d' + '\\d'\n  =}\n}",
+     ["DIR/Test.lf:5:5: warning: Python: DeprecationWarning: invalid escape sequence '\\d'"]),
+])
+def test_python_errors_when_compiling_point_at_the_lf_file(tmp_path: Path, source: str, expected: list[str]) -> None:
+    from lfpy.build import build
+    from lfpy.diagnostics import Diagnostics
+
+    diags = Diagnostics()
+    build(str(write(tmp_path, source, "Test.lf")), diags)
+    assert [d.header().replace(str(tmp_path.resolve()), "DIR") for d in diags.items] == expected
+
+
+def test_a_main_reactor_takes_any_file_name(tmp_path: Path) -> None:
+    for name in ("my-program.lf", "2 fast.lf", "a.b.lf"):
+        path = write(tmp_path, "target Python\nmain reactor {\n  reaction(startup) {= print('hi') =}\n}\n", name)
+        result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path)], capture_output=True,
+                                text=True, cwd=Path(__file__).parent.parent, timeout=120)
+        assert (result.returncode, result.stdout, result.stderr) == (0, "hi\n", ""), name
 
 
 def test_chains_of_classes_deeper_than_python_recursion(tmp_path: Path) -> None:
@@ -160,39 +227,39 @@ def test_iterated_width_must_divide(tmp_path: Path) -> None:
 
 
 def test_causality_loop_is_named_hop_by_hop(tmp_path: Path) -> None:
-    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
-                     "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.in\n  b.out -> a.in\n}")
+    source = HEAD + ("reactor P {\n  input inp\n  output out\n  reaction(inp) -> out {= out.set(inp.value) =}\n}\n"
+                     "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.inp\n  b.out -> a.inp\n}")
     assert diagnostics(tmp_path, source, name="Loop.lf") == [
-        "DIR/Loop.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.out -> Loop.b.in -> "
-        "Loop.b.reaction_1 -> Loop.b.out -> Loop.a.in -> Loop.a.reaction_1"]
+        "DIR/Loop.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.out -> Loop.b.inp -> "
+        "Loop.b.reaction_1 -> Loop.b.out -> Loop.a.inp -> Loop.a.reaction_1"]
 
 
 def test_causality_loop_is_named_when_reactions_after_it_come_first(tmp_path: Path) -> None:
     # `Loop.a` only reads from the loop, and its name sorts before the loop's reactions: it is left
     # over with them, but is not on the loop.
-    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
-                     "reactor Sink {\n  input in\n  reaction(in) {= pass =}\n}\n"
-                     "main reactor Loop {\n  a = new Sink()\n  b = new P()\n  c = new P()\n  b.out -> c.in\n"
-                     "  c.out -> b.in\n  c.out -> a.in\n}")
+    source = HEAD + ("reactor P {\n  input inp\n  output out\n  reaction(inp) -> out {= out.set(inp.value) =}\n}\n"
+                     "reactor Sink {\n  input inp\n  reaction(inp) {= pass =}\n}\n"
+                     "main reactor Loop {\n  a = new Sink()\n  b = new P()\n  c = new P()\n  b.out -> c.inp\n"
+                     "  c.out -> b.inp\n  c.out -> a.inp\n}")
     assert diagnostics(tmp_path, source, name="Loop.lf") == [
-        "DIR/Loop.lf:5:3: error: causality loop: Loop.b.reaction_1 -> Loop.b.out -> Loop.c.in -> "
-        "Loop.c.reaction_1 -> Loop.c.out -> Loop.b.in -> Loop.b.reaction_1"]
+        "DIR/Loop.lf:5:3: error: causality loop: Loop.b.reaction_1 -> Loop.b.out -> Loop.c.inp -> "
+        "Loop.c.reaction_1 -> Loop.c.out -> Loop.b.inp -> Loop.b.reaction_1"]
 
 
 def test_after_breaks_the_loop(tmp_path: Path) -> None:
-    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) -> out {= out.set(in.value) =}\n}\n"
-                     "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.in\n  b.out -> a.in after 0\n}")
+    source = HEAD + ("reactor P {\n  input inp\n  output out\n  reaction(inp) -> out {= out.set(inp.value) =}\n}\n"
+                     "main reactor Loop {\n  a = new P()\n  b = new P()\n  a.out -> b.inp\n  b.out -> a.inp after 0\n}")
     assert diagnostics(tmp_path, source, name="Loop.lf") == []
 
 
 def test_loop_through_reaction_order_in_one_reactor(tmp_path: Path) -> None:
     # reaction 1 reads `in` and reaction 2 writes `out`; out feeds back to in: 1 -> 2 -> out -> in -> 1.
-    source = HEAD + ("reactor P {\n  input in\n  output out\n  reaction(in) {= pass =}\n"
+    source = HEAD + ("reactor P {\n  input inp\n  output out\n  reaction(inp) {= pass =}\n"
                      "  reaction(startup) -> out {= out.set(1) =}\n}\n"
-                     "main reactor Loop {\n  a = new P()\n  a.out -> a.in\n}")
+                     "main reactor Loop {\n  a = new P()\n  a.out -> a.inp\n}")
     assert diagnostics(tmp_path, source, name="Loop.lf") == [
         "DIR/Loop.lf:5:3: error: causality loop: Loop.a.reaction_1 -> Loop.a.reaction_2 -> Loop.a.out -> "
-        "Loop.a.in -> Loop.a.reaction_1"]
+        "Loop.a.inp -> Loop.a.reaction_1"]
 
 
 def test_check_accepts_a_library_file_without_main(tmp_path: Path) -> None:

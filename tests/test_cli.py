@@ -1,6 +1,7 @@
 """The `lfrl` command line: argument parsing and exit statuses."""
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,14 +14,18 @@ from generator.cli import main, parse_duration, positive_int
 @pytest.mark.parametrize(
     ("text", "ns"),
     [("10s", 10_000_000_000), ("500ms", 500_000_000), ("500 ms", 500_000_000), ("2", 2_000_000_000),
-     ("1.5min", 90_000_000_000), ("250us", 250_000), ("7ns", 7)],
+     ("1.5min", 90_000_000_000), ("250us", 250_000), ("7ns", 7),
+     # LF's own spellings, as in a target's `timeout: 3 sec`
+     ("3sec", 3_000_000_000), ("500msec", 500_000_000), ("500 msec", 500_000_000), ("2 minutes", 120_000_000_000),
+     ("1 hour", 3_600_000_000_000), ("10 usecs", 10_000), ("0.5 seconds", 500_000_000)],
 )
 def test_parse_duration(text: str, ns: int) -> None:
     assert parse_duration(text) == ns
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("ten", "invalid duration 'ten'; write e.g. 10s, 500ms, 2min"),
+    ("ten", "invalid duration 'ten'; write e.g. 10s, 500 msec, 2 min"),
+    ("3 parsecs", "invalid duration '3 parsecs'; write e.g. 10s, 500 msec, 2 min"),
     ("-1s", "invalid duration '-1s': must not be negative"),
 ])
 def test_parse_duration_rejects(text: str, message: str) -> None:
@@ -118,3 +123,36 @@ def test_compile_of_a_library_file_generates_nothing(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == "nothing generated: the file has no main reactor\n"
     assert not (tmp_path / "src-gen").exists()
+
+
+def test_version() -> None:
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "--version"], capture_output=True, text=True,
+                            timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "lfrl 0.1.0\n", "")
+
+
+def test_an_unwritable_trace_is_refused_before_the_run(tmp_path: Path) -> None:
+    path = tmp_path / "Hi.lf"
+    path.write_text("target Python\nmain reactor {\n  reaction(startup) {= print('ran') =}\n}\n")
+    env = {**os.environ, "LFPY_TRACE": str(tmp_path / "nonexistent" / "t.jsonl")}
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path)], capture_output=True, text=True,
+                            env=env, timeout=120)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"lfrl run: error: LFPY_TRACE: cannot write {tmp_path / 'nonexistent' / 't.jsonl'}: "
+                             "No such file or directory\n")
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly_after_shutdown(tmp_path: Path) -> None:
+    """`lfrl run X.lf | head -2`: no failed reaction, no BrokenPipeError; shutdown still saves."""
+    saved = tmp_path / "saved.txt"
+    path = tmp_path / "Many.lf"
+    path.write_text("target Python { fast: true }\nmain reactor {\n  timer t(0, 1 msec)\n  state n = 0\n"
+                    "  reaction(t) {=\n    self.n += 1\n    print(f'line {self.n}', flush=True)\n  =}\n"
+                    f"  reaction(shutdown) {{= open({str(saved)!r}, 'w').write('saved') =}}\n}}\n")
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert [proc.stdout.readline(), proc.stdout.readline()] == ["line 1\n", "line 2\n"]
+    proc.stdout.close()  # what `head -2` does after its second line
+    assert proc.wait(timeout=60) == 141
+    assert proc.stderr.read() == "" and saved.read_text() == "saved"

@@ -9,15 +9,15 @@ BANKS_AND_NESTING = """\
 target Python
 
 reactor Node(bank_index = 0, gain = {= bank_index * 10 =}) {
-  input in
+  input inp
   output out
-  reaction(in) -> out {= out.set(in.value + self.gain) =}
+  reaction(inp) -> out {= out.set(inp.value + self.gain) =}
 }
 
 reactor Fan(n = 2) {
-  input in
+  input inp
   output[n + 1] out
-  reaction(in) -> out {= pass =}
+  reaction(inp) -> out {= pass =}
 }
 
 reactor Collect(n = 3) {
@@ -29,7 +29,7 @@ reactor Inner {
   input x
   output y
   mid = new Node()
-  x -> mid.in
+  x -> mid.inp
   mid.out -> y
 }
 
@@ -38,7 +38,7 @@ main reactor Top(k = 1) {
   nodes = new[3] Node()
   c = new Collect()
   inner = new Inner()
-  f.out -> nodes.in
+  f.out -> nodes.inp
   nodes.out -> c.ins
   c2 = new Collect(n = 2)
   (inner.y)+ -> c2.ins
@@ -51,16 +51,16 @@ BANKS_AND_NESTING_GRAPH = """\
 instances:
   Top: Top(k=1)
     Top.f: Fan(n=2)
-      input in
+      input inp
       output[3] out
     Top.nodes[0]: Node(bank_index=0, gain=0)
-      input in
+      input inp
       output out
     Top.nodes[1]: Node(bank_index=1, gain=10)
-      input in
+      input inp
       output out
     Top.nodes[2]: Node(bank_index=2, gain=20)
-      input in
+      input inp
       output out
     Top.c: Collect(n=3)
       input[3] ins
@@ -68,28 +68,28 @@ instances:
       input x
       output y
       Top.inner.mid: Node(bank_index=0, gain=0)
-        input in
+        input inp
         output out
     Top.c2: Collect(n=2)
       input[2] ins
 connections:
-  Top.inner.x -> Top.inner.mid.in
+  Top.inner.x -> Top.inner.mid.inp
   Top.inner.mid.out -> Top.inner.y
-  Top.f.out[0] -> Top.nodes[0].in
-  Top.f.out[1] -> Top.nodes[1].in
-  Top.f.out[2] -> Top.nodes[2].in
+  Top.f.out[0] -> Top.nodes[0].inp
+  Top.f.out[1] -> Top.nodes[1].inp
+  Top.f.out[2] -> Top.nodes[2].inp
   Top.nodes[0].out -> Top.c.ins[0]
   Top.nodes[1].out -> Top.c.ins[1]
   Top.nodes[2].out -> Top.c.ins[2]
   Top.inner.y -> Top.c2.ins[0]
   Top.inner.y -> Top.c2.ins[1]
 reactions:
-  level 0: Top.f.reaction_1 (in) -> out
+  level 0: Top.f.reaction_1 (inp) -> out
   level 0: Top.reaction_1 (startup) -> inner.x
-  level 1: Top.inner.mid.reaction_1 (in) -> out
-  level 1: Top.nodes[0].reaction_1 (in) -> out
-  level 1: Top.nodes[1].reaction_1 (in) -> out
-  level 1: Top.nodes[2].reaction_1 (in) -> out
+  level 1: Top.inner.mid.reaction_1 (inp) -> out
+  level 1: Top.nodes[0].reaction_1 (inp) -> out
+  level 1: Top.nodes[1].reaction_1 (inp) -> out
+  level 1: Top.nodes[2].reaction_1 (inp) -> out
   level 2: Top.c.reaction_1 (ins)
   level 2: Top.c2.reaction_1 (ins)
 """
@@ -104,23 +104,23 @@ reactor Base(p = 5 msec) {
 }
 
 reactor Derived(q = 2) extends Base {
-  input in
-  reaction(in) {= pass =}
+  input inp
+  reaction(inp) {= pass =}
 }
 
 reactor Src { output[2] out
   reaction(startup) -> out {= pass =} }
-reactor Dst { input[2] in
-  reaction(in) {= pass =} }
+reactor Dst { input[2] inp
+  reaction(inp) {= pass =} }
 
 main reactor Cyc {
   a = new Derived(p = 1 sec)
   b = new Derived()
-  a.out -> b.in after 10 msec
-  b.out -> a.in after 0
+  a.out -> b.inp after 10 msec
+  b.out -> a.inp after 0
   s = new[2] Src()
   d = new[2] Dst()
-  interleaved(s.out) -> d.in
+  interleaved(s.out) -> d.inp
 }
 
 """
@@ -129,11 +129,11 @@ AFTER_CYCLE_AND_INTERLEAVED_GRAPH = """\
 instances:
   Cyc: Cyc()
     Cyc.a: Derived(p=1000000000, q=2)
-      input in
+      input inp
       output out
       timer t(0 nsec, 1 sec)
     Cyc.b: Derived(p=5000000, q=2)
-      input in
+      input inp
       output out
       timer t(0 nsec, 5 msec)
     Cyc.s[0]: Src()
@@ -141,25 +141,25 @@ instances:
     Cyc.s[1]: Src()
       output[2] out
     Cyc.d[0]: Dst()
-      input[2] in
+      input[2] inp
     Cyc.d[1]: Dst()
-      input[2] in
+      input[2] inp
 connections:
-  Cyc.a.out -> Cyc.b.in after 10 msec
-  Cyc.b.out -> Cyc.a.in after 0 nsec
-  Cyc.s[0].out[0] -> Cyc.d[0].in[0]
-  Cyc.s[1].out[0] -> Cyc.d[0].in[1]
-  Cyc.s[0].out[1] -> Cyc.d[1].in[0]
-  Cyc.s[1].out[1] -> Cyc.d[1].in[1]
+  Cyc.a.out -> Cyc.b.inp after 10 msec
+  Cyc.b.out -> Cyc.a.inp after 0 nsec
+  Cyc.s[0].out[0] -> Cyc.d[0].inp[0]
+  Cyc.s[1].out[0] -> Cyc.d[0].inp[1]
+  Cyc.s[0].out[1] -> Cyc.d[1].inp[0]
+  Cyc.s[1].out[1] -> Cyc.d[1].inp[1]
 reactions:
   level 0: Cyc.a.reaction_1 (t) -> out
   level 0: Cyc.b.reaction_1 (t) -> out
   level 0: Cyc.s[0].reaction_1 (startup) -> out
   level 0: Cyc.s[1].reaction_1 (startup) -> out
-  level 1: Cyc.a.reaction_2 (in)
-  level 1: Cyc.b.reaction_2 (in)
-  level 1: Cyc.d[0].reaction_1 (in)
-  level 1: Cyc.d[1].reaction_1 (in)
+  level 1: Cyc.a.reaction_2 (inp)
+  level 1: Cyc.b.reaction_2 (inp)
+  level 1: Cyc.d[0].reaction_1 (inp)
+  level 1: Cyc.d[1].reaction_1 (inp)
 """
 
 
@@ -185,7 +185,7 @@ def test_graph_objects(tmp_path: Path) -> None:
 def test_dot_output(tmp_path: Path) -> None:
     dot = to_dot(elaborate_source(tmp_path, AFTER_CYCLE_AND_INTERLEAVED, "Cyc.lf"))
     assert dot.startswith("digraph lf {")
-    assert '"Cyc.a.out" -> "Cyc.b.in" [style=dashed];' in dot
+    assert '"Cyc.a.out" -> "Cyc.b.inp" [style=dashed];' in dot
     assert '"Cyc.s[1].reaction_1" [label="reaction_1 (L0)"];' in dot
 
 

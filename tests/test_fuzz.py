@@ -4,6 +4,7 @@ Whatever the bytes, `analyze` returns or records diagnostics; it never raises, a
 diagnostic points inside the file it names.
 """
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def mutated(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("LFRL_FUZZ_EXAMPLES", "300")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_front_end_never_crashes_and_positions_are_inside_the_file(data: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,6 +1,7 @@
 """The template catalog: schema validation with exact messages, rendering with defaults and boundary
 values, the front end's verdict on every rendered program, and `lfrl gen`."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -28,8 +29,6 @@ def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
     ({"env_id": "CartPol-v1"}, "--env-id: unknown environment id 'CartPol-v1'; did you mean CartPole-v0, CartPole-v1?"),
     ({"env_id": "NoSuchGame"}, "--env-id: unknown environment id 'NoSuchGame'"),
     ({"env_id": "ALE/Pongg-v5"}, "--env-id: unknown environment id 'ALE/Pongg-v5'"),
-    ({"workers": 4, "sync_every": 10, "steps": 39},
-     "--steps 39 is fewer than the 40 samples one round takes (--workers x --sync-every)"),
     ({"speed": 3}, "template 'sampling' has no parameter 'speed'; it has: env_id, workers, steps, sync_every, seed, "
                    "processes, progress"),
 ])
@@ -104,6 +103,9 @@ def test_rendered_values_reach_the_program(tmp_path: Path) -> None:
     ({"env_id": "Pendulum-v1"}, "--env-id: Q-learning needs discrete actions; 'Pendulum-v1' has Box actions"),
     ({"actors": 2, "steps_per_round": 8, "batch_size": 64},
      "--batch-size 64 is more than the 16 transitions one round collects (--actors x --steps-per-round)"),
+    ({"capacity": 10, "rounds": 50},
+     "--capacity 10 is less than --batch-size 64: the buffer could never fill a batch, and the learner would never "
+     "train"),
     ({"save": 'q"1.pt'}, "--save: a file name without quotes, backslashes or control characters, got 'q\"1.pt'"),
     ({"save": "q\\1.pt"}, "--save: a file name without quotes, backslashes or control characters, got 'q\\\\1.pt'"),
     ({"save": "q\n.pt"}, "--save: a file name without quotes, backslashes or control characters, got 'q\\n.pt'"),
@@ -160,3 +162,86 @@ def test_a_closed_pipe_ends_the_listing_quietly() -> None:
     finally:
         os.close(write_end)
     assert (result.returncode, result.stderr) == (141, "")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
+def test_a_missing_optional_dependency_of_an_environment_is_one_error(tmp_path: Path) -> None:
+    message = ("--env-id: 'LunarLander-v3' needs a package that is not installed: Box2D is not installed, you can "
+               "install it by run `pip install swig` followed by `pip install \"gymnasium[box2d]\"`")
+    for name in ("sampling", "qlearning"):
+        result = lfrl("gen", name, "--env-id", "LunarLander-v3", "-o", str(tmp_path / "L.lf"))
+        assert (result.returncode, result.stderr) == (1, f"lfrl gen: error: {message}\n")
+    assert not (tmp_path / "L.lf").exists()
+
+
+def test_an_environment_of_ones_own_module_is_accepted(tmp_path: Path) -> None:
+    """gymnasium's `module:EnvId`: the module registers the environment when imported."""
+    (tmp_path / "myenvs.py").write_text(
+        "import gymnasium\n"
+        "gymnasium.register('Corridor-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv',"
+        " max_episode_steps=20)\n")
+    out = tmp_path / "S.lf"
+    made = subprocess.run([sys.executable, "-m", "generator.cli", "gen", "sampling", "--env-id", "myenvs:Corridor-v0",
+                           "--steps", "40", "--progress", "no", "--processes", "yes", "-o", str(out)],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert made.returncode == 0, made.stderr
+    # Run from elsewhere: the module is found beside the program, in the child processes too.
+    ran = lfrl("run", str(out))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("40 samples from 2 workers in ")
+    for env_id, message in [
+        ("nomodule:Corridor-v0", "--env-id: cannot import module 'nomodule' of 'nomodule:Corridor-v0' "
+                                 "(ModuleNotFoundError: No module named 'nomodule'); put nomodule.py in the current "
+                                 "folder or on PYTHONPATH"),
+        ("myenvs:Hallway-v0", "--env-id: unknown environment id 'myenvs:Hallway-v0' (module 'myenvs' does not "
+                              "register it)")]:
+        bad = subprocess.run([sys.executable, "-m", "generator.cli", "gen", "sampling", "--env-id", env_id, "-o",
+                              str(tmp_path / "T.lf")], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+        assert (bad.returncode, bad.stderr) == (1, f"lfrl gen: error: {message}\n")
+
+
+def test_gen_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    out = tmp_path / "Mine.lf"
+    assert lfrl("gen", "sampling", "--workers", "2", "-o", str(out)).returncode == 0
+    again = lfrl("gen", "sampling", "--workers", "2", "-o", str(out))  # the same files: nothing is lost
+    assert again.returncode == 0, again.stderr
+    (tmp_path / "lib" / "EnvWorker.lf").write_text((tmp_path / "lib" / "EnvWorker.lf").read_text() + "// mine\n")
+    changed = lfrl("gen", "sampling", "--workers", "3", "-o", str(out))
+    assert (changed.returncode, changed.stderr) == (
+        1, f"lfrl gen: error: {out} and {tmp_path / 'lib' / 'EnvWorker.lf'} already exist with other contents; "
+           "use --force to overwrite\n")
+    assert "new[2] EnvWorker" in out.read_text() and "// mine" in (tmp_path / "lib" / "EnvWorker.lf").read_text()
+    forced = lfrl("gen", "sampling", "--workers", "3", "--force", "-o", str(out))
+    assert forced.returncode == 0, forced.stderr
+    assert "new[3] EnvWorker" in out.read_text() and "// mine" not in (tmp_path / "lib" / "EnvWorker.lf").read_text()
+
+
+def test_gen_output_must_name_an_lf_file(tmp_path: Path) -> None:
+    (tmp_path / "somedir").mkdir()
+    for output, message in [
+        ("", "-o: empty; give the .lf file to write, e.g. -o out/Program.lf"),
+        (f"{tmp_path}/somedir/", f"-o {tmp_path}/somedir/: a folder; give the .lf file to write in it, e.g. "
+                                 f"-o {tmp_path}/somedir/Program.lf"),
+        (f"{tmp_path}/somedir", f"-o {tmp_path}/somedir: a folder; give the .lf file to write in it, e.g. "
+                                f"-o {tmp_path}/somedir/Program.lf"),
+        (f"{tmp_path}/prog.txt", f"-o {tmp_path}/prog.txt: the program's file name must end in .lf"),
+    ]:
+        result = lfrl("gen", "sampling", "-o", output)
+        assert (result.returncode, result.stderr) == (1, f"lfrl gen: error: {message}\n")
+    assert list((tmp_path / "somedir").iterdir()) == []
+
+
+def test_gen_checks_where_the_weights_go_before_anything_runs(tmp_path: Path) -> None:
+    result = lfrl("gen", "qlearning", "--save", "/proc/q.pt", "-o", str(tmp_path / "Q.lf"))
+    assert (result.returncode, result.stderr) == (1, "lfrl gen: error: --save: cannot write /proc/q.pt: No such file "
+                                                     "or directory\n")
+    assert not (tmp_path / "Q.lf").exists()
+
+
+def test_a_program_named_with_a_hyphen_runs(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "my program-1.lf"
+    assert lfrl("gen", "sampling", "--steps", "10", "--progress", "no", "-o", str(out)).returncode == 0
+    assert lfrl("check", str(out)).returncode == 0
+    ran = lfrl("run", str(out))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("10 samples from 2 workers in ")

@@ -165,9 +165,10 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
                                        "(use dqn)"),
     ("dqn", {"env_id": "CartPol-v1"}, "--env-id: unknown environment id 'CartPol-v1'; did you mean CartPole-v0, "
                                       "CartPole-v1?"),
-    ("dqn", {"env_id": "nosuchmodule:Thing-v0"}, "--env-id: cannot import 'nosuchmodule' for "
-                                                 "'nosuchmodule:Thing-v0': ModuleNotFoundError: No module named "
-                                                 "'nosuchmodule'"),
+    ("dqn", {"env_id": "nosuchmodule:Thing-v0"}, "--env-id: cannot import module 'nosuchmodule' of "
+                                                 "'nosuchmodule:Thing-v0' (ModuleNotFoundError: No module named "
+                                                 "'nosuchmodule'); put nosuchmodule.py in the current folder or on "
+                                                 "PYTHONPATH"),
     ("dqn", {"train_freq": 101, "actors": 2}, "--train-freq 101 is not a multiple of --actors 2 (each actor "
                                               "takes an equal share of a round's steps)"),
     ("sac", {"learners": 40, "batch_size": 32}, "--learners 40 is more than the --batch-size 32: each learner needs a part of "

@@ -4,6 +4,7 @@ Whatever the text, `parse` returns a Model or raises LfError whose position lies
 no other exception escapes. (tests/test_fuzz.py fuzzes the whole front end the same way.)
 """
 
+import os
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -68,7 +69,7 @@ def check(text: str) -> None:
         assert_inside(text, reactor.loc)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("LFRL_FUZZ_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated())
 def test_parse_returns_a_model_or_raises_lf_error_inside_the_file(data: bytes) -> None:
     text, problem = decode_source(data, "fuzz.lf")

@@ -30,8 +30,11 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     assert made.returncode == 0, made.stderr
     project = tmp_path / f"demo_{program}"
     assert made.stdout == f"created {project}\n"
-    assert {"README.md", "Makefile", "src/Main.lf", "tests/test_program.py"} <= set(tree(project))
-    tested = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], project)
+    assert {"README.md", "Makefile", ".gitignore", "src/Main.lf", "tests/test_program.py"} <= set(tree(project))
+    assert f"LFRL_SOURCE ?= {ROOT}\n" in tree(project)["Makefile"]  # where `make setup` installs lfrl from
+    assert tree(project)[".gitignore"] == ".venv/\nsrc-gen/\n__pycache__/\n.pytest_cache/\n"
+    # `make test` with lfrl's own environment (a VENV with lfrl in it; `make setup` would make one).
+    tested = run(["make", "test", f"VENV={BIN.parent}"], project)
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "2 passed" in tested.stdout
 
@@ -65,3 +68,65 @@ def test_bad_values_stop_with_the_reason(tmp_path: Path) -> None:
     made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "-o", str(tmp_path / "taken")], ROOT)
     assert (made.returncode, made.stderr) == (1, "lfrl new: error: Unable to create directory at "
                                                  f"{tmp_path / 'taken' / 'my_rl_project'}\n")
+
+
+def test_make_run_shows_the_progress_bar(tmp_path: Path) -> None:
+    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--project-name", "Bar", "-o",
+                str(tmp_path)], ROOT)
+    assert made.returncode == 0, made.stderr
+    ran = run(["make", "run", f"VENV={BIN.parent}"], tmp_path / "bar")
+    assert ran.returncode == 0, ran.stderr
+    assert "10000 samples from 2 workers in " in ran.stdout
+    assert "10000/10000" in ran.stderr and "samples/s" in ran.stderr  # tqdm's bar, on standard error
+
+
+def new(tmp_path: Path, *args: str, answers: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "generator.cli", "new", *args, "-o", str(tmp_path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, input=answers)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--project-name", "   "], "--project-name '   ' has no letter or digit to name the project's folder with"),
+    (["--project-name", ""], "--project-name '' has no letter or digit to name the project's folder with"),
+    (["--template", "multiagent", "--env-id", "ALE/Pong-v5"],
+     "--env-id is not an option of template 'multiagent' (its options: --template, --workers, --seed)"),
+    (["--template", "qlearning", "--processes", "yes"],
+     "--processes is not an option of template 'qlearning' (its options: --template, --env-id, --workers, --seed)"),
+    (["--template", "qlearning", "--workers", "0"], "--workers must be at least 1, got 0"),
+])
+def test_new_refuses_what_cannot_be_a_project(tmp_path: Path, args: list[str], message: str) -> None:
+    result = new(tmp_path, "--no-input", *args)
+    assert (result.returncode, result.stderr) == (1, f"lfrl new: error: {message}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_new_keeps_the_project_inside_the_output_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = new(out, "--no-input", "--project-name", "../escape")
+    assert (result.returncode, result.stdout) == (0, f"created {out / 'escape'}\n"), result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    empty = subprocess.run([sys.executable, "-m", "generator.cli", "new", "--no-input", "-o", ""],
+                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert (empty.returncode, empty.stderr) == (1, "lfrl new: error: -o: empty; give the folder to create the project "
+                                                   "in (default: here)\n")
+
+
+def test_interactive_new_checks_each_answer_when_it_is_given(tmp_path: Path) -> None:
+    # A bad answer is refused at once and asked again (an empty one takes the default); multiagent
+    # is not asked for an environment id, nor for child processes.
+    answers = "\n".join(["!!!", "My Agents", "nope", "multiagent", "0", "3", "x", "5"]) + "\n"
+    result = new(tmp_path, answers=answers)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ("project name [My RL Project]: project name [My RL Project]: "
+                             "template (sampling, qlearning, multiagent) [sampling]: "
+                             "template (sampling, qlearning, multiagent) [sampling]: agents [2]: agents [2]: "
+                             f"seed [0]: seed [0]: created {tmp_path / 'my_agents'}\n")
+    assert result.stderr.splitlines() == [
+        "lfrl new: error: --project-name '!!!' has no letter or digit to name the project's folder with",
+        "lfrl new: error: unknown template 'nope'; choose one of: sampling, qlearning, multiagent",
+        "lfrl new: error: --workers must be at least 1, got 0",
+        "lfrl new: error: --seed: expected a whole number, got 'x'"]
+    assert "new[3] AgentPolicy" in (tmp_path / "my_agents" / "src" / "Main.lf").read_text()
+    ended = new(tmp_path / "more", answers="Other\n")
+    assert (ended.returncode, ended.stderr) == (1, "lfrl new: error: no answer (end of input); give the values as "
+                                                   "flags, or --no-input\n")

@@ -3,11 +3,15 @@
 import importlib.util
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.lfutil import run_lf, write
+from tests.lfutil import default_signals, run_lf, write
 
 FAST = "target Python { fast: true, timeout: 1 sec }\n"
 PRINT_TAG = 'print(f"{lf.time.logical_elapsed() // MSEC(1)}ms/{lf.tag().microstep}'
@@ -362,10 +366,61 @@ main reactor {
     assert result.stdout.splitlines() == ["shutdown ran"]
     err = result.stderr.splitlines()
     lf_file = str((tmp_path / "Boom.lf").resolve())
-    assert err[0] == (f"{lf_file}:3: error: reaction 'reaction_1' of Boom.b failed: "
+    # At the line that raised (line 5, column 9: `x / 0`), naming the reaction and its instance.
+    assert err[0] == (f"{lf_file}:5:9: error: reaction 'reaction_1' of Boom.b failed: "
                       "ZeroDivisionError: division by zero")
     assert f'  File "{lf_file}", line 5, in reaction_function_1' in err
     assert "    y = x / 0" in err
+
+
+def test_a_failure_in_a_method_is_reported_at_the_method_line_that_raised(tmp_path: Path) -> None:
+    source = """target Python
+reactor Parser {
+  method parse(text) {=
+    import json
+    return json.loads(text)
+  =}
+  reaction(startup) {=
+    self.parse("{}")
+    self.parse("{bad")
+  =}
+}
+main reactor {
+  p = new[2] Parser()
+}
+"""
+    result = run_lf(tmp_path, source, "--workers", "2", name="Method.lf")
+    assert result.returncode == 1
+    lf_file = str((tmp_path / "Method.lf").resolve())
+    headers = [line for line in result.stderr.splitlines() if ": error: " in line]
+    message = "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    # The innermost line of the .lf file (json's own frames lie outside it), for each bank member;
+    # the second member's failure, the same as the first's, is one line.
+    first, second = sorted(headers, key=len, reverse=True)
+    member = re.fullmatch(rf"{re.escape(lf_file)}:5:12: error: reaction 'reaction_1' of Method.p\[(\d)\] failed: "
+                          rf"{re.escape(message)}", first).group(1)
+    assert second == (f"{lf_file}:5:12: error: reaction 'reaction_1' of Method.p[{1 - int(member)}] failed: "
+                      "JSONDecodeError, the same failure as above")
+    assert result.stderr.count("Traceback") == 1
+
+
+def test_a_failing_parameter_value_is_reported_at_its_lf_line(tmp_path: Path) -> None:
+    source = """target Python
+preamble {=
+  LIMIT = 3
+=}
+reactor R(x = 0) {
+  reaction(startup) {= print(self.x) =}
+}
+main reactor {
+  r = new R(x = {= LIMIT / 0 =})
+}
+"""
+    result = run_lf(tmp_path, source, name="Param.lf")
+    assert result.returncode == 1 and result.stdout == ""
+    lf_file = str((tmp_path / "Param.lf").resolve())
+    assert result.stderr.splitlines()[0] == (f"{lf_file}:9:3: error: initializing the reactors failed: "
+                                             "ZeroDivisionError: division by zero")
 
 
 def test_exit_in_a_reaction_sets_the_status(tmp_path: Path) -> None:
@@ -375,20 +430,85 @@ def test_exit_in_a_reaction_sets_the_status(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (3, "bye\n")
 
 
-def test_ctrl_c_in_a_reaction_ends_the_program_with_130(tmp_path: Path) -> None:
+def test_ctrl_c_stops_after_the_tag_and_runs_every_shutdown_reaction(tmp_path: Path) -> None:
+    # The first Ctrl-C requests a stop: the reaction that was running and the rest of its tag
+    # complete, then the shutdown reactions of every reactor run, and the status is 130.
+    source = """target Python { fast: true }
+reactor Worker(bank_index = 0) {
+  input go
+  reaction(go) {= print(f"worker {self.bank_index} got {go.value}") =}
+  reaction(shutdown) {= print(f"worker {self.bank_index} shut down") =}
+}
+main reactor {
+  logical action again
+  state n = 0
+  w = new[2] Worker()
+  reaction(startup, again) -> w.go, again {=
+    import signal
+    self.n += 1
+    if self.n == 2:
+      signal.raise_signal(signal.SIGINT)
+      print("the reaction goes on")
+    for worker in w:
+      worker.go.set(self.n)
+    again.schedule(MSEC(1))
+  =}
+  reaction(shutdown) {= print(f"main shut down after {self.n} rounds") =}
+}
+"""
+    result = run_lf(tmp_path, source)
+    assert result.returncode == 130, result.stderr
+    out = result.stdout.splitlines()
+    assert out[:5] == ["worker 0 got 1", "worker 1 got 1", "the reaction goes on", "worker 0 got 2", "worker 1 got 2"]
+    assert sorted(out[5:]) == ["main shut down after 2 rounds", "worker 0 shut down", "worker 1 shut down"]
+    assert result.stderr == ("Ctrl-C: stopping after this tag; shutdown reactions run "
+                             "(press Ctrl-C again to end at once)\n")
+
+
+def test_a_second_ctrl_c_ends_the_program_at_once(tmp_path: Path) -> None:
     source = """target Python
 main reactor {
   reaction(startup) {=
     import signal
     print("before")
     signal.raise_signal(signal.SIGINT)
+    print("still running")
+    signal.raise_signal(signal.SIGINT)
     print("not reached")
   =}
-  reaction(shutdown) {= print("no shutdown after Ctrl-C") =}
+  reaction(shutdown) {= print("no shutdown after a second Ctrl-C") =}
 }
 """
     result = run_lf(tmp_path, source)
-    assert (result.returncode, result.stdout, result.stderr) == (130, "before\n", "interrupted\n")
+    assert (result.returncode, result.stdout) == (130, "before\nstill running\n")
+    assert result.stderr.splitlines()[-1] == "interrupted"
+
+
+def test_sigterm_while_waiting_for_physical_time_runs_shutdown_and_exits_143(tmp_path: Path) -> None:
+    # Not `fast`: between ticks the runtime sleeps until physical time reaches the next one.
+    source = """target Python
+main reactor {
+  timer t(0, 100 msec)
+  state ticks = 0
+  reaction(t) {=
+    self.ticks += 1
+    if self.ticks == 1:
+      print("ticking", flush=True)
+  =}
+  reaction(shutdown) {= print(f"shut down, {self.ticks > 0} ticks") =}
+}
+"""
+    path = write(tmp_path, source, "Term.lf")
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent,
+                            preexec_fn=default_signals)
+    assert proc.stdout is not None and proc.stdout.readline() == "ticking\n"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143, stderr
+    assert stdout == "shut down, True ticks\n"
+    assert stderr == "SIGTERM: stopping after this tag; shutdown reactions run (send it again to end at once)\n"
 
 
 def test_ctrl_c_between_two_reactions_ends_the_program_with_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -575,15 +695,16 @@ def test_a_file_without_main_reactor_is_a_warning_and_runs_nothing(tmp_path: Pat
     assert "warning: no main reactor: nothing to generate or run" in result.stderr
 
 
-def has_protobuf() -> bool:
+def has_module(name: str) -> bool:
     try:
-        return importlib.util.find_spec("google.protobuf") is not None
-    except ModuleNotFoundError:  # no `google` package at all
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # no parent package at all
         return False
 
 
-@pytest.mark.skipif(shutil.which("protoc") is None or not has_protobuf(),
-                    reason="needs protoc and the protobuf Python package")
+# `make setup` installs both (grpcio-tools bundles protoc); an install without them skips.
+@pytest.mark.skipif((shutil.which("protoc") is None and not has_module("grpc_tools")) or not has_module("google.protobuf"),
+                    reason="needs protoc (or grpcio-tools) and the protobuf Python package")
 def test_protobufs_target_property_imports_the_generated_module(tmp_path: Path) -> None:
     (tmp_path / "Msg.proto").write_text('syntax = "proto3";\nmessage Msg {\n  string text = 1;\n  int32 n = 2;\n}\n')
     source = """target Python { protobufs: Msg.proto, fast: true }
@@ -612,7 +733,7 @@ main reactor {
     assert result.returncode == 1
     lf_file = str((tmp_path / "Bad.lf").resolve())
     assert result.stderr.splitlines() == [
-        f"{lf_file}:3: error: initializing the reactors failed: ZeroDivisionError: division by zero",
+        f"{lf_file}:3:3: error: initializing the reactors failed: ZeroDivisionError: division by zero",
         "Traceback (most recent call last):", f'  File "{lf_file}", line 3, in _lf_init_state',
         "    state x = {= 1 / 0 =}", "ZeroDivisionError: division by zero"]
 
@@ -634,7 +755,7 @@ main reactor {
     lf_file = str((tmp_path / "Pre.lf").resolve())
     message = "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
     err = result.stderr.splitlines()
-    assert err[0] == f"{lf_file}:5: error: preamble failed: {message}"  # the innermost .lf line
+    assert err[0] == f"{lf_file}:5:12: error: preamble failed: {message}"  # the innermost .lf line
     assert err[1:6] == ["Traceback (most recent call last):", f'  File "{lf_file}", line 6, in <module>',
                         '    CONFIG = parse("{bad")', f'  File "{lf_file}", line 5, in parse',
                         "    return json.loads(text)"]
@@ -666,7 +787,7 @@ main reactor {
     assert result.returncode == 1, result.stderr
     lf_file = str((tmp_path / "Reset.lf").resolve())
     err = result.stderr.splitlines()
-    assert err[0] == (f"{lf_file}:11: error: entering mode 'B' of Reset.r failed: "
+    assert err[0] == (f"{lf_file}:11:5: error: entering mode 'B' of Reset.r failed: "
                       "ZeroDivisionError: division by zero")
     assert err[1:] == ["Traceback (most recent call last):", f'  File "{lf_file}", line 11, in _lf_init_state',
                        "    state ratio = {= 1 / self.count =}", "ZeroDivisionError: division by zero"]

@@ -1,6 +1,7 @@
 """Generated programs run at tiny sizes and give the same results for 1 and 2 runtime workers (and,
 for sampling, with environments in child processes): the same seed, the same trajectories."""
 
+import importlib.util
 import os
 import re
 import signal
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from generator.catalog import write
+from tests.lfutil import default_signals
 
 pytest.importorskip("lfpy.build", reason="lfpy.build (code generation and runtime) is not available yet")
 
@@ -45,9 +47,14 @@ def test_same_seed_same_trajectories_with_one_and_two_workers(tmp_path: Path) ->
     assert len(values) == 6  # seeds come from (seed, worker) pairs: seed 8's workers are not seed 7's
 
 
-def test_rounds_stop_before_passing_the_step_count(tmp_path: Path) -> None:
+def test_exactly_the_steps_asked_for_are_taken(tmp_path: Path) -> None:
+    # Three whole rounds of 2 x 4, then 1 step by worker 0: 25 samples, not 24.
     lines = sampling(tmp_path, 1, workers=2, steps=25, sync_every=4)
-    assert lines[0].startswith("24 samples from 2 workers in ")  # three whole rounds of 2 x 4
+    assert lines[0].startswith("25 samples from 2 workers in ")
+    # The same trajectories: a round of 2 x 10 then a last one of 1 + 0 continue the same streams.
+    short = sampling(tmp_path, 1, tag="short", workers=2, steps=21, sync_every=10, seed=4)
+    long = sampling(tmp_path, 1, tag="long", workers=2, steps=21, sync_every=1, seed=4)
+    assert short[0].startswith("21 samples from 2 workers in ") and checksums(short) == checksums(long)
 
 
 def test_child_processes_step_the_same_trajectories(tmp_path: Path) -> None:
@@ -109,6 +116,79 @@ def test_qlearning_saves_the_weights_it_reports(tmp_path: Path) -> None:
     assert lines[0].endswith(f"weights checksum {checksum:.9f}")
 
 
+@pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
+def test_an_environment_that_cannot_be_made_is_one_error_and_no_summary(tmp_path: Path) -> None:
+    # `lfrl gen` refuses LunarLander-v3 without Box2D; a program edited afterwards fails at startup.
+    out = write("sampling", {"progress": False, "workers": 3, "steps": 30}, tmp_path / "S.lf")
+    out.write_text(out.read_text().replace("CartPole-v1", "LunarLander-v3"))
+    result = lfrl_run(out)
+    assert (result.returncode, result.stdout) == (1, "")
+    headers = [line for line in result.stderr.splitlines() if ": error: " in line]
+    where = f"{tmp_path / 'lib' / 'EnvWorker.lf'}:"
+    assert headers[0].startswith(where) and headers[0].endswith(
+        "of S.envs[0] failed: DependencyNotInstalled: Box2D is not installed, you can install it by run "
+        "`pip install swig` followed by `pip install \"gymnasium[box2d]\"`")
+    assert [h.split(": error: ")[1] for h in headers[1:]] == [
+        f"reaction 'reaction_1' of S.envs[{i}] failed: DependencyNotInstalled, the same failure as above"
+        for i in (1, 2)]
+    assert result.stderr.count("Traceback") == 1
+
+
+def lfrl_run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out), *args], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def test_a_timeout_stops_sampling_with_its_summary(tmp_path: Path) -> None:
+    # Rounds start at the logical time that is the physical time they start at: a timeout of 1 s
+    # (LF's own spelling) stops a run of a billion steps after about 1 s.
+    out = write("sampling", {"progress": False, "workers": 2, "steps": 10**9}, tmp_path / "Sampling.lf")
+    started = time.monotonic()
+    result = lfrl_run(out, "--timeout", "1sec")
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 60
+    samples = int(result.stdout.split(" samples from 2 workers in ")[0])
+    assert 0 < samples < 10**9
+
+
+def test_a_timeout_stops_training_with_its_summary_and_weights(tmp_path: Path) -> None:
+    out = write("qlearning", {"actors": 2, "rounds": 10**6, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
+    result = lfrl_run(out, "--timeout", "5 sec")
+    assert result.returncode == 0, result.stderr
+    rounds = int(result.stdout.split(" rounds, last loss ")[0])
+    assert 0 < rounds < 10**6 and (tmp_path / "q.pt").exists()
+
+
+def test_a_timeout_stops_multiagent_inference_with_its_summary(tmp_path: Path) -> None:
+    out = write("multiagent", {"steps": 10**9, "agents": 2}, tmp_path / "M.lf")
+    result = lfrl_run(out, "--timeout", "1 sec")
+    assert result.returncode == 0, result.stderr
+    steps = int(result.stdout.split(" steps x 2 agents in ")[0])
+    assert 0 < steps < 10**9 and result.stdout.splitlines()[1].startswith("total reward ")
+
+
+def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) -> None:
+    out = write("qlearning", {"actors": 2, "rounds": 10, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
+    result = lfrl_run(out, "--timeout", "0")  # stops at startup: the first batch comes a tag later
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == ("ERROR: the learner never trained: the program stopped before the first batch reached "
+                             "it; no weights are saved\n")
+    assert not (tmp_path / "q.pt").exists()
+
+
+def test_an_unwritable_weights_file_stops_the_program_before_training(tmp_path: Path) -> None:
+    out = write("qlearning", {"actors": 2, "rounds": 10**6, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
+    (tmp_path / "blocker").write_text("a file where a folder would go")
+    # Edited after generation (where `lfrl gen` checked it): the program checks again at startup.
+    out.write_text(out.read_text().replace('save = "q.pt"', 'save = "blocker/q.pt"'))
+    result = lfrl_run(out)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"ERROR: cannot write the weights to {tmp_path / 'blocker' / 'q.pt'}: File exists\n"
+
+
 def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:
     outputs = []
     for threads in (1, 2):
@@ -136,15 +216,17 @@ def test_a_failing_child_process_is_one_error_and_the_summary_still_prints(tmp_p
                               "(worker 1) exited with status 1; its messages, if any, are above")
     assert "NameNotFound" in result.stderr  # the child's own traceback
     assert "BrokenPipeError" not in result.stderr
-    # The error stops the program at the next microstep, where worker 0 still takes its one step.
-    assert result.stdout.splitlines()[0].startswith("1 samples from 2 workers in ")
+    # The error stops the program at the next microstep, before the next round (rounds start at
+    # later logical times): the warm-up round of no steps was all.
+    assert result.stdout.splitlines()[0].startswith("0 samples from 2 workers in ")
 
 
 @pytest.mark.parametrize("after", [0.0, 2.0], ids=["while-the-child-starts", "while-it-steps"])
-def test_ctrl_c_ends_the_program_and_its_child_processes_quietly(tmp_path: Path, after: float) -> None:
+def test_ctrl_c_stops_the_program_with_its_summary_and_ends_its_child_processes(tmp_path: Path, after: float) -> None:
     out = write("sampling", {"progress": False, "workers": 2, "steps": 10**9, "processes": True}, tmp_path / "Sampling.lf")
     proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(out)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
+                            preexec_fn=default_signals)
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
     if not children.exists():
         proc.kill()
@@ -155,10 +237,13 @@ def test_ctrl_c_ends_the_program_and_its_child_processes_quietly(tmp_path: Path,
     child = int(children.read_text().split()[0])
     time.sleep(after)  # at 0 the child is still importing gymnasium; at 2 s it is stepping
     os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
-    _stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
-    assert stderr.strip().splitlines()[-1] == "interrupted"
-    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    # The round that was running completes, then the shutdown reactions print the summary.
+    summary = stdout.splitlines()
+    assert re.fullmatch(r"\d+ samples from 2 workers in [\d.]+ s: [\d,]+ samples/s", summary[0]), stdout
+    assert [line.split(":")[0] for line in summary[1:]] == ["worker 0", "worker 1"]
+    assert stderr == "Ctrl-C: stopping after this tag; shutdown reactions run (press Ctrl-C again to end at once)\n"
     deadline = time.monotonic() + 10
     while Path(f"/proc/{child}").exists() and time.monotonic() < deadline:  # it ends at the end of its input
         time.sleep(0.1)

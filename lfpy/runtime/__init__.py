@@ -6,6 +6,8 @@
 - `reaction`: a reaction bound to its reactor object and arguments;
 - `reactor`: the base class of generated reactor classes (`self.check_deadline()`, ...);
 - `scheduler`: advances time, runs each tag's reactions level by level on a worker pool;
+- `signals`: Ctrl-C and SIGTERM request a stop (shutdown reactions run); a second one ends at once;
+- `failure`: how a failure in user code is reported, at the `.lf` line that raised;
 - `api`: the names reaction bodies see (`lf`, units, `lf_print`, ...);
 - `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run.
 

@@ -127,7 +127,9 @@ class Environment:
                 scope = {"bank_index": inst.bank_index or 0}
                 if parent is not None:
                     scope.update({k: getattr(parent, k) for k in inst.parent.parameters if hasattr(parent, k)})
-                value = eval(value.code, self.ns, {**scope, "self": parent if parent is not None else obj})
+                # Compiled at its `.lf` line, so that a failure is reported there.
+                code = compile("\n" * (value.loc.line - 1) + value.code, value.loc.file, "eval")
+                value = eval(code, self.ns, {**scope, "self": parent if parent is not None else obj})
             setattr(obj, name, value)
         if inst.bank_index is not None and "bank_index" not in inst.parameters:
             obj.bank_index = inst.bank_index
@@ -258,7 +260,7 @@ class Environment:
         names = arg_names(r.decl)
         fn = getattr(obj, f"reaction_function_{r.index}")
         reaction = Reaction(r.name, r.full_name, self.rank[self._priority(r)], fn, tuple(args.get(n) for n in names),
-                            r.decl.loc.file, r.decl.loc.line)
+                            r.decl.loc.file, r.decl.loc.line, r.decl.loc.col)
         if r.deadline_ns is not None:
             reaction.deadline = r.deadline_ns
             reaction.deadline_fn = getattr(obj, f"deadline_function_{r.index}")

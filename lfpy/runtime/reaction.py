@@ -12,10 +12,10 @@ if TYPE_CHECKING:
 
 class Reaction:
     __slots__ = ("name", "full_name", "level", "order", "fn", "args", "call", "deadline", "deadline_fn", "gates",
-                 "stamp", "lf_file", "lf_line")
+                 "stamp", "lf_file", "lf_line", "lf_col")
 
     def __init__(self, name: str, full_name: str, level: int, fn: Callable[..., object], args: tuple,
-                 lf_file: str, lf_line: int) -> None:
+                 lf_file: str, lf_line: int, lf_col: int = 1) -> None:
         self.name = name
         self.full_name = full_name
         self.level = level
@@ -33,6 +33,7 @@ class Reaction:
         self.stamp = -1  # the tag number at which it was last queued (once per tag)
         self.lf_file = lf_file
         self.lf_line = lf_line
+        self.lf_col = lf_col
 
     def active(self) -> bool:
         return all(state.current == mode for state, mode in self.gates)

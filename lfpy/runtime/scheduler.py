@@ -19,10 +19,15 @@ Threading contract:
   event over under `cond`, which also wakes the scheduler's thread from its wait for physical time.
 - `request_stop` and `request_checkpoint` may be called from any thread; they hold `lock`.
   Checkpoints are written at the end of the tag, on the scheduler's thread (`on_checkpoint`).
+- Signal handlers (signals.py) run on the scheduler's thread between two bytecodes, wherever it
+  is: they only set `stop_signal` (or raise KeyboardInterrupt the second time); `_loop` turns it
+  into a stop at the end of the current tag.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import threading
 import time
@@ -31,10 +36,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
-from lfpy.runtime.failure import LineMap, report_failure
+from lfpy.runtime.failure import SourceMap, output_closed, report_failure
 from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
+from lfpy.runtime.signals import StopOnSignals
 from lfpy.runtime.tag import FOREVER, Tag
 from lfpy.runtime.timers import Timer
 
@@ -69,10 +75,13 @@ class Scheduler:
         self.exit_status = 0
         self.halted = False
         self.stopping = False
+        self.stop_signal: int | None = None  # SIGINT or SIGTERM received: stop after this tag
+        self.interrupt_status = 130  # the status when a second signal ends the program at once
         self.trace: list[tuple[int, int, str, object]] | None = None
         self.trace_events: list[str] = []  # descriptions of registered user trace events
         self.pool: ThreadPoolExecutor | None = None
-        self.line_map: LineMap | None = None
+        self.source_map: SourceMap | None = None
+        self.reported: set[tuple[str, str, str]] = set()  # failures reported (guarded by `lock`)
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
         self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
@@ -231,12 +240,15 @@ class Scheduler:
         if self.workers > 1:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
         try:
-            self._loop(resumed)
-        except KeyboardInterrupt:  # Ctrl-C while waiting for physical time
+            with StopOnSignals(self):
+                self._loop(resumed)
+        except KeyboardInterrupt:  # a second Ctrl-C, or one where no handler could be installed
             self._interrupted()
         finally:
             if self.pool is not None:
                 self.pool.shutdown(wait=False, cancel_futures=True)
+        if self.stop_signal is not None and self.exit_status == 0:
+            self.exit_status = 128 + self.stop_signal
         sys.stdout.flush()
         return self.exit_status
 
@@ -245,6 +257,8 @@ class Scheduler:
             self._process(self.current, startup=True)
         while not self.halted:
             self._drain_physical()
+            if self.stop_signal is not None and not self.stopping:
+                self._stop_on_signal()
             if self.current >= self.stop_tag:
                 break
             nxt = self.events.next_tag()
@@ -258,9 +272,18 @@ class Scheduler:
                 continue  # a physical action arrived first: look again
             self._process(nxt)
 
+    def _stop_on_signal(self) -> None:
+        """The first Ctrl-C or SIGTERM: stop at the next microstep, as `request_stop()` would."""
+        name = "Ctrl-C" if self.stop_signal == signal.SIGINT else "SIGTERM"
+        again = "press Ctrl-C again" if self.stop_signal == signal.SIGINT else "send it again"
+        print(f"{name}: stopping after this tag; shutdown reactions run ({again} to end at once)",
+              file=sys.stderr, flush=True)
+        with self.lock:
+            self.stop_tag = min(self.stop_tag, Tag(self.current.time, self.current.microstep + 1))
+
     def _wait_until(self, tag: Tag) -> bool:
-        """Sleep until physical time reaches `tag`; False if a physical action or a stop request
-        from another thread came first."""
+        """Sleep until physical time reaches `tag`; False if a physical action, a stop request
+        from another thread or a signal came first."""
         while True:
             remaining = tag.time - self.physical()
             if tag.time >= FOREVER:
@@ -268,10 +291,12 @@ class Scheduler:
             if remaining <= 0:
                 return True
             with self.cond:
-                if self.physical_pending or self.stop_tag < tag:
+                if self.physical_pending or self.stop_tag < tag or self.stop_signal is not None:
                     return False
-                self.cond.wait(remaining / 1e9)
-                if self.physical_pending or self.stop_tag < tag:
+                # At most half a second at once: a signal that arrives just before the wait
+                # starts cannot wake it (see signals.py).
+                self.cond.wait(min(remaining / 1e9, 0.5))
+                if self.physical_pending or self.stop_tag < tag or self.stop_signal is not None:
                     return False
 
     def _process(self, tag: Tag, startup: bool = False) -> None:
@@ -418,6 +443,15 @@ class Scheduler:
         if isinstance(exc, KeyboardInterrupt):
             self._interrupted()
             return
+        if isinstance(exc, BrokenPipeError) and output_closed():
+            # The reader of the output has gone (`| head`): stop quietly, with the status of a
+            # program killed by SIGPIPE; shutdown reactions still run (they may save files) and
+            # what they print goes nowhere.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            if self.exit_status == 0:
+                self.exit_status = 141
+            self.request_stop()
+            return
         if isinstance(exc, SystemExit):
             code = exc.code
             if code is None:
@@ -428,15 +462,18 @@ class Scheduler:
             self.exit_status = code
             self.halted = True
             return
-        report_failure(f"{r.lf_file}:{r.lf_line}", f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed",
-                       exc, self.line_map)
+        with self.lock:  # reactions of one level may fail at once: one whole report after the other
+            report_failure((r.lf_file, r.lf_line, r.lf_col),
+                           f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed", exc, self.source_map,
+                           self.reported)
         self.exit_status = 1
         self.request_stop()
 
     def _interrupted(self) -> None:
-        """Ctrl-C: end at once with status 130, as a process killed by SIGINT (reactor-c exits too)."""
+        """A second Ctrl-C (or SIGTERM): end at once, without shutdown reactions, with 128 + the
+        signal's number, as a process killed by it."""
         print("interrupted", file=sys.stderr, flush=True)
-        self.exit_status = 130
+        self.exit_status = self.interrupt_status
         self.halted = True
 
     def register_trace_event(self, description: str) -> int:
@@ -493,7 +530,8 @@ class Scheduler:
                     try:
                         state.on_enter(mode, kind)
                     except Exception as exc:  # a state initialiser of the mode failed: user code
-                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.line_map)
+                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.source_map,
+                                       self.reported)
                         self.exit_status = 1
                         self.request_stop()
         if self.checkpoint_requests and self.on_checkpoint is not None:

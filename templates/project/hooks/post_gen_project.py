@@ -1,16 +1,23 @@
-"""Render the chosen lfrl program template into src/ (with its LF library files in src/lib/).
+"""Render the chosen lfrl program template into src/ (with its LF library files in src/lib/), and
+record in the Makefile where lfrl comes from (the checkout this hook imports it from).
 
 Runs after cookiecutter (or `lfrl new`) has written the project; needs lfrl installed in the Python
 that runs cookiecutter. Values are validated by lfrl's schema: a bad one stops with its reason."""
 
+import json
 import sys
 from pathlib import Path
 
-from generator.catalog import TemplateError, project_values, write
+from generator.catalog import ROOT, TemplateError, project_values, write
 
+# Each answer as JSON in a raw string literal, whatever characters it holds (tojson escapes quotes).
+PROGRAM = json.loads(r'{{ cookiecutter.program|tojson }}')
 try:
-    values = project_values("{{ cookiecutter.program }}", "{{ cookiecutter.env_id }}", "{{ cookiecutter.workers }}",
-                            "{{ cookiecutter.seed }}", "{{ cookiecutter.processes }}")
-    write("{{ cookiecutter.program }}", values, Path("src") / "Main.lf")
+    values = project_values(PROGRAM, json.loads(r'{{ cookiecutter.env_id|tojson }}'),
+                            json.loads(r'{{ cookiecutter.workers|tojson }}'), json.loads(r'{{ cookiecutter.seed|tojson }}'),
+                            json.loads(r'{{ cookiecutter.processes|tojson }}'))
+    write(PROGRAM, values, Path("src") / "Main.lf")
 except TemplateError as exc:
     sys.exit(f"lfrl new: error: {exc}")
+makefile = Path("Makefile")
+makefile.write_text(makefile.read_text().replace("@LFRL_SOURCE@", str(ROOT)))

@@ -1,0 +1,61 @@
+"""Ctrl-C (SIGINT) and SIGTERM during a run: the first requests a stop, the second ends at once.
+
+A stop requested by a signal is LF's `request_stop()` taken at the end of the current tag: every
+reaction of that tag completes, then the shutdown reactions of every reactor run at the next
+microstep (summaries are printed, files closed, checkpoints written), and the program exits with
+128 + the signal's number (130 for SIGINT, 143 for SIGTERM), as a program killed by it would.
+
+Handlers are installed only in the main thread, only for a signal whose handling is Python's
+default (a signal ignored by the parent, as a shell ignores SIGINT for background jobs, stays
+ignored), and the previous ones come back when the run ends. A handler only records the signal;
+the scheduler's thread acts on it between tags (no lock is taken inside a handler).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lfpy.runtime.scheduler import Scheduler
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StopOnSignals:
+    """A context manager around `Scheduler.run`'s loop."""
+
+    def __init__(self, sched: Scheduler) -> None:
+        self.sched = sched
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> StopOnSignals:
+        if threading.current_thread() is not threading.main_thread():
+            return self
+        for signum in STOP_SIGNALS:
+            current = signal.getsignal(signum)
+            if current in (signal.SIG_DFL, signal.default_int_handler):
+                self.previous[signum] = current
+                signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        sched = self.sched
+        if sched.stop_signal is not None:  # the second one: end at once
+            sched.interrupt_status = 128 + signum
+            raise KeyboardInterrupt
+        sched.stop_signal = signum
+        # Wake the scheduler from a wait for physical time; the lock may be this thread's own (the
+        # condition's lock is reentrant) or free: never block here.
+        if sched.cond.acquire(blocking=False):
+            try:
+                sched.cond.notify_all()
+            finally:
+                sched.cond.release()
