@@ -180,6 +180,8 @@ class Template:
     libraries: tuple[str, ...] = field(default_factory=tuple)
     # Values computed from the parameters (and checks across them); raises TemplateError.
     derive: Callable[[dict[str, object]], dict[str, object]] | None = None
+    # A few seconds' version of a program (its other values as given): a project's tests run it.
+    quick: dict[str, object] = field(default_factory=dict)
 
     def defaults(self) -> dict[str, object]:
         return {p.name: p.default for p in self.params}
@@ -374,9 +376,9 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
     return derive
 
 
-def learner_template(algo: str, description: str, **defaults: object) -> Template:
+def learner_template(algo: str, description: str, quick: dict[str, object], **defaults: object) -> Template:
     return Template(algo, "learner.lf.j2", description, learner_params(algo, **defaults), LEARNER_LIBRARIES,
-                    derive_learner(algo))
+                    derive_learner(algo), {"progress": False, "eval_episodes": 2, "logdir": "runs/quick", **quick})
 
 
 CATALOG: dict[str, Template] = {
@@ -436,12 +438,14 @@ CATALOG: dict[str, Template] = {
         learner_template(
             "dqn", "double DQN (dueling heads, n-step returns, prioritized replay optional): actors, a pyreplay "
                    "buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475",
+            {"total_steps": 2048, "learning_starts": 512, "eval_every": 1024},
             env_id="CartPole-v1", total_steps=50_000, learning_rate=2.3e-3, buffer_size=100_000,
             learning_starts=1000, batch_size=64, train_freq=256, gradient_steps=128, net_arch="64,64",
             eval_every=2000, target_update_interval=10, exploration_fraction=0.16, exploration_final_eps=0.04),
         *(learner_template(
             algo, f"{title} for continuous actions: actors, a pyreplay buffer, a learner, an evaluator; "
                   "Pendulum-v1's defaults reach a return of -200",
+            {"total_steps": 600, "learning_starts": 256, "eval_every": 300},
             env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=100_000, learning_starts=256,
             batch_size=256, gamma=0.98 if algo != "sac" else 0.99, train_freq=1, gradient_steps=1,
             net_arch="64,64", eval_every=1000)
@@ -555,7 +559,8 @@ def _place(tpl: Template, source: str, out: Path) -> None:
 
 
 # `lfrl new` asks for one count; each template names its parallel members differently.
-MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "agents"}
+MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "agents",
+                "dqn": "actors", "ddpg": "actors", "td3": "actors", "sac": "actors"}
 
 
 def project_values(program: str, env_id: str, workers: str, seed: str, processes: str = "no") -> dict[str, object]:

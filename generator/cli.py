@@ -143,7 +143,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     from cookiecutter.main import cookiecutter
 
     from generator.catalog import TEMPLATES, TemplateError, project_values
-    from generator.project import ask, check_answer, check_options, for_cookiecutter
+    from generator.project import ask, check_answer, check_options, default_answer, for_cookiecutter
 
     if not args.output.strip():
         print("lfrl new: error: -o: empty; give the folder to create the project in (default: here)", file=sys.stderr)
@@ -157,8 +157,9 @@ def cmd_new(args: argparse.Namespace) -> int:
         for key, value in given.items():
             check_answer(key, value, given.get("program", defaults["program"][0]))
         answers = given if args.no_input else ask(given, defaults)
-        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in defaults.items()
-                   if k != "project_slug"} | answers
+        program = answers.get("program", defaults["program"][0])
+        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in
+                   ((k, default_answer(k, program, defaults)) for k in defaults if k != "project_slug")} | answers
         check_options(answers["program"], given)
         project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
                        answers["processes"])

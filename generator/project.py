@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+import jinja2
 from slugify import slugify
 
 from generator.catalog import MEMBER_COUNT, TemplateError, template
@@ -47,6 +48,16 @@ def check_answer(key: str, value: str, program: str) -> None:
         raise TemplateError(str(exc).replace(param.flag, FLAGS[key], 1)) from None
 
 
+def default_answer(key: str, program: str, defaults: dict[str, object]) -> object:
+    """The default answer to `key` as cookiecutter.json gives it; a default written as a Jinja
+    expression of the chosen template (sac's environment is Pendulum-v1) is rendered, as
+    cookiecutter renders it."""
+    value = defaults[key]
+    if isinstance(value, str) and "{{" in value:
+        return jinja2.Template(value).render(cookiecutter={"program": program})
+    return value
+
+
 def for_cookiecutter(answers: dict[str, str]) -> dict[str, str]:
     """The answers as the project template's choices spell them (`--processes 1` is `yes`)."""
     processes = answers.get("processes", "no").strip().lower() in ("yes", "true", "1")
@@ -75,7 +86,7 @@ def ask(given: dict[str, str], defaults: dict[str, object], read: Callable[[str]
         program = answers.get("program", "")
         if key in OPTIONAL and not takes(program, key):
             continue
-        default = defaults[key]
+        default = default_answer(key, program, defaults)
         choices = [str(c) for c in default] if isinstance(default, list) else None
         default_text = choices[0] if choices else str(default)
         if key == "workers":

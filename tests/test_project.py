@@ -23,7 +23,7 @@ def tree(folder: Path) -> dict[str, str]:
             and "src-gen" not in p.parts}
 
 
-@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent"])
+@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent", "sac"])
 def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--project-name", f"Demo {program}",
                 "--template", program, "-o", str(tmp_path)], ROOT)
@@ -31,12 +31,13 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     project = tmp_path / f"demo_{program}"
     assert made.stdout == f"created {project}\n"
     assert {"README.md", "Makefile", ".gitignore", "src/Main.lf", "tests/test_program.py"} <= set(tree(project))
+    assert ("tests/Quick.lf" in tree(project)) == (program == "sac")  # a learner's short training run
     assert f"LFRL_SOURCE ?= {ROOT}\n" in tree(project)["Makefile"]  # where `make setup` installs lfrl from
     assert tree(project)[".gitignore"] == ".venv/\nsrc-gen/\n__pycache__/\n.pytest_cache/\n"
     # `make test` with lfrl's own environment (a VENV with lfrl in it; `make setup` would make one).
     tested = run(["make", "test", f"VENV={BIN.parent}"], project)
     assert tested.returncode == 0, tested.stdout + tested.stderr
-    assert "2 passed" in tested.stdout
+    assert ("3 passed" if program == "sac" else "2 passed, 1 skipped") in tested.stdout
 
 
 def test_cookiecutter_renders_the_same_tree_as_lfrl_new(tmp_path: Path) -> None:
@@ -118,12 +119,14 @@ def test_interactive_new_checks_each_answer_when_it_is_given(tmp_path: Path) -> 
     result = new(tmp_path, answers=answers)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ("project name [My RL Project]: project name [My RL Project]: "
-                             "template (sampling, qlearning, multiagent) [sampling]: "
-                             "template (sampling, qlearning, multiagent) [sampling]: agents [2]: agents [2]: "
+                             "template (sampling, qlearning, multiagent, dqn, ddpg, td3, sac) [sampling]: "
+                             "template (sampling, qlearning, multiagent, dqn, ddpg, td3, sac) [sampling]: "
+                             "agents [2]: agents [2]: "
                              f"seed [0]: seed [0]: created {tmp_path / 'my_agents'}\n")
     assert result.stderr.splitlines() == [
         "lfrl new: error: --project-name '!!!' has no letter or digit to name the project's folder with",
-        "lfrl new: error: unknown template 'nope'; choose one of: sampling, qlearning, multiagent",
+        "lfrl new: error: unknown template 'nope'; choose one of: sampling, qlearning, multiagent, dqn, ddpg, td3, "
+        "sac",
         "lfrl new: error: --workers must be at least 1, got 0",
         "lfrl new: error: --seed: expected a whole number, got 'x'"]
     assert "new[3] AgentPolicy" in (tmp_path / "my_agents" / "src" / "Main.lf").read_text()

@@ -1,5 +1,6 @@
-"""Render the chosen lfrl program template into src/ (with its LF library files in src/lib/), and
-record in the Makefile where lfrl comes from (the checkout this hook imports it from).
+"""Render the chosen lfrl program template into src/ (with its LF library files in src/lib/), a
+learner's quick version into tests/ (a short training run for the project's tests), and record in
+the Makefile where lfrl comes from (the checkout this hook imports it from).
 
 Runs after cookiecutter (or `lfrl new`) has written the project; needs lfrl installed in the Python
 that runs cookiecutter. Values are validated by lfrl's schema: a bad one stops with its reason."""
@@ -8,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from generator.catalog import ROOT, TemplateError, project_values, write
+from generator.catalog import ROOT, TemplateError, project_values, template, write
 
 # Each answer as JSON in a raw string literal, whatever characters it holds (tojson escapes quotes).
 PROGRAM = json.loads(r'{{ cookiecutter.program|tojson }}')
@@ -17,6 +18,8 @@ try:
                             json.loads(r'{{ cookiecutter.workers|tojson }}'), json.loads(r'{{ cookiecutter.seed|tojson }}'),
                             json.loads(r'{{ cookiecutter.processes|tojson }}'))
     write(PROGRAM, values, Path("src") / "Main.lf")
+    if template(PROGRAM).quick:
+        write(PROGRAM, {**values, **template(PROGRAM).quick}, Path("tests") / "Quick.lf")
 except TemplateError as exc:
     sys.exit(f"lfrl new: error: {exc}")
 makefile = Path("Makefile")

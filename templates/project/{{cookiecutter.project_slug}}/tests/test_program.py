@@ -1,10 +1,16 @@
-"""The generated program passes lfrl's checks and gives the same output with 1 and 2 workers."""
+"""The generated program passes lfrl's checks and gives the same output with 1 and 2 workers. A
+learner is trained for a few seconds (tests/Quick.lf: the same program with a small budget)."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PROGRAM = Path(__file__).resolve().parent.parent / "src" / "Main.lf"
+QUICK = Path(__file__).resolve().parent / "Quick.lf"  # learners only
+RUN = QUICK if QUICK.exists() else PROGRAM
 
 
 def lfrl(*args: str) -> subprocess.CompletedProcess:
@@ -17,7 +23,7 @@ def test_program_checks() -> None:
 
 
 def test_program_runs_the_same_with_one_and_two_workers() -> None:
-    runs = [lfrl("run", str(PROGRAM), "--workers", str(n)) for n in (1, 2)]
+    runs = [lfrl("run", str(RUN), "--workers", str(n)) for n in (1, 2)]
     for run in runs:
         assert run.returncode == 0, run.stderr
     # Timing lines differ; everything else (checksums, losses, rewards) must not.
@@ -26,3 +32,13 @@ def test_program_runs_the_same_with_one_and_two_workers() -> None:
 
     assert stable(runs[0].stdout) == stable(runs[1].stdout)
     assert stable(runs[0].stdout)
+
+
+@pytest.mark.skipif(not QUICK.exists(), reason="not a learner")
+def test_a_short_training_run_ends_with_its_evaluation_and_weights_checksum() -> None:
+    run = lfrl("run", str(QUICK))
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert re.fullmatch(r"eval mean return -?[\d.]+ over 2 episodes", lines[-2])
+    assert re.fullmatch(r"weights checksum -?[\d.]+", lines[-1])
+    assert (QUICK.parent / "runs" / "quick" / "model.pt").exists()
