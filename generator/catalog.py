@@ -27,6 +27,11 @@ TEMPLATES = ROOT / "templates"
 LIBRARY = ROOT / "lf" / "lib"
 
 
+# Checks of values that name paths (relative to the program's folder), all written into string
+# literals as given: a file the program writes, a folder it writes into, a file it reads.
+PATHS = ("file", "folder", "input")
+
+
 class TemplateError(Exception):
     """A bad template name or parameter value; the message says which and why."""
 
@@ -39,8 +44,8 @@ class Param:
     help: str
     min: float | None = None
     max: float | None = None
-    # 'env_id' (a gymnasium environment id), 'file' (a file name), 'net_arch' (layer sizes such as
-    # 256,256), 'auto_or_number' ("auto" or a number), 'module' (a Python module name)
+    # 'env_id' (a gymnasium environment id), one of PATHS ('file', 'folder', 'input'), 'net_arch' (layer
+    # sizes such as 256,256), 'auto_or_number' ("auto" or a number), 'module' (a Python module name)
     check: str | None = None
     default_text: str | None = None  # how --help shows a default computed from other values
 
@@ -107,7 +112,7 @@ class Param:
                 raise TemplateError(f"{self.flag} must be at most {shown(self.max)}, got {shown(value)}")
         if self.check == "env_id":
             check_env_id(str(value), self.flag)
-        if self.check == "file" and (set(str(value)) & {'"', "\\"} or not str(value).isprintable()):
+        if self.check in PATHS and (set(str(value)) & {'"', "\\"} or not str(value).isprintable()):
             # It goes into an LF (and Python) string literal as it is written.
             raise TemplateError(f"{self.flag}: a file name without quotes, backslashes or control characters, "
                                 f"got {value!r}")
@@ -275,12 +280,12 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("stop_at", float, None, "stop once an evaluation's mean return reaches this"),
         Param("seed", int, 0, "seed of every random stream of the run (learner, actors, evaluator, buffer)", min=0,
               max=2**31 - 1),
-        Param("logdir", str, "", "log folder, relative to the program's folder", check="file",
+        Param("logdir", str, "", "log folder, relative to the program's folder", check="folder",
               default_text="runs/ALGO-ENV-seedSEED"),
         Param("checkpoint_every", int, 0, "environment steps between checkpoints in LOGDIR/checkpoints (0: none); "
               "lfrl run PROGRAM --resume FILE goes on from one", min=0, max=10**10),
         Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
-              "--total-steps 0 the run only evaluates them", check="file"),
+              "--total-steps 0 the run only evaluates them", check="input"),
         Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
               "next to the program, change it, and name it here", check="module"),
         Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
@@ -504,10 +509,16 @@ def write(name: str, values: dict[str, object] | None, out: Path, force: bool = 
     source = render(name, values)
     for param in tpl.params:
         value = (values or {}).get(param.name)
-        if param.check == "file" and value:
-            problem = cannot_write(out.parent / str(value))
+        if param.check in PATHS and value:
+            path = out.parent / str(value)
+            if param.check == "input":
+                if not path.is_file():
+                    raise TemplateError(f"{param.flag}: cannot read {path}: "
+                                        f"{'a folder' if path.is_dir() else 'no such file'}")
+                continue
+            problem = cannot_write(path / "probe" if param.check == "folder" else path)
             if problem is not None:
-                raise TemplateError(f"{param.flag}: cannot write {out.parent / str(value)}: {problem}")
+                raise TemplateError(f"{param.flag}: cannot write {path}: {problem}")
     if not force:
         changed = [str(path) for path, data in _files(tpl, source, out)
                    if path.exists() and (path.is_dir() or path.read_bytes() != data)]

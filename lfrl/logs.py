@@ -18,6 +18,7 @@ import csv
 import json
 import math
 import os
+import tempfile
 import time
 from collections import deque
 from typing import Any
@@ -25,6 +26,17 @@ from typing import Any
 from lfrl.evaluate import Evaluation
 
 RECENT = 100  # episodes in the recent mean return (gymnasium's CartPole is solved at 475 over 100)
+
+
+def cannot_write(folder: str) -> str | None:
+    """Why the run's results cannot be written to `folder` (made if missing), or None."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 class RunLog:
@@ -162,7 +174,8 @@ class RunLog:
     # -------------------------------------------------------------- the end
 
     def summary(self, final: dict[str, Any]) -> list[str]:
-        """The closing lines: throughput, episodes, the last evaluation, the weights checksum (last)."""
+        """The closing lines: throughput, episodes, the last evaluation, the weights checksum (last;
+        not for a learner that never trained)."""
         seconds = self.elapsed()
         lines = [f"{self.env_steps} environment steps and {self.updates} updates in {seconds:.1f} s "
                  f"({self.env_steps / max(seconds, 1e-9):.0f} steps/s, {self.updates / max(seconds, 1e-9):.0f} updates/s)",
@@ -172,7 +185,8 @@ class RunLog:
             lines.append(f"eval mean return {last.mean:.2f} over {len(last.returns)} episodes")
         else:
             lines.append("eval mean return nan over 0 episodes")
-        lines.append(f"weights checksum {final['checksum']:.9f}")
+        if final["trained"]:
+            lines.append(f"weights checksum {final['checksum']:.9f}")
         return lines
 
     def close(self) -> None:
@@ -213,7 +227,8 @@ class RunLog:
         ax.set_ylabel("return")
         ax.set_title(f"{self.config['algo'].upper()} on {self.config['env_id']} (seed {self.config['seed']})")
         ax.grid(alpha=0.3)
-        ax.legend(loc="best")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="best")
         fig.tight_layout()
         fig.savefig(os.path.join(self.logdir, "learning_curve.png"), dpi=110)
         plt.close(fig)

@@ -134,7 +134,13 @@ class Training:
         return every > 0 and self.env_steps // every > (self.env_steps - self.round_steps) // every
 
     def final(self) -> dict[str, Any]:
-        """At shutdown: save the networks' weights to `model.pt` and report the checksum."""
-        os.makedirs(self.logdir, exist_ok=True)
-        torch.save(self.learner.state_for_saving(), os.path.join(self.logdir, "model.pt"))
-        return {"checksum": self.learner.checksum(), "env_steps": self.env_steps, "updates": self.learner.updates}
+        """At shutdown: save the networks' weights to `model.pt` (written whole, then renamed) and
+        report their checksum, unless the learner never trained (stopped before learning started)."""
+        trained = self.learner.updates > 0 or self.total == 0 or self.gradient_steps == 0
+        if trained:
+            os.makedirs(self.logdir, exist_ok=True)
+            path = os.path.join(self.logdir, "model.pt")
+            torch.save(self.learner.state_for_saving(), path + ".tmp")
+            os.replace(path + ".tmp", path)
+        return {"checksum": self.learner.checksum(), "env_steps": self.env_steps, "updates": self.learner.updates,
+                "trained": trained}

@@ -179,12 +179,13 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
     ("sac", {"net_arch": "64,,64"}, "--net-arch: hidden layer sizes separated by commas, such as 256,256, got "
                                     "'64,,64'"),
     ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto or a number, got 'lots'"),
+    ("sac", {"load": "nothing.pt"}, "--load: cannot read {tmp}/nothing.pt: no such file"),
 ])
 def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, algo: str, values: dict,
                                                               message: str) -> None:
     with pytest.raises(TemplateError) as error:
         write(algo, values, tmp_path / "never.lf")
-    assert str(error.value) == message
+    assert str(error.value) == message.format(tmp=tmp_path)
     assert not (tmp_path / "never.lf").exists()
 
 
@@ -226,3 +227,43 @@ def test_atari_games_are_preprocessed_and_learned_with_a_cnn(tmp_path: Path) -> 
     assert re.fullmatch(r"eval mean return -?\d+\.00 over 1 episodes", last_lines(lines)[0])  # whole points
     saved = torch.load(program.parent / "runs" / "dqn-ALE-Pong-v5-seed0" / "model.pt", weights_only=True)
     assert tuple(saved["q"]["encoder.convs.0.weight"].shape) == (32, 4, 8, 8)  # 4 stacked 84x84 frames
+
+
+def run_status(program: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command("run", str(program), *args), capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+
+
+def test_a_timeout_stops_training_with_its_results(tmp_path: Path) -> None:
+    # Rounds start at the logical time that is the physical time they are ready: a timeout of 4 s
+    # stops a run of a million steps after about 4 s, with its evaluation so far and its weights.
+    program = generate(tmp_path, "sac", **{**SAC, "total_steps": 10**6})
+    started = time.monotonic()
+    result = run_status(program, "--timeout", "4 sec")
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - started < 120
+    lines = result.stdout.splitlines()
+    last_lines(lines)
+    steps = int(lines[0].split(" environment steps and ")[0])
+    assert 256 < steps < 10**6
+    assert (program.parent / "runs" / "sac-Pendulum-v1-seed0" / "model.pt").exists()
+
+
+def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) -> None:
+    program = generate(tmp_path, "sac", **SAC)
+    result = run_status(program, "--timeout", "0")  # stops at startup, before the first round
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[-1] == "eval mean return nan over 0 episodes"  # and no checksum
+    assert result.stderr == ("ERROR: the learner never trained: the run stopped after 0 environment steps, before "
+                             "learning started (--learning-starts 100); no weights are saved\n")
+    assert not (program.parent / "runs" / "sac-Pendulum-v1-seed0" / "model.pt").exists()
+
+
+def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    with pytest.raises(TemplateError, match=r"^--logdir: cannot write /proc/runs: "):
+        generate(tmp_path, "sac", **SAC, logdir="/proc/runs")
+    program = generate(tmp_path, "sac", **SAC)  # and if the program is edited afterwards:
+    program.write_text(program.read_text().replace("'runs/sac-Pendulum-v1-seed0'", "'/proc/runs'"))
+    result = run_status(program)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "ERROR: cannot write the run's results to /proc/runs: No such file or directory\n"

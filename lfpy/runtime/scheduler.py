@@ -399,11 +399,15 @@ class Scheduler:
 
     def schedule_deliveries(self, port: Port) -> None:
         """Events for the far ends of `port`'s `after` and physical connections (at the end of a
-        tag, on the scheduler's thread: no reaction runs, so no lock)."""
+        tag, on the scheduler's thread: no reaction runs, so no lock). Physical time is read once:
+        the ends of one port's physical connections (a broadcast to a bank) share their tag."""
         now = self.current
+        physical_now: int | None = None
         for delay, physical, _dst, gate, handler in port.delayed:
             if physical:
-                when = max(self.physical(), now.time) + delay
+                if physical_now is None:
+                    physical_now = self.physical()
+                when = max(physical_now, now.time) + delay
                 tag = Tag(when, 0) if when > now.time else Tag(now.time, now.microstep + 1)
             else:
                 tag = Tag(now.time, now.microstep + 1) if delay == 0 else Tag(now.time + delay, 0)
