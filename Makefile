@@ -38,6 +38,7 @@ bench: setup
 	$(PY) benchmarks/replay.py
 	$(PY) benchmarks/vs_ray.py
 	$(PY) benchmarks/learners.py
+	$(PY) benchmarks/parallel_learners.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -110,21 +110,22 @@ class Run:
         return reached["training"] if reached else self.evaluations[-1]["training"]
 
 
-def lfrl_config(algo: str, seed: int) -> dict:
-    """The template's defaults, as the program's CONFIG holds them."""
+def lfrl_config(algo: str, seed: int, as_sb3: bool = True) -> dict:
+    """The template's defaults, as the program's CONFIG holds them (`as_sb3`: DQN without double
+    Q-learning, as SB3's)."""
     from generator.catalog import CATALOG
 
     tpl = CATALOG[algo]
     values = {**tpl.defaults(), "seed": seed, "progress": False}
-    if algo == "dqn":
+    if algo == "dqn" and as_sb3:
         values["double"] = False
     return tpl.derive(values)["config"]  # type: ignore[misc,index]
 
 
-def run_lfrl(algo: str, seed: int) -> Run:
-    config = lfrl_config(algo, seed)
+def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
+    config = lfrl_config(algo, seed, as_sb3)
     flags = ["--seed", str(seed), "--progress", "no", "--stop-at", str(THRESHOLDS[algo])]
-    if algo == "dqn":
+    if algo == "dqn" and as_sb3:
         flags += ["--double", "no"]
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / f"{algo}.lf"
@@ -178,6 +179,22 @@ def summarise(runs: list[Run], algos: list[str]) -> list[str]:
     return lines
 
 
+def thresholds(runs: list[Run], algos: list[str]) -> list[str]:
+    """Per seed: where lfrl's template defaults reach the threshold (within the budget)."""
+    lines = ["| algorithm | environment | threshold | budget (steps) | " +
+             " | ".join(f"seed {s}" for s in sorted({r.seed for r in runs})) + " | seeds reaching it |",
+             "|" + "---|" * (5 + len({r.seed for r in runs}))]
+    for algo in algos:
+        config = lfrl_config(algo, 0, as_sb3=False)
+        mine = sorted((r for r in runs if r.algo == algo), key=lambda r: r.seed)
+        cells = [f"{r.reached['step']:,} steps, {r.reached['training']:.1f} s" if r.reached else
+                 f"not reached (best {max(e['mean'] for e in r.evaluations):.1f})" for r in mine]
+        count = sum(r.reached is not None for r in mine)
+        lines.append(f"| {algo} | {config['env_id']} | {THRESHOLDS[algo]:g} | {config['total_steps']:,} | "
+                     f"{' | '.join(cells)} | {count}/{len(mine)} |")
+    return lines
+
+
 def plot(runs: list[Run], algos: list[str], path: Path) -> None:
     import matplotlib
 
@@ -215,13 +232,20 @@ def main() -> None:
         sys.exit("benchmarks/learners.py needs Stable-Baselines3: pip install -e '.[bench]'")
     load_before = os.getloadavg()[0]
     runs: list[Run] = []
-    with tqdm(total=len(algos) * seeds * 2, unit="run") as bar:
+    with tqdm(total=len(algos) * seeds * 2 + ("dqn" in algos) * seeds, unit="run") as bar:
         for algo in algos:
             for seed in range(seeds):
                 for side, function in (("lfrl", run_lfrl), ("sb3", run_sb3)):
                     bar.set_postfix_str(f"{algo} seed {seed} {side}")
                     runs.append(function(algo, seed))
                     bar.update(1)
+        # DQN's template default is double DQN: its thresholds are checked as generated too.
+        defaults = [r for r in runs if r.side == "lfrl" and r.algo != "dqn"]
+        if "dqn" in algos:
+            for seed in range(seeds):
+                bar.set_postfix_str(f"dqn seed {seed} lfrl as generated (double)")
+                defaults.append(run_lfrl("dqn", seed, as_sb3=False))
+                bar.update(1)
     load_after = os.getloadavg()[0]
     RESULTS.mkdir(exist_ok=True)
     with open(RESULTS / "learners.csv", "w", newline="") as out:
@@ -239,7 +263,11 @@ def main() -> None:
             f"{load_after:.2f}. Each side of a seed runs back to back with the template's default "
             "hyperparameters (see the script's header for the protocol). Every run's evaluations are in "
             "learners.csv; learners.png shows the learning curves over training time.", "", *table, "",
-            "![learning curves](learners.png)", ""]
+            "![learning curves](learners.png)", "",
+            "## The thresholds with each template's defaults, per seed", "",
+            "Where the programs `lfrl gen ALGO` writes (DQN with its double Q-learning) first reach the "
+            "threshold: environment steps and training seconds (the runs of the table above, and for DQN runs "
+            "of its own).", "", *thresholds(defaults, algos), ""]
     (RESULTS / "learners.md").write_text("\n".join(text))
     print("\n".join(table))
 
