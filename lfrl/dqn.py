@@ -103,21 +103,17 @@ class Policy(BasePolicy):
     before learning starts); greedy when evaluated."""
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
-        self.spec, self.config = spec, config
-        self.q = networks_module(config).q_network(spec, config["net_arch"], bool(config.get("dueling")), None)
-        self.params = list(self.q.parameters())
+        super().__init__(spec, config, networks_module(config).q_network(spec, config["net_arch"],
+                                                                         bool(config.get("dueling")), None))
 
-    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         n = len(obs)
-        if env_steps < int(self.config["learning_starts"]):
-            return rng.integers(self.spec.n_actions, size=n)
-        eps = epsilon(self.config, env_steps)
-        random = rng.random(n) < eps
-        choice = rng.integers(self.spec.n_actions, size=n)
+        random = rng.random(n) < epsilon(self.config, env_steps)
+        choice = rng.integers(self.spec.n_actions, size=n)  # type: ignore[arg-type]
         if random.all():
             return choice
         return np.where(random, choice, self.exploit(obs))
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            return self.q(torch.from_numpy(obs)).argmax(dim=1).numpy()
+            return self.network(torch.from_numpy(obs)).argmax(dim=1).numpy()

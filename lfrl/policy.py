@@ -5,6 +5,8 @@ critics and the replay buffer take them) and `to_env` turns them into the enviro
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -12,7 +14,10 @@ from lfrl.envs import EnvSpec
 
 
 class Policy:
-    params: list[torch.nn.Parameter]
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], network: torch.nn.Module) -> None:
+        self.spec, self.config, self.network = spec, config, network
+        self.params = list(network.parameters())
+        self.learning_starts = int(config["learning_starts"])
 
     def load(self, weights: tuple[torch.Tensor, ...]) -> None:
         """Copy the learner's `policy_weights` (in the same order) into this policy's network."""
@@ -20,7 +25,17 @@ class Policy:
             torch._foreach_copy_(self.params, list(weights))
 
     def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
-        """Actions for a batch of observations while collecting, drawing from `rng` only."""
+        """Actions for a batch of observations while collecting, drawing from `rng` only: uniformly
+        at random before learning starts (as Stable-Baselines3 does), then the algorithm's own."""
+        if env_steps < self.learning_starts:
+            return self.random(len(obs), rng)
+        return self.noisy(obs, rng, env_steps)
+
+    def random(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.integers(self.spec.n_actions, size=n)  # type: ignore[arg-type]
+
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+        """The algorithm's exploration once learning has started."""
         raise NotImplementedError
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
@@ -34,9 +49,13 @@ class Policy:
 class ContinuousPolicy(Policy):
     """Actions in [-1, 1], rescaled to the environment's box: low + (a + 1) (high - low) / 2."""
 
-    def __init__(self, spec: EnvSpec) -> None:
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], network: torch.nn.Module) -> None:
+        super().__init__(spec, config, network)
         self.low = np.asarray(spec.action_low, dtype=np.float32)
         self.half_range = (np.asarray(spec.action_high, dtype=np.float32) - self.low) / 2
+
+    def random(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        return rng.uniform(-1.0, 1.0, size=(n, self.spec.action_dim)).astype(np.float32)
 
     def to_env(self, action: np.ndarray) -> np.ndarray:
         return self.low + (action + 1.0) * self.half_range

@@ -128,21 +128,15 @@ class Policy(ContinuousPolicy):
     generator (uniformly at random before learning starts); tanh(mean) when evaluated."""
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
-        super().__init__(spec)
-        self.spec, self.config = spec, config
-        self.actor = networks_module(config).gaussian_actor(spec, config["net_arch"], None)
-        self.params = list(self.actor.parameters())
+        super().__init__(spec, config, networks_module(config).gaussian_actor(spec, config["net_arch"], None))
 
-    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
-        shape = (len(obs), self.spec.action_dim)
-        if env_steps < int(self.config["learning_starts"]):
-            return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
-        noise = torch.from_numpy(rng.standard_normal(shape, dtype=np.float32))
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+        noise = torch.from_numpy(rng.standard_normal((len(obs), self.spec.action_dim), dtype=np.float32))
         with torch.inference_mode():
-            action, _ = squashed_sample(*self.actor(torch.from_numpy(obs)), noise)
+            action, _ = squashed_sample(*self.network(torch.from_numpy(obs)), noise)
         return action.numpy()
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            mean, _ = self.actor(torch.from_numpy(obs))
+            mean, _ = self.network(torch.from_numpy(obs))
             return torch.tanh(mean).numpy()

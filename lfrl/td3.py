@@ -100,22 +100,16 @@ class TD3(Learner):
 
 class Policy(ContinuousPolicy):
     """How a TD3/DDPG actor acts: pi(s) plus Gaussian noise, clipped to [-1, 1] (uniformly at
-    random before learning starts); pi(s) when evaluated. Actions are in [-1, 1], as the critics
-    and the replay buffer take them; `to_env` rescales them to the environment's bounds."""
+    random before learning starts); pi(s) when evaluated."""
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
-        super().__init__(spec)
-        self.spec, self.config = spec, config
-        self.actor = networks_module(config).deterministic_actor(spec, config["net_arch"], None)
-        self.params = list(self.actor.parameters())
+        super().__init__(spec, config, networks_module(config).deterministic_actor(spec, config["net_arch"], None))
 
-    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         shape = (len(obs), self.spec.action_dim)
-        if env_steps < int(self.config["learning_starts"]):
-            return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
         noise = rng.normal(0.0, float(self.config["action_noise"]), size=shape).astype(np.float32)
         return np.clip(self.exploit(obs) + noise, -1.0, 1.0)
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
         with torch.inference_mode():
-            return self.actor(torch.from_numpy(obs)).numpy()
+            return self.network(torch.from_numpy(obs)).numpy()
