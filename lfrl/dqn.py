@@ -115,5 +115,4 @@ class Policy(BasePolicy):
         return np.where(random, choice, self.exploit(obs))
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            return self.network(torch.from_numpy(obs)).argmax(dim=1).numpy()
+        return self.outputs(obs).argmax(axis=1)

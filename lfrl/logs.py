@@ -5,7 +5,8 @@
   std_return, episodes, time) and `training.csv` (step, updates, time, steps_per_s, updates_per_s
   and the learner's losses, one row per `log_every` environment steps); time is seconds of training;
 - TensorBoard event files (`tensorboard --logdir LOGDIR`), with Stable-Baselines3's tag names;
-- `learning_curve.png` at the end: evaluation returns and episode returns over environment steps.
+- `learning_curve.png` at the end: evaluation returns and episode returns over environment steps
+  (drawn by a child process, lfrl.curve).
 
 A `RunLog` pickles (for lfpy's checkpoints) as where its files had got to: restored, it cuts the
 CSV files back to that point and goes on appending, and TensorBoard drops the later events, so a
@@ -23,6 +24,7 @@ import time
 from collections import deque
 from typing import Any
 
+from lfrl.curve import Curve
 from lfrl.evaluate import Evaluation
 
 RECENT = 100  # episodes in the recent mean return (gymnasium's CartPole is solved at 475 over 100)
@@ -57,7 +59,7 @@ class RunLog:
         self.offsets = {name: 0 for name in self.headers}
         self.recent: deque[float] = deque(maxlen=RECENT)
         self.episode_count = 0
-        self.curve: list[tuple[int, float]] = []  # (step, return) of every episode, for the plot
+        self.episode_returns: list[tuple[int, float]] = []  # (step, return) of every episode, for the plot
         self.evaluations: list[Evaluation] = []
         self.env_steps = 0
         self.updates = 0
@@ -85,6 +87,7 @@ class RunLog:
         from tensorboardX import SummaryWriter
 
         self.board = SummaryWriter(self.logdir, purge_step=self.env_steps if resumed else None, flush_secs=30)
+        self.curve = Curve()
         self.bar = None
         if self.config.get("progress"):
             from tqdm import tqdm
@@ -96,7 +99,8 @@ class RunLog:
         for f in self.files.values():
             f.flush()
         self.board.flush()
-        state = {k: v for k, v in vars(self).items() if k not in ("files", "writers", "board", "bar", "started")}
+        state = {k: v for k, v in vars(self).items()
+                 if k not in ("files", "writers", "board", "bar", "started", "curve")}
         state["offsets"] = {name: f.tell() for name, f in self.files.items()}
         state["elapsed_before"] = self.elapsed()
         return state
@@ -116,7 +120,7 @@ class RunLog:
         for ret, length, step in ended:
             self.writers["episodes"].writerow([step, actor, ret, length, now])
             self.recent.append(ret)
-            self.curve.append((step, ret))
+            self.episode_returns.append((step, ret))
             self.episode_count += 1
             self.board.add_scalar("rollout/ep_rew", ret, step)
             self.board.add_scalar("rollout/ep_len", length, step)
@@ -205,30 +209,8 @@ class RunLog:
         self.plot()
 
     def plot(self) -> None:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(8, 4.5))
-        if self.curve:
-            steps, returns = zip(*self.curve, strict=True)
-            ax.plot(steps, returns, ".", color="tab:gray", alpha=0.35, markersize=3, label="training episodes")
-        if self.evaluations:
-            steps = [e.env_steps for e in self.evaluations]
-            means = [e.mean for e in self.evaluations]
-            stds = [e.std for e in self.evaluations]
-            ax.plot(steps, means, "-o", color="tab:blue", markersize=3, label="evaluation (mean)")
-            ax.fill_between(steps, [m - s for m, s in zip(means, stds, strict=True)],
-                            [m + s for m, s in zip(means, stds, strict=True)], color="tab:blue", alpha=0.15)
-        if self.stop_at is not None:
-            ax.axhline(float(self.stop_at), color="tab:green", linestyle="--", linewidth=1, label="target")
-        ax.set_xlabel("environment steps")
-        ax.set_ylabel("return")
-        ax.set_title(f"{self.config['algo'].upper()} on {self.config['env_id']} (seed {self.config['seed']})")
-        ax.grid(alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="best")
-        fig.tight_layout()
-        fig.savefig(os.path.join(self.logdir, "learning_curve.png"), dpi=110)
-        plt.close(fig)
+        title = f"{self.config['algo'].upper()} on {self.config['env_id']} (seed {self.config['seed']})"
+        self.curve.draw(os.path.join(self.logdir, "learning_curve.png"), {
+            "title": title, "episodes": self.episode_returns,
+            "evaluations": [[e.env_steps, e.mean, e.std] for e in self.evaluations],
+            "target": None if self.stop_at is None else float(self.stop_at)})

@@ -16,12 +16,18 @@ reactions running in parallel share: that keeps runs identical for any number of
   independent critics (TD3 and SAC take the minimum of two; DDPG has one)
 
 Images (Atari) go through the Nature DQN convolutions first, uint8 scaled to [0, 1].
+
+The acting networks of this module also have `forward_numpy`: the same function on numpy arrays,
+which actors and the evaluator use for vector observations. Acting asks for one small batch at a
+time, and numpy does that in a few microseconds where torch's dispatch takes tens. A module of your
+own needs no such method: without it, acting goes through torch.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -75,6 +81,15 @@ class MLP(nn.Module):
                 x = x.relu_()  # in place: a linear layer's backward needs its input, not its output
         return x
 
+    def forward_numpy(self, x: np.ndarray) -> np.ndarray:
+        """`forward` on a numpy array (views of the weights: no copy, no gradient)."""
+        last = self.count - 1
+        for i, (weight, bias) in enumerate(self.layers()):
+            x = x @ weight.detach().numpy().T + bias.detach().numpy()
+            if i < last or self.activate_last:
+                np.maximum(x, 0.0, out=x)
+        return x
+
 
 def mlp(sizes: list[int], activate_last: bool = False) -> MLP:
     return MLP(sizes, activate_last)
@@ -126,6 +141,13 @@ class QNetwork(nn.Module):
         value, advantage = out[:, :1], out[:, 1:]
         return value + advantage - advantage.mean(dim=1, keepdim=True)
 
+    def forward_numpy(self, obs: np.ndarray) -> np.ndarray:
+        out = self.body.forward_numpy(obs)
+        if not self.dueling:
+            return out
+        value, advantage = out[:, :1], out[:, 1:]
+        return value + advantage - advantage.mean(axis=1, keepdims=True)
+
 
 def q_network(spec: EnvSpec, net_arch: list[int], dueling: bool, generator: torch.Generator | None) -> nn.Module:
     return init_uniform(QNetwork(spec, net_arch, dueling), generator)
@@ -139,6 +161,9 @@ class DeterministicActor(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.body(encode(self.encoder, obs)))
+
+    def forward_numpy(self, obs: np.ndarray) -> np.ndarray:
+        return np.tanh(self.body.forward_numpy(obs))
 
 
 def deterministic_actor(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None) -> nn.Module:
@@ -155,6 +180,10 @@ class GaussianActor(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         mean, log_std = self.body(encode(self.encoder, obs)).chunk(2, dim=-1)
+        return mean, log_std
+
+    def forward_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, log_std = np.split(self.body.forward_numpy(obs), 2, axis=-1)
         return mean, log_std
 
 

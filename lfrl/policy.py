@@ -18,11 +18,21 @@ class Policy:
         self.spec, self.config, self.network = spec, config, network
         self.params = list(network.parameters())
         self.learning_starts = int(config["learning_starts"])
+        # lfrl's own networks act in numpy on vector observations (see lfrl.networks).
+        self.numpy = hasattr(network, "forward_numpy") and getattr(network, "encoder", None) is None
+
+    def outputs(self, obs: np.ndarray) -> Any:
+        """The network's outputs for a batch of observations, as numpy arrays."""
+        if self.numpy:
+            return self.network.forward_numpy(obs)  # type: ignore[operator]
+        with torch.inference_mode():
+            out = self.network(torch.from_numpy(obs))
+        return tuple(o.numpy() for o in out) if isinstance(out, tuple) else out.numpy()
 
     def load(self, weights: tuple[torch.Tensor, ...]) -> None:
         """Copy the learner's `policy_weights` (in the same order) into this policy's network."""
         with torch.no_grad():
-            torch._foreach_copy_(self.params, list(weights))
+            torch._foreach_copy_(self.params, weights)
 
     def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         """Actions for a batch of observations while collecting, drawing from `rng` only: uniformly

@@ -131,12 +131,10 @@ class Policy(ContinuousPolicy):
         super().__init__(spec, config, networks_module(config).gaussian_actor(spec, config["net_arch"], None))
 
     def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
-        noise = torch.from_numpy(rng.standard_normal((len(obs), self.spec.action_dim), dtype=np.float32))
-        with torch.inference_mode():
-            action, _ = squashed_sample(*self.network(torch.from_numpy(obs)), noise)
-        return action.numpy()
+        noise = rng.standard_normal((len(obs), self.spec.action_dim), dtype=np.float32)
+        mean, log_std = self.outputs(obs)
+        return np.tanh(mean + np.exp(np.clip(log_std, LOG_STD_MIN, LOG_STD_MAX)) * noise)
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            mean, _ = self.network(torch.from_numpy(obs))
-            return torch.tanh(mean).numpy()
+        mean, _ = self.outputs(obs)
+        return np.tanh(mean)

@@ -111,5 +111,4 @@ class Policy(ContinuousPolicy):
         return np.clip(self.exploit(obs) + noise, -1.0, 1.0)
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
-        with torch.inference_mode():
-            return self.network(torch.from_numpy(obs)).numpy()
+        return self.outputs(obs)

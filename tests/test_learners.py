@@ -232,6 +232,21 @@ def test_dueling_head_is_value_plus_centred_advantage() -> None:
     assert torch.allclose(q(obs), value + advantage - advantage.mean(1, keepdim=True))
 
 
+def test_acting_in_numpy_computes_what_torch_computes() -> None:
+    generator, rng = torch.Generator().manual_seed(1), np.random.default_rng(0)
+    pendulum, cartpole = envs.describe("Pendulum-v1"), envs.describe("CartPole-v1")
+    for net, dim in ((networks.deterministic_actor(pendulum, [8, 8], generator), 3),
+                     (networks.gaussian_actor(pendulum, [8], generator), 3),
+                     (networks.q_network(cartpole, [8], True, generator), 4)):
+        obs = rng.standard_normal((5, dim), dtype=np.float32)
+        with torch.no_grad():
+            expected = net(torch.from_numpy(obs))
+        got = net.forward_numpy(obs)
+        pairs = zip(expected, got, strict=True) if isinstance(got, tuple) else [(expected, got)]
+        for a, b in pairs:
+            assert np.allclose(a.numpy(), b, atol=1e-5)
+
+
 def test_initial_weights_come_from_the_generator_only() -> None:
     spec = envs.describe("CartPole-v1")
     torch.manual_seed(0)
