@@ -286,6 +286,8 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
               "lfrl run PROGRAM --resume FILE goes on from one", min=0, max=10**10),
         Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
               "--total-steps 0 the run only evaluates them", check="input"),
+        Param("capture_video", bool, False, "at the end, draw one evaluation episode of the last evaluated "
+              "weights into LOGDIR/episode.gif (to watch the policy: with --load and --total-steps 0, the saved one)"),
         Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
               "next to the program, change it, and name it here", check="module"),
         Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),

@@ -3,8 +3,9 @@ user's own environment as `module:EnvId` (gymnasium imports the module, which re
 
 Atari (`ALE/...` ids), as in DQN's Nature paper and Stable-Baselines3's AtariWrapper: up to 30
 no-op starts, 4 frames per step with the max of the last two, 84x84 grayscale, 4 frames stacked
-(uint8, channels first); sticky actions as the v5 games define them (probability 0.25). For training, rewards are
-clipped to [-1, 1] and a lost life ends the episode; evaluation plays whole games with real scores.
+(uint8, channels first); sticky actions as the v5 games define them (probability 0.25). Training
+clips rewards to [-1, 1]; evaluation plays with real scores. A lost life does not end an episode:
+gymnasium's wrapper would then restart the whole game, where SB3's plays on with the lives left.
 """
 
 from __future__ import annotations
@@ -19,19 +20,21 @@ def is_atari(env_id: str) -> bool:
     return env_id.startswith("ALE/")
 
 
-def make(env_id: str, training: bool = True) -> gymnasium.Env:
-    """A new environment; `training` selects the Atari wrappers that shape rewards and episodes."""
+def make(env_id: str, training: bool = True, render_mode: str | None = None) -> gymnasium.Env:
+    """A new environment; `training` clips Atari rewards; `render_mode` as gymnasium takes it (given
+    only when asked for: a user's environment need not take it)."""
+    extra = {} if render_mode is None else {"render_mode": render_mode}
     if is_atari(env_id):
         import ale_py
 
         gymnasium.register_envs(ale_py)
-        env = gymnasium.make(env_id, frameskip=1)
+        env = gymnasium.make(env_id, frameskip=1, **extra)
         env = gymnasium.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
-                                                    terminal_on_life_loss=training, grayscale_obs=True)
+                                                    grayscale_obs=True)
         if training:
             env = gymnasium.wrappers.ClipReward(env, -1.0, 1.0)
         return gymnasium.wrappers.FrameStackObservation(env, 4)
-    return gymnasium.make(env_id)
+    return gymnasium.make(env_id, **extra)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 rewards (no Atari reward clipping). Every evaluation plays the same episode seeds, so that two
 evaluations differ only by the weights they evaluate. The episodes run side by side, one
 environment each, so that each step asks the policy once for all of them (one batched inference,
-not one per episode)."""
+not one per episode). `record` draws an episode into an animated GIF, to watch the policy."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,12 +34,15 @@ class Evaluation:
 class Evaluator:
     def __init__(self, config: dict[str, Any]) -> None:
         episodes = int(config["eval_episodes"])
-        self.envs = [envs.make(config["env_id"], training=False) for _ in range(episodes)]
-        self.policy = make_policy(config, envs.describe(config["env_id"]))
+        self.env_id = config["env_id"]
+        self.envs = [envs.make(self.env_id, training=False) for _ in range(episodes)]
+        self.policy = make_policy(config, envs.describe(self.env_id))
         self.seeds = [seeds.derive(config["seed"], seeds.EVALUATOR, i) for i in range(episodes)]
+        self.evaluated = False  # whether the policy holds weights yet
 
     def evaluate(self, weights: tuple[torch.Tensor, ...], env_steps: int) -> Evaluation:
         self.policy.load(weights)
+        self.evaluated = True
         obs = [env.reset(seed=seed)[0] for env, seed in zip(self.envs, self.seeds, strict=True)]
         returns = [0.0] * len(self.envs)
         playing = list(range(len(self.envs)))
@@ -52,6 +56,32 @@ class Evaluator:
                     still.append(i)
             playing = still
         return Evaluation(env_steps, tuple(returns))
+
+    def record(self, path: str, width: int = 320, max_frames: int = 1000) -> int:
+        """The first evaluation episode of the policy last evaluated, as an animated GIF at `path`
+        (frames scaled to `width` pixels, at most `max_frames`: a longer episode shows every k-th).
+        Returns the episode's length."""
+        from PIL import Image
+
+        # gymnasium's classic control draws with pygame: without a screen, and without its greeting.
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+        env = envs.make(self.env_id, training=False, render_mode="rgb_array")
+        try:
+            obs, _ = env.reset(seed=self.seeds[0])
+            frames, done = [env.render()], False
+            while not done:
+                obs, _, terminated, truncated, _ = env.step(self.policy.to_env(self.policy.exploit(obs[None]))[0])
+                frames.append(env.render())
+                done = terminated or truncated
+            fps = float(env.metadata.get("render_fps") or 30)
+        finally:
+            env.close()
+        every = -(-len(frames) // max_frames)  # ceiling division
+        height = round(frames[0].shape[0] * width / frames[0].shape[1])
+        images = [Image.fromarray(f).resize((width, height)) for f in frames[::every]]
+        images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 * every / fps), loop=0)
+        return len(frames) - 1
 
     def close(self) -> None:
         for env in self.envs:

@@ -210,9 +210,11 @@ class Critics(nn.Module):
 
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         x = torch.cat([encode(self.encoder, obs), action], dim=-1)  # [B, in]: the same for every critic
+        layers = self.layers()
+        x = x.expand(len(layers[0][0]), *x.shape)  # [n, B, in], a view (cheaper than matmul's broadcast)
         last = self.count - 1
-        for i, (weight, bias) in enumerate(self.layers()):
-            x = torch.matmul(x, weight) + bias if i == 0 else torch.baddbmm(bias, x, weight)  # [n, B, out]
+        for i, (weight, bias) in enumerate(layers):
+            x = torch.baddbmm(bias, x, weight)  # [n, B, out]
             if i < last:
                 x = x.relu_()
         return x.squeeze(-1)

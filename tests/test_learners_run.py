@@ -140,13 +140,20 @@ def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path:
         assert columns[0] == columns[1]
 
 
-def test_saved_weights_are_evaluated_with_total_steps_zero(tmp_path: Path) -> None:
+def test_saved_weights_are_evaluated_and_watched_with_total_steps_zero(tmp_path: Path) -> None:
+    from PIL import Image
+
     program = generate(tmp_path, "sac", **SAC)
     trained = last_lines(run(program))
     model = program.parent / "runs" / "sac-Pendulum-v1-seed0" / "model.pt"
-    evaluate = write("sac", {**SAC, "total_steps": 0, "load": str(model), "logdir": "evaluated"},
-                     tmp_path / "prog" / "evaluate.lf")
-    assert last_lines(run(evaluate)) == trained  # the same weights, the same evaluation episodes
+    evaluate = write("sac", {**SAC, "total_steps": 0, "load": str(model), "logdir": "evaluated",
+                             "capture_video": True}, tmp_path / "prog" / "evaluate.lf")
+    lines = run(evaluate)
+    assert last_lines(lines) == trained  # the same weights, the same evaluation episodes
+    gif = tmp_path / "prog" / "evaluated" / "episode.gif"
+    assert f"the last evaluated policy's first evaluation episode (200 steps): {gif}" in lines
+    with Image.open(gif) as image:
+        assert (image.format, image.n_frames, image.width) == ("GIF", 201, 320)  # Pendulum: 200 steps
 
 
 def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
