@@ -35,12 +35,13 @@ def td_targets(q_target_next: torch.Tensor, q_online_next: torch.Tensor | None, 
     return reward + discount * (1.0 - done) * next_value
 
 
-def dqn_loss(q: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor,
+def dqn_loss(q: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
              scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(scale * sum_i w_i huber(Q(s_i, a_i) - y_i), |Q(s_i, a_i) - y_i|): with scale = 1 / batch size,
-    the mean weighted Huber loss, and the TD errors that prioritized replay uses."""
+    """(scale * sum_i w_i huber(Q(s_i, a_i) - y_i), |Q(s_i, a_i) - y_i|) (w = 1 without weights): with
+    scale = 1 / batch size, the mean weighted Huber loss, and the TD errors that prioritized replay uses."""
     taken = q.gather(1, action.unsqueeze(1)).squeeze(1)
-    loss = (weight * F.smooth_l1_loss(taken, target, reduction="none")).sum() * scale
+    huber = F.smooth_l1_loss(taken, target, reduction="none")
+    loss = (huber if weight is None else weight * huber).sum() * scale
     return loss, (taken - target).detach().abs()
 
 
@@ -83,10 +84,9 @@ class DQN(Learner):
         with torch.no_grad():
             target = td_targets(self.q_target(next_obs), self.q(next_obs) if self.double else None,
                                 batch["reward"], batch["done"], batch["discount"])
-        weight = batch["weights"].to(torch.float32)
-        loss, td = dqn_loss(self.q(obs), batch["action"], target, weight, share / len(obs))
+        loss, td = dqn_loss(self.q(obs), batch["action"], target, self.importance(batch), share / len(obs))
         grads = torch.autograd.grad(loss, self.params)
-        return Gradients(list(grads), {"loss": float(loss.detach())}, td.numpy())
+        return Gradients(list(grads), {"loss": float(loss.detach())}, td.numpy() if self.prioritized else None)
 
     def policy_weights(self) -> tuple[torch.Tensor, ...]:
         return tuple(self.params)

@@ -79,6 +79,11 @@ class Learner:
         self.generator = torch.Generator().manual_seed(seed)
         self.updates = 0  # optimizer steps so far
         self.max_grad_norm = float(config.get("max_grad_norm") or 0.0)
+        self.prioritized = bool(config.get("prioritized"))
+
+    def importance(self, batch: Batch) -> torch.Tensor | None:
+        """Prioritized replay's importance weights of a batch; None for uniform replay (all 1)."""
+        return batch["weights"].to(torch.float32) if self.prioritized else None
 
     def make_optimizer(self) -> None:
         """One Adam over every parameter, in `params` order (one learning rate for all)."""

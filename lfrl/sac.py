@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, networks_module, polyak
 from lfrl.policy import ContinuousPolicy
-from lfrl.td3 import critic_loss
+from lfrl.td3 import critic_loss, smallest
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -43,12 +43,12 @@ def squashed_sample(mean: torch.Tensor, log_std: torch.Tensor, noise: torch.Tens
 def soft_targets(q_target_next: torch.Tensor, next_log_prob: torch.Tensor, reward: torch.Tensor,
                  done: torch.Tensor, discount: torch.Tensor, alpha: torch.Tensor | float) -> torch.Tensor:
     """y = r + discount (1 - done) (min_i Q_target_i(s', a') - alpha log pi(a'|s')), q of shape [n, B]."""
-    return reward + discount * (1.0 - done) * (q_target_next.min(dim=0).values - alpha * next_log_prob)
+    return reward + discount * (1.0 - done) * (smallest(q_target_next) - alpha * next_log_prob)
 
 
 def actor_loss(q_pi: torch.Tensor, log_prob: torch.Tensor, alpha: torch.Tensor | float, scale: float) -> torch.Tensor:
     """scale * sum_j (alpha log pi(a_j|s_j) - min_i Q_i(s_j, a_j)), q_pi of shape [n, B]."""
-    return (alpha * log_prob - q_pi.min(dim=0).values).sum() * scale
+    return (alpha * log_prob - smallest(q_pi)).sum() * scale
 
 
 def temperature_gradient(log_prob: torch.Tensor, target_entropy: float, scale: float) -> torch.Tensor:
@@ -96,7 +96,7 @@ class SAC(Learner):
             target = soft_targets(self.critics_target(next_obs, next_actions), next_log_prob, batch["reward"],
                                   batch["done"], batch["discount"], alpha)
         q = self.critics(obs, batch["action"])
-        loss = 0.5 * critic_loss(q, target, batch["weights"].to(torch.float32), scale)
+        loss = 0.5 * critic_loss(q, target, self.importance(batch), scale)
         actions, log_prob = squashed_sample(*self.actor(obs), torch.randn(shape, generator=self.generator))
         with frozen(self.critics):  # the actor's loss moves the actor only
             policy_loss = actor_loss(self.critics(obs, actions), log_prob, alpha, scale)
@@ -105,7 +105,7 @@ class SAC(Learner):
         losses = {"critic_loss": float(loss.detach()), "actor_loss": float(policy_loss.detach()), "ent_coef": float(alpha)}
         if self.auto:
             tensors.append(temperature_gradient(log_prob, self.target_entropy, scale))
-        return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy())
+        return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy() if self.prioritized else None)
 
     def after_step(self, grads: Gradients) -> None:
         polyak(list(self.critics_target.parameters()), self.critic_params, self.tau)

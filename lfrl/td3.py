@@ -20,16 +20,23 @@ from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, network
 from lfrl.policy import ContinuousPolicy
 
 
+def smallest(q: torch.Tensor) -> torch.Tensor:
+    """The minimum over the critics ([n, B] -> [B]), one critic's values as they are."""
+    return q[0] if len(q) == 1 else q.min(dim=0).values
+
+
 def critic_targets(q_target_next: torch.Tensor, reward: torch.Tensor, done: torch.Tensor,
                    discount: torch.Tensor) -> torch.Tensor:
     """y = r + discount (1 - done) min over the critics of Q_target(s', a') ([n, B] -> [B])."""
-    return reward + discount * (1.0 - done) * q_target_next.min(dim=0).values
+    return reward + discount * (1.0 - done) * smallest(q_target_next)
 
 
-def critic_loss(q: torch.Tensor, target: torch.Tensor, weight: torch.Tensor, scale: float) -> torch.Tensor:
-    """scale * sum_i sum_j w_j (Q_i(s_j, a_j) - y_j)^2, q of shape [n, B]: with scale = 1 / B, the sum
-    over the critics of their weighted mean squared errors (Stable-Baselines3's TD3 loss)."""
-    return ((q - target).square() * weight).sum() * scale
+def critic_loss(q: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None, scale: float) -> torch.Tensor:
+    """scale * sum_i sum_j w_j (Q_i(s_j, a_j) - y_j)^2, q of shape [n, B] (w = 1 without weights):
+    with scale = 1 / B, the sum over the critics of their weighted mean squared errors
+    (Stable-Baselines3's TD3 loss)."""
+    error = (q - target).square()
+    return (error if weight is None else error * weight).sum() * scale
 
 
 def smoothed_target_actions(actions: torch.Tensor, noise_std: float, noise_clip: float,
@@ -68,7 +75,7 @@ class TD3(Learner):
             target = critic_targets(self.critics_target(batch["next_obs"], next_actions), batch["reward"],
                                     batch["done"], batch["discount"])
         q = self.critics(obs, batch["action"])
-        loss = critic_loss(q, target, batch["weights"].to(torch.float32), scale)
+        loss = critic_loss(q, target, self.importance(batch), scale)
         losses = {"critic_loss": float(loss.detach())}
         if (self.updates + 1) % self.policy_delay == 0:
             with frozen(self.critics):  # the actor's loss moves the actor only
@@ -77,7 +84,7 @@ class TD3(Learner):
             losses["actor_loss"] = float(policy_loss.detach())
         else:
             tensors = [*torch.autograd.grad(loss, self.critic_params), *[None] * len(self.actor_params)]
-        return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy())
+        return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy() if self.prioritized else None)
 
     def after_step(self, grads: Gradients) -> None:
         if grads.tensors[-1] is not None:  # the actor moved: so do the targets

@@ -55,6 +55,7 @@ def test_clipped_double_q_targets_and_critic_loss() -> None:
     loss = td3.critic_loss(q, torch.tensor([2.0, 2.0]), torch.tensor([1.0, 2.0]), 0.5)
     # errors [-1, 0] and [1, 2], weighted [1, 2]: (1 + 0 + 1 + 8) / 2
     assert float(loss) == 5.0
+    assert float(td3.critic_loss(q, torch.tensor([2.0, 2.0]), None, 0.5)) == 3.0  # uniform replay: weights 1
 
 
 def test_target_policy_smoothing_is_clipped_noise_then_clipped_actions() -> None:
