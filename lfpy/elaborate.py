@@ -9,7 +9,6 @@ A cycle without a delay is a causality loop, reported hop by hop.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 from lfpy import ast
@@ -17,6 +16,7 @@ from lfpy.checks import ClassInfo, class_info, class_name
 from lfpy.diagnostics import Diagnostics
 from lfpy.graph import (
     ActionInst,
+    Deferred,
     Elaborated,
     Instance,
     Link,
@@ -44,18 +44,6 @@ NEVER_NS = -(1 << 63)
 MAX_DEPTH = 64
 MAX_WIDTH = 1_000_000
 
-
-@dataclass(frozen=True)
-class Deferred:
-    """A `{= ... =}` value that needs the running program (a preamble's names, say); the runtime
-    evaluates it. Using one where elaboration needs a number (a width, a time) is an error."""
-
-    code: str
-    loc: ast.Loc
-    reason: str
-
-    def __repr__(self) -> str:
-        return f"{{= {self.code} =}}"
 
 
 class ElaborationError(Exception):
