@@ -16,7 +16,7 @@ from lfpy.diagnostics import Diagnostics
 def parse_duration(text: str) -> int:
     """`10s`, `500 ms`, `3sec`, `500 msec`, `2.5 min` (every unit LF spells) or a bare number of
     seconds, in nanoseconds."""
-    from lfpy.elaborate import NS_PER_UNIT
+    from lfpy.runtime.tag import NS_PER_UNIT
 
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     unit = match.group(2) if match else ""

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 from types import CodeType
@@ -206,7 +207,11 @@ def load(built: Built) -> dict[str, object] | None:
     """Run the generated module (its preambles) with the program's folders on the import path;
     its namespace, or None when a preamble failed (reported)."""
     props = built.elaborated.target_properties
-    namespace: dict[str, object] = {"__name__": "lf_program", "__file__": str(built.module)}
+    # A module that pickle can find: values of classes a preamble defines cross between federates.
+    module = types.ModuleType("lf_program")
+    module.__file__ = str(built.module)
+    sys.modules["lf_program"] = module
+    namespace: dict[str, object] = module.__dict__
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
     sys.path.insert(0, str(source_dir))
     sys.path.insert(0, str(built.module.parent))  # modules generated next to the program (protoc's)

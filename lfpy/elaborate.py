@@ -27,18 +27,8 @@ from lfpy.graph import (
     TimerInst,
 )
 from lfpy.loader import Program
+from lfpy.runtime.tag import NS_PER_UNIT
 
-_UNIT_SPELLINGS = (
-    (("nsec", "nsecs", "ns"), 1),
-    (("usec", "usecs", "us"), 1_000),
-    (("msec", "msecs", "ms"), 1_000_000),
-    (("sec", "secs", "second", "seconds", "s"), 1_000_000_000),
-    (("min", "mins", "minute", "minutes"), 60_000_000_000),
-    (("hour", "hours", "h"), 3_600_000_000_000),
-    (("day", "days", "d"), 86_400_000_000_000),
-    (("week", "weeks", "w"), 604_800_000_000_000),
-)
-NS_PER_UNIT: dict[str, int] = {name: ns for names, ns in _UNIT_SPELLINGS for name in names}
 FOREVER_NS = (1 << 63) - 1
 NEVER_NS = -(1 << 63)
 MAX_DEPTH = 64

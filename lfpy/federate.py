@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
     answers = PipeChannel(write_fd=int(argv[3]))
     own = PipeChannel(write_fd=int(argv[4]))
     _die_with_parent()
+    federation.whole_lines()
     diags = Diagnostics()
     built = build(path, diags, write=False)
     if built is None:

@@ -22,15 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from lfpy import ast
-
-
-def format_ns(ns: int) -> str:
-    """`1500000` -> `1500 usec`: the largest LF unit that divides the time exactly."""
-    for unit, size in (("week", 604_800_000_000_000), ("day", 86_400_000_000_000), ("hour", 3_600_000_000_000),
-                       ("min", 60_000_000_000), ("sec", 1_000_000_000), ("msec", 1_000_000), ("usec", 1_000)):
-        if ns and ns % size == 0:
-            return f"{ns // size} {unit}"
-    return f"{ns} nsec"
+from lfpy.runtime.tag import format_ns
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,12 @@ def test_federated_trace_equals_the_main_reactors(tmp_path: Path, workers: int) 
 
 
 TIMING = """target Python { timeout: 30 msec }
+preamble {=
+  import os
+
+  def say(*words):  # one write: lines of processes printing at once do not interleave
+    os.write(1, (" ".join(map(str, words)) + "\\n").encode())
+=}
 reactor Clock {
   output tick
   timer t(0, 10 msec)
@@ -87,7 +93,7 @@ reactor Stopper {
     if len(self.got) == 2:
       request_stop()
   =}
-  reaction(shutdown) {= print("stopper", self.got, lf.time.logical_elapsed(), lf.tag().microstep) =}
+  reaction(shutdown) {= say("stopper", self.got, lf.time.logical_elapsed(), lf.tag().microstep) =}
 }
 main reactor {
   c = new Clock()
@@ -95,7 +101,7 @@ main reactor {
   s = new Stopper()
   c.tick -> r.inp after 1 msec
   r.out -> s.inp
-  reaction(shutdown) {= print("main shutdown") =}
+  reaction(shutdown) {= say("main shutdown") =}
 }
 """
 
@@ -153,6 +159,9 @@ def test_federates_run_in_parallel(tmp_path: Path) -> None:
 FAILING = """target Python { timeout: 1 sec }
 preamble {=
   import os, signal
+
+  def say(text):  # one write: lines of processes printing at once do not interleave
+    os.write(1, (text + "\\n").encode())
 =}
 reactor Worker(bank_index = 0, how = "") {
   timer t(10 msec)
@@ -165,7 +174,7 @@ reactor Worker(bank_index = 0, how = "") {
       if self.how == "exit":
         os._exit(3)
   =}
-  reaction(shutdown) {= print(f"shutdown {self.bank_index}", flush=True) =}
+  reaction(shutdown) {= say(f"shutdown {self.bank_index}") =}
 }
 federated reactor(how = "") {
   w = new[3] Worker(how = how)
@@ -186,7 +195,7 @@ def test_a_federate_that_fails_ends_the_program_with_the_others_shutdown(tmp_pat
     shutdowns = sorted(line for line in result.stdout.splitlines() if line.startswith("shutdown"))
     if how == "raise":  # the failing federate still runs its shutdown reaction
         assert shutdowns == ["shutdown 0", "shutdown 1", "shutdown 2"]
-        assert "Test.lf:10:9: error: reaction 'reaction_1' of Test.w[1] failed" in result.stderr
+        assert "Test.lf:13:9: error: reaction 'reaction_1' of Test.w[1] failed" in result.stderr
         assert "ValueError: bad value" in result.stderr
     else:
         assert shutdowns == ["shutdown 0", "shutdown 2"]
@@ -196,15 +205,18 @@ def test_a_federate_that_fails_ends_the_program_with_the_others_shutdown(tmp_pat
 
 def test_ctrl_c_stops_every_federate_with_its_shutdown_reactions(tmp_path: Path) -> None:
     path = write(tmp_path, federated("""target Python { keepalive: true }
+preamble {=
+  import os
+=}
 reactor Tick(bank_index = 0) {
   timer t(0, 20 msec)
   state n = 0
   reaction(t) {=
     self.n += 1
     if self.bank_index == 0 and self.n == 5:
-      print("running", flush=True)
+      os.write(1, b"running\\n")
   =}
-  reaction(shutdown) {= print(f"shutdown {self.bank_index} after {self.n > 3}", flush=True) =}
+  reaction(shutdown) {= os.write(1, f"shutdown {self.bank_index} after {self.n > 3}\\n".encode()) =}
 }
 main reactor {
   t = new[3] Tick()
@@ -270,3 +282,30 @@ def test_modes_in_a_federate_process_are_refused_with_the_reason(tmp_path: Path)
     assert result.returncode == 1
     assert re.search(r"Test.lf:\d+:\d+: error: Test.b\[1\] has modes: modal reactors in federates are not "
                      r"supported in processes yet; run the program as a main reactor", result.stderr), result.stderr
+
+
+def test_federates_end_when_the_coordinator_is_killed(tmp_path: Path) -> None:
+    path = write(tmp_path, """target Python { keepalive: true }
+reactor Busy(bank_index = 0) {
+  timer t(0, 10 msec)
+  state n = 0
+  reaction(t) {=
+    self.n += 1
+    if self.bank_index == 0 and self.n == 3:
+      print("running", flush=True)
+    if self.bank_index == 1:  # a federate that is busy when the coordinator dies
+      sum(range(3_000_000))
+  =}
+}
+federated reactor {
+  b = new[3] Busy()
+}
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, preexec_fn=default_signals)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "running\n"
+    assert len(federate_processes(tmp_path)) == 2
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert_no_federates_left(tmp_path)

@@ -27,6 +27,7 @@ shutdown reactions still run in the others.
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import signal
@@ -112,6 +113,14 @@ def check(env: Environment) -> str | None:
     return None
 
 
+def whole_lines() -> None:
+    """Processes of one program print to the same output at once: each writes its lines whole (one
+    write per line, even where PYTHONUNBUFFERED would write each piece of a `print`)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True, write_through=False)
+
+
 class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
@@ -140,6 +149,7 @@ class Federation:
     def start(self) -> None:
         """Start every federate but the first and wait until each has built its reactors; raises
         FederationError naming the first that could not."""
+        whole_lines()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         for k in range(1, len(self.names)):
             req_r, req_w = PipeChannel.pipe()

@@ -416,13 +416,21 @@ class Scheduler:
         the body when the lag (physical minus logical time) exceeds the deadline. Errors propagate."""
         self._current = r
         try:
-            if r.deadline is not None and self.physical() - self.current.time > r.deadline:
-                if r.deadline_fn is not None:
-                    r.deadline_fn(*r.args)
-            else:
-                r.fn(*r.args)
+            self._call(r)
         finally:
             self._current = None
+
+    def late(self, r: Reaction) -> bool:
+        """Whether `r` has missed its deadline: physical time is more than it past the tag's time."""
+        return r.deadline is not None and self.physical() - self.current.time > r.deadline
+
+    def _call(self, r: Reaction) -> None:
+        """Run `r`'s body, or its deadline handler instead when it is late (LF's deadlines)."""
+        if self.late(r):
+            if r.deadline_fn is not None:
+                r.deadline_fn(*r.args)
+        else:
+            r.fn(*r.args)
 
     def _propagate(self, mark: int) -> int:
         """Queue the reactions triggered by ports set since `mark` (with a worker pool)."""
@@ -468,11 +476,7 @@ class Scheduler:
         else:
             self._local.reaction = r
         try:
-            if r.deadline is not None and self.physical() - self.current.time > r.deadline:
-                if r.deadline_fn is not None:
-                    r.deadline_fn(*r.args)
-            else:
-                r.fn(*r.args)
+            self._call(r)
         except BaseException as exc:
             self._failed(r, exc)
         finally:
@@ -557,28 +561,13 @@ class Scheduler:
             self.fired.clear()
         for state in self.mode_states:
             if state.pending is not None:
-                mode, kind = state.pending
-                state.pending = None
-                previous, state.current = state.current, mode
-                now = self.current.time
-                state.left_at[previous] = now
-                waiting = state.suspended.pop(mode, [])
-                if kind == "history" and mode in state.left_at:
-                    away = now - state.left_at[mode]
-                    total = state.inactive_total[mode] = state.inactive_total.get(mode, 0) + away
-                    for handler, value, due in waiting:  # each resumes later by the time away
-                        later = Tag(due.time + away, due.microstep)
-                        if later <= self.current:
-                            later = Tag(now, self.current.microstep + 1)
-                        self.events.push(later, handler, (value[0], total))
-                if state.on_enter is not None:
-                    try:
-                        state.on_enter(mode, kind)
-                    except Exception as exc:  # a state initialiser of the mode failed: user code
-                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.source_map,
-                                       self.reported)
-                        self.exit_status = 1
-                        self.request_stop()
+                try:
+                    state.switch(self.current, self.events.push)
+                except Exception as exc:  # a state initialiser of the mode failed: user code
+                    report_failure(None, f"entering mode '{state.current}' of {state.owner} failed", exc,
+                                   self.source_map, self.reported)
+                    self.exit_status = 1
+                    self.request_stop()
         if self.checkpoint_requests and self.on_checkpoint is not None:
             with self.lock:
                 paths, self.checkpoint_requests = self.checkpoint_requests, []
