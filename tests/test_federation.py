@@ -309,3 +309,63 @@ federated reactor {
     proc.kill()
     proc.communicate(timeout=30)
     assert_no_federates_left(tmp_path)
+
+
+def test_a_federate_that_cannot_start_is_reported_before_the_program_runs(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor R(bank_index = 0) {
+  state table = {= {0: "a", 2: "c"}[self.bank_index] =}
+  reaction(startup) {= print("started", self.bank_index) =}
+}
+federated reactor {
+  r = new[3] R()
+}
+""")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "Test.lf:3:3: error: initializing the reactors failed" in result.stderr, result.stderr
+    assert "KeyError: 1" in result.stderr
+    assert re.search(r"Test.lf:6:1: error: federate r\[1\] did not start \(see the errors above\)", result.stderr)
+    assert_no_federates_left(tmp_path)
+
+
+def test_a_later_reaction_replaces_an_output_across_federates(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor Twice {
+  output out
+  reaction(startup) -> out {= out.set(1) =}
+  reaction(startup) -> out {=
+    print("present", out.is_present, out.value)
+    out.set(out.value + 1)
+  =}
+}
+reactor Show {
+  input inp
+  reaction(inp) {= print("got", inp.value) =}
+}
+federated reactor {
+  s = new Show()
+  t = new Twice()
+  t.out -> s.inp
+}
+""")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["present True 1", "got 2"]
+
+
+def test_exit_in_a_federate_ends_the_program_with_its_status(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor Quit {
+  reaction(startup) {= exit(4) =}
+}
+reactor Stay {
+  reaction(shutdown) {= print("shutdown") =}
+}
+federated reactor {
+  s = new Stay()
+  q = new Quit()
+}
+""")
+    assert result.returncode == 4, result.stderr
+    assert result.stderr == ""
+    assert_no_federates_left(tmp_path)

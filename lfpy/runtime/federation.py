@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Iterator
+from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
 from lfpy.runtime.actions import Action
@@ -312,6 +313,24 @@ class Federation:
         self.sent = []
 
 
+class FederatePort(Port):
+    """A port in a federate's process: every `set` is recorded, also a second one at a tag (a later
+    reaction's value replaces an earlier one's, and the coordinator must learn it)."""
+
+    __slots__ = ()
+
+    def set(self, value: object) -> None:
+        self.value = value
+        for port in self.fanout:
+            port.value = value
+            port.is_present = True
+        for port in self.copies:
+            port.value = deepcopy(value)
+            port.is_present = True
+        self.is_present = True
+        self._set_ports.append(self)
+
+
 class FederateScheduler(Scheduler):
     """A federate process's scheduler: it runs the reactions it is sent at the tag it is told; what
     they ask of the schedule (actions, stops) is recorded and sent to the coordinator."""
@@ -372,6 +391,9 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
                 pass
 
     sched.send_async = send_async
+    for o in table:
+        if isinstance(o, Port):
+            o.__class__ = FederatePort
     send_all = False
     while True:
         try:
@@ -419,8 +441,6 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         try:
             answers.send_bytes(data)
         except OSError:
-            return 0
-        if sched.halted:
             return 0
 
 
