@@ -33,7 +33,7 @@ def _die_with_parent() -> None:
 def main(argv: list[str]) -> int:
     path, index = argv[0], int(argv[1])
     requests = PipeChannel(read_fd=int(argv[2]))
-    answers = PipeChannel(write_fd=int(argv[3]))
+    answers = PipeChannel(write_fd=int(argv[3]), shared=True)
     own = PipeChannel(write_fd=int(argv[4]))
     _die_with_parent()
     federation.whole_lines()
@@ -59,7 +59,10 @@ def main(argv: list[str]) -> int:
         return 1
     env.sched.source_map = _source_map(built)
     answers.send(("ready",))
-    return federation.serve(env, index, requests, answers, own)
+    try:
+        return federation.serve(env, index, requests, answers, own)
+    finally:
+        answers.close()  # removes its shared-memory segment
 
 
 if __name__ == "__main__":

@@ -369,3 +369,43 @@ federated reactor {
     assert result.returncode == 4, result.stderr
     assert result.stderr == ""
     assert_no_federates_left(tmp_path)
+
+
+def test_large_arrays_cross_through_shared_memory_intact(tmp_path: Path) -> None:
+    segments_before = set(Path("/dev/shm").glob("psm_*"))
+    result = run_lf(tmp_path, """target Python { timeout: 3 msec }
+preamble {=
+  import numpy
+=}
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  state k = 0
+  reaction(t) -> out {=
+    self.k += 1
+    # 8 MB, then 16 MB (a larger segment), then small: each arrives whole and writable
+    n = 1_000_000 * (1 if self.k == 1 else 2) if self.k < 4 else 10
+    out.set({"k": self.k, "a": numpy.arange(n, dtype=numpy.float64) * self.k, "b": b"x" * 100_000})
+  =}
+}
+reactor Sink {
+  input inp
+  reaction(inp) {=
+    a = inp.value["a"]
+    a += 1  # writable: the receiver's own copy
+    print(inp.value["k"], a.shape[0], float(a.sum()), len(inp.value["b"]))
+  =}
+}
+federated reactor {
+  s = new Source()
+  k = new Sink()
+  s.out -> k.inp
+}
+""")
+    assert result.returncode == 0, result.stderr
+
+    def expected(k: int, n: int) -> str:
+        return f"{k} {n} {float(sum(range(n)) * k + n)} 100000"
+    assert result.stdout.splitlines() == [expected(1, 1_000_000), expected(2, 2_000_000), expected(3, 2_000_000),
+                                          expected(4, 10)]
+    assert set(Path("/dev/shm").glob("psm_*")) - segments_before == set()  # every segment removed

@@ -161,7 +161,7 @@ class Federation:
                 pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
             for fd in (req_r, ans_w, asy_w):
                 os.close(fd)
-            self.requests[k] = PipeChannel(write_fd=req_w)
+            self.requests[k] = PipeChannel(write_fd=req_w, shared=True)
             self.answers[k] = PipeChannel(read_fd=ans_r)
             thread = threading.Thread(target=self._listen, args=(k, PipeChannel(read_fd=asy_r)), daemon=True,
                                       name=f"lf-federate-{k}")
@@ -429,10 +429,10 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         physical = [(slot_of[id(a)], w, v) for a, w, v in sched.physical_scheduled]
         status = sched.exit_status if sched.halted else None
         try:
-            data = pickle.dumps((outputs, scheduled, physical, sched.stop_requested, failed, status), protocol=5)
+            data = answers.dumps((outputs, scheduled, physical, sched.stop_requested, failed, status))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
             _report_unsendable(env, table, [*outputs, *((s, v) for s, _d, v in scheduled)], exc)
-            data = pickle.dumps(([(s, Kept) for s, _v in outputs], [], [], True, True, None), protocol=5)
+            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], True, True, None))
         sched.scheduled.clear()
         sched.physical_scheduled.clear()
         sched.stop_requested = False
