@@ -1,15 +1,30 @@
-"""Parallel sampling: the generated LF program against the same workload on Ray, side by side.
+"""Parallel sampling: the generated LF program against what a Python user would pick instead of it,
+side by side: Ray actors, gymnasium's SyncVectorEnv and AsyncVectorEnv, Stable-Baselines3's
+SubprocVecEnv and EnvPool.
 
-  .venv/bin/python benchmarks/vs_ray.py [--workers 2] [--quick] [--repeat 5] [--envs CartPole-v1,ALE/Pong-v5]
+  .venv/bin/python benchmarks/vs_ray.py [--quick] [--repeat 3] [--envs CartPole-v1,ALE/Pong-v5] [--counts 2,8,32]
 
-Same environments, seeds, worker count and synchronisation (every step, and every 100 steps). The
-LF program runs three ways: environments in the runtime's process on 1 and on N runtime threads
-(environments that hold the GIL, like ale-py's, do not gain from threads), and with `--processes`
-(workers 1.. step in child processes of their reactors, on one runtime thread). The Ray side is
-written as Ray's documentation would: one actor per environment, `ray.get` on every round. Both
-sides start their clocks once every environment is up. Each round runs every column back to back
-(this machine's speed drifts), and the ratio is taken within rounds. Prints steps/s for each and the
-ratio; writes benchmarks/results/vs_ray.md and vs_ray.png.
+Every contender steps N environments (2, 8 and 32) synchronised at every step: a random action per
+environment per step, the sum of each observation and reward into a checksum, a reset at each
+episode's end (vector environments reset themselves). lfrl runs the program of `lfrl gen sampling`
+two ways, on one runtime thread, and its row shows the faster: *vector*, the N environments stepped
+in the runtime's process by one worker with `--envs-per-worker N` (one reaction per step for all of
+them; with 2 runtime threads nothing is gained, as the environments hold the GIL), and *processes*,
+`--workers N --processes yes` (workers 1.. step in child processes of their reactors). The peers are
+written as their documentation shows them: Ray with one actor per environment and `ray.get` on every
+step (a fractional CPU each, so that N actors fit on this machine); SyncVectorEnv and
+AsyncVectorEnv (shared memory) of `gymnasium.make`'s environments; SubprocVecEnv (its default start
+method); EnvPool in synchronous mode (batch = N, a thread per CPU, Pong configured as ALE/Pong-v5:
+RGB 210x160, frame skip 4, sticky actions 0.25, one frame, no no-ops or fire reset). Every clock
+starts once the environments are up. A peer whose package is missing is a skipped column with the
+reason.
+
+Each round runs every contender of a row back to back, in an order that rotates from round to round
+(this machine's speed drifts over minutes), and the ratios are taken within rounds: lfrl / best peer
+(each side's best by median) and lfrl / Ray. The bound is N processes stepping on their own, started
+together and never synchronised: no program that waits for every environment at every step can beat
+it. The peers stay up for their row's rounds; lfrl's program and the bound start anew each round.
+Writes benchmarks/results/vs_ray.md and vs_ray.png.
 """
 
 from __future__ import annotations
@@ -21,7 +36,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
@@ -30,24 +47,204 @@ from tqdm import tqdm
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
+LFRL = [sys.executable, "-m", "generator.cli"]
+CPUS = os.cpu_count() or 1
+warnings.filterwarnings("ignore", message=".*precision lowered by casting")  # EnvPool's float64 Box bounds
+
+# Samples each contender takes per measurement, by environment and N: about a second for the fast
+# ones here. Ray, much slower when synchronised every step, takes RAY_SHARE of it (its rate is steady).
+STEPS = {("CartPole-v1", 2): 40_000, ("CartPole-v1", 8): 64_000, ("CartPole-v1", 32): 96_000,
+         ("ALE/Pong-v5", 2): 3_000, ("ALE/Pong-v5", 8): 4_000, ("ALE/Pong-v5", 32): 4_800}
+RAY_SHARE = 0.1
+QUICK_SCALE = 0.25
+
+# EnvPool's Atari defaults are DeepMind's preprocessing; these make its Pong-v5 step as ALE/Pong-v5.
+ENVPOOL_ATARI = {"stack_num": 1, "noop_max": 1, "use_fire_reset": False, "img_height": 210, "img_width": 160,
+                 "gray_scale": False, "repeat_action_probability": 0.25, "episodic_life": False,
+                 "reward_clip": False, "max_episode_steps": 27_000}
 
 
-def lf_steps_per_second(env_id: str, workers: int, steps: int, sync_every: int, seed: int, threads: int,
-                        processes: bool) -> float:
-    """Generate the sampling program for `workers` environments, run it on `threads` runtime
-    threads, read its rate."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "Sampling.lf"
-        lfrl = [sys.executable, "-m", "generator.cli"]
-        subprocess.run([*lfrl, "gen", "sampling", "--env-id", env_id, "--workers", str(workers), "--steps",
-                        str(steps), "--sync-every", str(sync_every), "--seed", str(seed), "--progress", "no",
-                        "--processes", "yes" if processes else "no", "-o", str(out)], check=True, cwd=ROOT, capture_output=True)
-        result = subprocess.run([*lfrl, "run", str(out), "--workers", str(threads)], check=True, cwd=ROOT,
+def make_env(env_id: str):  # -> gymnasium.Env
+    import gymnasium
+
+    if env_id.startswith("ALE/"):
+        import ale_py
+
+        gymnasium.register_envs(ale_py)
+    return gymnasium.make(env_id)
+
+
+class Skipped(Exception):
+    """A contender that cannot run here (a package is missing); the message says why."""
+
+
+# --------------------------------------------------------------------------------------------- lfrl
+
+
+@dataclass
+class Lfrl:
+    """The program of `lfrl gen sampling`, generated once per row and run anew each round."""
+
+    processes: bool
+    name: str = ""
+    program: Path | None = None
+    folder: tempfile.TemporaryDirectory | None = None
+
+    def __post_init__(self) -> None:
+        self.name = "lfrl, processes" if self.processes else "lfrl, vector"
+
+    def shape(self, n: int) -> tuple[int, int]:
+        """(workers, environments per worker)."""
+        return (n, 1) if self.processes else (1, n)
+
+    def setup(self, env_id: str, n: int, seed: int) -> None:
+        workers, k = self.shape(n)
+        self.folder = tempfile.TemporaryDirectory()
+        self.program = Path(self.folder.name) / "Sampling.lf"
+        self.args = (env_id, workers, k, seed)
+
+    def rate(self, steps: int) -> float:
+        env_id, workers, k, seed = self.args
+        if not self.program.exists():  # the same program every round
+            subprocess.run([*LFRL, "gen", "sampling", "--env-id", env_id, "--workers", str(workers),
+                            "--envs-per-worker", str(k), "--steps", str(steps), "--seed", str(seed), "--progress", "no",
+                            "--processes", "yes" if self.processes else "no", "-o", str(self.program)],
+                           check=True, cwd=ROOT, capture_output=True)
+        result = subprocess.run([*LFRL, "run", str(self.program), "--workers", "1"], check=True, cwd=ROOT,
                                 capture_output=True, text=True)
-    match = re.search(r"([\d,]+) samples/s", result.stdout)
-    assert match, result.stdout
-    return float(match.group(1).replace(",", ""))
+        match = re.search(rf"^{steps} samples from .*: ([\d,]+) samples/s$", result.stdout, re.M)
+        assert match, result.stdout
+        return float(match.group(1).replace(",", ""))
 
+    def close(self) -> None:
+        if self.folder is not None:
+            self.folder.cleanup()
+
+
+# --------------------------------------------------------------------------------------------- peers
+
+
+@dataclass
+class Ray:
+    name: str = "Ray"
+    actors: list = field(default_factory=list)
+
+    def setup(self, env_id: str, n: int, seed: int) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise Skipped("ray is not installed (pip install -e '.[bench]')") from None
+
+        @ray.remote
+        class EnvActor:
+            def __init__(self, env_id: str, seed: int) -> None:
+                self.env = make_env(env_id)
+                self.env.reset(seed=seed)
+                self.env.action_space.seed(seed)
+
+            def step(self, n: int) -> tuple[int, float]:
+                checksum = 0.0
+                for _ in range(n):
+                    obs, reward, terminated, truncated, _ = self.env.step(self.env.action_space.sample())
+                    checksum += float(np.sum(obs)) + float(reward)
+                    if terminated or truncated:
+                        self.env.reset()
+                return n, checksum
+
+        self.ray = ray
+        # A fair share of the CPUs each: Ray schedules an actor on one whole CPU unless told otherwise.
+        self.actors = [EnvActor.options(num_cpus=CPUS / n).remote(env_id, seed + i) for i in range(n)]
+        ray.get([a.step.remote(0) for a in self.actors])  # wait until every actor is up
+
+    def rate(self, steps: int) -> float:
+        steps = max(int(steps * RAY_SHARE), len(self.actors))
+        start = time.perf_counter()
+        samples = 0
+        while samples + len(self.actors) <= steps:
+            samples += sum(n for n, _ in self.ray.get([a.step.remote(1) for a in self.actors]))  # the sync point
+        return samples / (time.perf_counter() - start)
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+        self.actors = []
+
+
+@dataclass
+class VectorPeer:
+    """A vector environment of N: one batched random action per step, one checksum update."""
+
+    name: str
+    make: Callable[[str, int, int], tuple[object, object]]  # (env_id, n, seed) -> (env, batched action space)
+    venv: object = None
+
+    def setup(self, env_id: str, n: int, seed: int) -> None:
+        self.venv, self.actions = self.make(env_id, n, seed)
+        self.n = n
+
+    def rate(self, steps: int) -> float:
+        step, sample = self.venv.step, self.actions.sample
+        checksum = 0.0
+        start = time.perf_counter()
+        for _ in range(steps // self.n):
+            obs, rewards, *_ = step(sample())
+            checksum += float(obs.sum()) + float(rewards.sum())
+        return steps // self.n * self.n / (time.perf_counter() - start)
+
+    def close(self) -> None:
+        if self.venv is not None:
+            self.venv.close()
+            self.venv = None
+
+
+def gymnasium_vector(asynchronous: bool) -> Callable[[str, int, int], tuple[object, object]]:
+    def make(env_id: str, n: int, seed: int) -> tuple[object, object]:
+        import gymnasium
+
+        functions = [lambda: make_env(env_id) for _ in range(n)]
+        if asynchronous:
+            venv = gymnasium.vector.AsyncVectorEnv(functions, shared_memory=True)
+        else:
+            venv = gymnasium.vector.SyncVectorEnv(functions)
+        venv.reset(seed=seed)
+        venv.action_space.seed(seed)
+        return venv, venv.action_space
+
+    return make
+
+
+def subproc_vec_env(env_id: str, n: int, seed: int) -> tuple[object, object]:
+    try:
+        from stable_baselines3.common.vec_env import SubprocVecEnv
+    except ImportError:
+        raise Skipped("stable-baselines3 is not installed (pip install -e '.[bench]')") from None
+    from gymnasium.vector.utils import batch_space
+
+    venv = SubprocVecEnv([lambda: make_env(env_id) for _ in range(n)])
+    venv.seed(seed)
+    venv.reset()
+    actions = batch_space(venv.action_space, n)
+    actions.seed(seed)
+    return venv, actions
+
+
+def env_pool(env_id: str, n: int, seed: int) -> tuple[object, object]:
+    try:
+        import envpool
+    except ImportError:
+        raise Skipped("envpool is not installed (pip install -e '.[bench]'; wheels for Linux x86-64)") from None
+    from gymnasium.vector.utils import batch_space
+
+    task, atari = env_id.removeprefix("ALE/"), env_id.startswith("ALE/")
+    venv = envpool.make(task, env_type="gymnasium", num_envs=n, batch_size=n, num_threads=min(n, CPUS), seed=seed,
+                        **(ENVPOOL_ATARI if atari else {}))
+    venv.reset()
+    actions = batch_space(venv.action_space, n)
+    actions.seed(seed)
+    return venv, actions
+
+
+# --------------------------------------------------------------------------------------------- bound
 
 FREE_RUNNING = """
 import sys, time, gymnasium, numpy
@@ -57,156 +254,209 @@ if sys.argv[1].startswith("ALE/"):
 env = gymnasium.make(sys.argv[1])
 env.reset(seed=int(sys.argv[3]))
 env.action_space.seed(int(sys.argv[3]))
+print("ready", flush=True)
+sys.stdin.readline()
 start = time.perf_counter()
 for _ in range(int(sys.argv[2])):
     obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
     float(numpy.sum(obs)) + float(reward)
     if terminated or truncated:
         env.reset()
-print(time.perf_counter() - start)
+print(start, time.perf_counter(), flush=True)
 """
 
 
-def free_running_steps_per_second(env_id: str, workers: int, steps: int, seed: int) -> float:
-    """The bound for any framework: `workers` processes stepping at once, never synchronised."""
-    per_worker = steps // workers
-    procs = [subprocess.Popen([sys.executable, "-c", FREE_RUNNING, env_id, str(per_worker), str(seed + i)],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for i in range(workers)]
-    elapsed = max(float(p.communicate()[0]) for p in procs)
-    return per_worker * workers / elapsed
+def free_running_steps_per_second(env_id: str, n: int, steps: int, seed: int) -> float:
+    """The bound for any framework: `n` processes stepping at once, never synchronised. They start
+    together once all are up (perf_counter is the machine's monotonic clock, the same in each)."""
+    per_process = max(steps // n, 1)
+    procs = [subprocess.Popen([sys.executable, "-c", FREE_RUNNING, env_id, str(per_process), str(seed + i)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+             for i in range(n)]
+    for p in procs:
+        assert p.stdout.readline() == "ready\n"
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    spans = [tuple(map(float, p.communicate()[0].split())) for p in procs]
+    return per_process * n / (max(end for _, end in spans) - min(start for start, _ in spans))
 
 
-def ray_steps_per_second(env_id: str, workers: int, steps: int, sync_every: int, seed: int) -> float:
-    import ray
+# --------------------------------------------------------------------------------------------- table
 
-    @ray.remote
-    class EnvActor:
-        def __init__(self, env_id: str, seed: int) -> None:
-            import gymnasium
 
-            if env_id.startswith("ALE/"):
-                import ale_py
+def contenders() -> tuple[list, list]:
+    lfrl = [Lfrl(processes=False), Lfrl(processes=True)]
+    peers = [Ray(), VectorPeer("SyncVectorEnv", gymnasium_vector(False)),
+             VectorPeer("AsyncVectorEnv", gymnasium_vector(True)), VectorPeer("SB3 SubprocVecEnv", subproc_vec_env),
+             VectorPeer("EnvPool", env_pool)]
+    return lfrl, peers
 
-                gymnasium.register_envs(ale_py)
-            self.env = gymnasium.make(env_id)
-            self.env.reset(seed=seed)
-            self.env.action_space.seed(seed)
 
-        def step(self, n: int) -> tuple[int, float]:
-            checksum = 0.0
-            for _ in range(n):
-                obs, reward, terminated, truncated, _ = self.env.step(self.env.action_space.sample())
-                checksum += float(np.sum(obs)) + float(reward)
-                if terminated or truncated:
-                    self.env.reset()
-            return n, checksum
+@dataclass
+class Row:
+    env_id: str
+    n: int
+    steps: int
+    rates: dict[str, list[float]]  # contender name -> rate each round (absent: skipped)
+    bound: list[float]
+    skipped: dict[str, str]
 
-    actors = [EnvActor.remote(env_id, seed + i) for i in range(workers)]
-    ray.get([a.step.remote(0) for a in actors])  # wait until every actor is up
-    start = time.perf_counter()
-    samples = 0
-    while samples + workers * sync_every <= steps:
-        results = ray.get([a.step.remote(sync_every) for a in actors])  # the synchronisation point
-        samples += sum(n for n, _ in results)
-    elapsed = time.perf_counter() - start
-    for actor in actors:
-        ray.kill(actor)
-    return samples / elapsed
+    def median(self, name: str) -> float:
+        return median(self.rates[name])
+
+    def best(self, names: list[str]) -> str | None:
+        present = [name for name in names if name in self.rates]
+        return max(present, key=self.median) if present else None
+
+    def ratios(self, ours: str, theirs: str | None) -> list[float]:
+        if theirs is None:
+            return []
+        return [a / b for a, b in zip(self.rates[ours], self.rates[theirs], strict=True)]
+
+
+def spread(ratios: list[float]) -> str:
+    return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else "-"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="fewer steps")
-    parser.add_argument("--repeat", type=int, default=5, help="rounds; medians are kept (default 5)")
-    parser.add_argument("--out", default="vs_ray", help="file stem under benchmarks/results (default vs_ray)")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SCALE:g} of the steps, 2 rounds, N = 2 and 8")
+    parser.add_argument("--repeat", type=int, help="rounds; medians are kept (default 3, --quick 2)")
+    parser.add_argument("--counts", help="environment counts N, comma-separated (default 2,8,32; --quick 2,8)")
     parser.add_argument("--envs", default="CartPole-v1,ALE/Pong-v5", help="comma-separated environments to run")
+    parser.add_argument("--out", default="vs_ray", help="file stem under benchmarks/results (default vs_ray)")
     args = parser.parse_args()
-    try:  # before the long LF runs, not after them
-        import ray
-    except ImportError:
-        sys.exit("vs_ray.py needs Ray: .venv/bin/pip install -e '.[bench]' (or `make bench`)")
-    scale = 0.2 if args.quick else 1.0
-    cases = [("CartPole-v1", 1, 100_000), ("CartPole-v1", 100, 200_000), ("ALE/Pong-v5", 1, 10_000),
-             ("ALE/Pong-v5", 100, 20_000)]
+    repeat = args.repeat or (2 if args.quick else 3)
+    counts = [int(c) for c in (args.counts or ("2,8" if args.quick else "2,8,32")).split(",")]
+    scale = QUICK_SCALE if args.quick else 1.0
     envs = args.envs.split(",")
-    cases = [(e, sync, max(int(steps * scale), args.workers * sync)) for e, sync, steps in cases if e in envs]
-    if not cases:
-        sys.exit(f"vs_ray.py: error: --envs {args.envs}: none of CartPole-v1, ALE/Pong-v5")
-    ways = [("1 thread", 1, False), (f"{args.workers} threads", args.workers, False), ("processes", 1, True)]
-    load_before = os.getloadavg()[0]
-    # Ray stays up for the whole run, so its idle daemons (about 3% of two cores here) weigh on both
-    # sides alike, and every round measures each lfrl way, Ray and the bound back to back: this
-    # machine's speed drifts by up to 2x over minutes, and a ratio is only fair between neighbours.
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    unknown = sorted({e for e in envs} - {e for e, _ in STEPS})
+    if unknown or any(n < 1 for n in counts):
+        sys.exit(f"vs_ray.py: error: --envs takes CartPole-v1 and ALE/Pong-v5, --counts positive numbers; got "
+                 f"{args.envs} and {args.counts}")
+    # Steps for an N not in STEPS: the nearest one's, in whole vector steps.
+    cases = []
+    for env_id in envs:
+        for n in counts:
+            base = STEPS[min(((e, m) for e, m in STEPS if e == env_id), key=lambda k: abs(k[1] - n))]
+            cases.append((env_id, n, max(int(base * scale) // n, 10) * n))
+    lfrl_names = [c.name for c in contenders()[0]]
+    peer_names = [c.name for c in contenders()[1]]
+    print("steps per measurement: " + ", ".join(f"{e} x {n}: {s:,} (Ray {max(int(s * RAY_SHARE), n):,})"
+                                                for e, n, s in cases))
+    load_before = os.getloadavg()
+    ray_up = False
+    try:
+        import ray
+
+        # Up for the whole run, so that its idle daemons weigh on every column alike.
+        ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        ray_up = True
+    except ImportError:
+        pass
     rows = []
-    with tqdm(total=len(cases) * (len(ways) + 2) * args.repeat, desc="runs", unit="run") as bar:
+    with tqdm(total=len(cases) * repeat * (len(lfrl_names) + len(peer_names) + 1), desc="runs", unit="run") as bar:
+        for env_id, n, steps in cases:
+            ours, peers = contenders()
+            skipped = {}
+            live = []
+            for contender in ours + peers:
+                try:
+                    contender.setup(env_id, n, 0)
+                    live.append(contender)
+                except Skipped as reason:
+                    skipped[contender.name] = str(reason)
+                    tqdm.write(f"{env_id} x {n}: {contender.name} skipped: {reason}")
+                    bar.update(repeat)
+            rates: dict[str, list[float]] = {c.name: [] for c in live}
+            bound = []
+            for round_ in range(repeat):
+                shift = round_ % (len(live) + 1)
+                order = (live + [None])[shift:] + (live + [None])[:shift]
+                for contender in order:
+                    if contender is None:
+                        bound.append(free_running_steps_per_second(env_id, n, steps, 0))
+                    else:
+                        rates[contender.name].append(contender.rate(steps))
+                    bar.update()
+            for contender in live:
+                contender.close()
+            row = Row(env_id, n, steps, rates, bound, skipped)
+            rows.append(row)
+            us, them = row.best(lfrl_names), row.best(peer_names)
+            tqdm.write(f"{env_id:12s} x {n:2d}: " + "  ".join(f"{name} {row.median(name):,.0f}" for name in rates)
+                       + f"  bound {median(bound):,.0f}  | {us} / {them}: {spread(row.ratios(us, them))}")
+    if ray_up:
+        ray.shutdown()
+    load_after = os.getloadavg()
+    write_results(args, rows, lfrl_names, peer_names, repeat, load_before, load_after)
 
-        def timed(run: Callable[..., float], *run_args: object) -> float:
-            rate = run(*run_args)
-            bar.update()
-            return rate
 
-        for env_id, sync, steps in cases:
-            rounds = []  # per round: (each way's rate, Ray's rate, the bound)
-            for _ in range(args.repeat):
-                lf = [timed(lf_steps_per_second, env_id, args.workers, steps, sync, 0, threads, processes)
-                      for _name, threads, processes in ways]
-                # Fewer steps on Ray when it synchronises every step: it is slow there, and the rate is steady.
-                ray_rate = timed(ray_steps_per_second, env_id, args.workers, min(steps, 4_000 if sync == 1 else steps),
-                                 sync, 0)
-                rounds.append((lf, ray_rate, timed(free_running_steps_per_second, env_id, args.workers, steps, 0)))
-            rates = [median(lf[i] for lf, _ray, _bound in rounds) for i in range(len(ways))]
-            best = max(range(len(ways)), key=rates.__getitem__)
-            ratios = [lf[best] / ray_rate for lf, ray_rate, _bound in rounds]
-            ray_rate = median(r for _lf, r, _bound in rounds)
-            rows.append((env_id, sync, rates, ray_rate, ratios, median(b for _lf, _r, b in rounds)))
-            tqdm.write(f"{env_id:12s} sync every {sync:3d}: lfrl {rates[best]:10,.0f} steps/s ({ways[best][0]})   "
-                       f"ray {ray_rate:10,.0f} steps/s   ratio {median(ratios):6.2f}x "
-                       f"(rounds: {', '.join(f'{r:.2f}x' for r in ratios)})")
-    ray.shutdown()
-    lines = ["| environment | sync every | " + " | ".join(f"lfrl, {name}" for name, *_ in ways)
-             + f" | Ray ({args.workers} actors) | best lfrl / Ray | rounds (min-max) "
-             f"| bound: {args.workers} processes, never synchronised | ceiling: bound / Ray |",
-             "|---|---:|" + "---:|" * (len(ways) + 5)]
-    lines += [f"| {e} | {s} | " + " | ".join(f"{r:,.0f}" for r in rates)
-              + f" | {ray:,.0f} | {median(ratios):.2f}x | {min(ratios):.2f}x-{max(ratios):.2f}x | {bound:,.0f} "
-              f"| {bound / ray:.2f}x |"
-              for e, s, rates, ray, ratios, bound in rows]
+def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[str], peer_names: list[str],
+                  repeat: int, load_before: tuple[float, ...], load_after: tuple[float, ...]) -> None:
+    names = lfrl_names + peer_names
+
+    def cell(row: Row, name: str) -> str:
+        if name not in row.rates:
+            return "skipped"
+        rates = row.rates[name]
+        return f"{median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})"
+
+    lines = ["| environment | N | " + " | ".join(names) + " | lfrl / best peer | lfrl / Ray | bound: N processes, "
+             "never synchronised | steps (Ray) |", "|---|---:|" + "---:|" * (len(names) + 4)]
+    for row in rows:
+        us, them = row.best(lfrl_names), row.best(peer_names)
+        ray = row.ratios(us, "Ray") if "Ray" in row.rates else []
+        lines.append(f"| {row.env_id} | {row.n} | " + " | ".join(cell(row, name) for name in names)
+                     + f" | {spread(row.ratios(us, them))} ({them}) | {spread(ray)} | {median(row.bound):,.0f} "
+                     f"| {row.steps:,} ({max(int(row.steps * RAY_SHARE), row.n):,}) |")
     table = "\n".join(lines)
+    skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
     print(table)
+    if skipped:
+        print("skipped: " + "; ".join(skipped))
     RESULTS.mkdir(exist_ok=True)
+    command = f".venv/bin/python benchmarks/vs_ray.py{''.join(' ' + a for a in sys.argv[1:])}"
     (RESULTS / f"{args.out}.md").write_text(
-        f"# Parallel sampling: lfrl vs Ray ({args.workers} workers, steps/s)\n\n"
-        f"Command: `.venv/bin/python benchmarks/vs_ray.py{''.join(' ' + a for a in sys.argv[1:])}` on "
-        f"{os.cpu_count()} CPUs, {args.repeat} rounds; each round runs every column back to back, and the table "
-        "shows medians. The ratio is the median over rounds of the best lfrl way's rate over Ray's in the same "
-        "round. lfrl runs the program of `lfrl gen sampling`; *processes* is `--processes yes` (workers 1.. step "
-        "in child processes of their reactors) on one runtime thread. The bound is what "
-        f"{args.workers} processes stepping on their own reach; no program that waits for every worker at every "
-        "step can beat it, so bound / Ray is the highest ratio this machine allows. "
-        f"Load average (1 min) before: {load_before:.2f}, "
-        f"after: {os.getloadavg()[0]:.2f}; other work on the machine skews both sides.\n\n" + table + "\n")
+        "# Parallel sampling: lfrl vs Ray and the vector environments (samples/s, synchronised every step)\n\n"
+        f"Command: `{command}` on {CPUS} CPUs, {repeat} rounds. Load average (1, 5, 15 min) before: "
+        f"{', '.join(f'{x:.2f}' for x in load_before)}; after: {', '.join(f'{x:.2f}' for x in load_after)}; other "
+        "work on the machine skews every column.\n\n"
+        "Each cell is the median samples/s over the rounds (min-max). Every contender steps N environments with a "
+        "random action each per step and waits for all of them (the synchronisation point) before the next. "
+        "*lfrl, vector* is `lfrl gen sampling --workers 1 --envs-per-worker N`, *lfrl, processes* is `--workers N "
+        "--processes yes`, both on one runtime thread. Ray: one actor per environment, `ray.get` every step. "
+        "SyncVectorEnv and AsyncVectorEnv (shared memory) are gymnasium's, SubprocVecEnv Stable-Baselines3's, "
+        "EnvPool in synchronous mode (batch N, a thread per CPU). The ratios are the median (min-max) over rounds "
+        "of lfrl's faster way over the fastest peer (named) and over Ray, in the same round. The bound is what N "
+        "processes stepping on their own reach, started together: no program that synchronises every step can beat "
+        "it. The steps column is the samples of each measurement (Ray's, which is slow and steady, in brackets)."
+        + (f"\n\nSkipped: {'; '.join(skipped)}." if skipped else "") + "\n\n" + table + "\n")
+    plot(rows, names, RESULTS / f"{args.out}.png")
+    print(f"wrote {RESULTS / args.out}.md and .png")
+
+
+def plot(rows: list[Row], names: list[str], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 4))
-    labels = [f"{e}\nsync {s}" for e, s, *_rest in rows]
+    fig, ax = plt.subplots(figsize=(11, 4.5))
     x = np.arange(len(rows))
-    width = 0.8 / (len(ways) + 1)
-    for i, (name, *_) in enumerate(ways):
-        ax.bar(x + (i - len(ways) / 2) * width, [row[2][i] for row in rows], width=width,
-               label=f"lfrl, {name}")
-    ax.bar(x + len(ways) / 2 * width, [row[3] for row in rows], width=width, label="Ray")
-    ax.set_xticks(x, labels)
+    width = 0.85 / (len(names) + 1)
+    for i, name in enumerate([*names, "bound"]):
+        heights = [(median(row.bound) if name == "bound" else row.median(name) if name in row.rates else 0)
+                   for row in rows]
+        ax.bar(x + (i - len(names) / 2) * width, heights, width=width, label=name,
+               color="lightgrey" if name == "bound" else None, hatch="//" if name.startswith("lfrl") else None)
+    ax.set_xticks(x, [f"{row.env_id}\nN = {row.n}" for row in rows])
     ax.set_yscale("log")
-    ax.set_ylabel("steps/s (log)")
-    ax.legend()
+    ax.set_ylabel("samples/s, synchronised every step (log)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     fig.tight_layout()
-    fig.savefig(RESULTS / f"{args.out}.png", dpi=100)
-    print(f"wrote {RESULTS / args.out}.md and .png")
+    fig.savefig(path, dpi=100)
 
 
 if __name__ == "__main__":

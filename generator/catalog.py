@@ -192,6 +192,21 @@ class Template:
         return {p.name: p.default for p in self.params}
 
 
+def derive_sampling(values: dict[str, object]) -> dict[str, object]:
+    """Each worker steps its environments together, so the samples must split into whole vector
+    steps; a worker's child process steps one environment."""
+    steps, envs = int(values["steps"]), int(values["envs_per_worker"])  # type: ignore[call-overload]
+    if steps % envs:
+        below, above = steps - steps % envs, steps - steps % envs + envs
+        instead = f"{below} or {above}" if below else str(above)
+        raise TemplateError(f"--steps {steps} is not a multiple of --envs-per-worker {envs}: each worker steps its "
+                            f"{envs} environments together; {instead} would split exactly")
+    if envs > 1 and values["processes"]:
+        raise TemplateError(f"--envs-per-worker {envs} needs --processes no: a worker's child process steps one "
+                            "environment")
+    return {}
+
+
 def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     """The observation size of the environment, which must have a discrete action space; the first
     round must fill a batch, and the buffer must hold one."""
@@ -397,15 +412,19 @@ CATALOG: dict[str, Template] = {
                 Param("env_id", str, "CartPole-v1", "gymnasium environment id (ALE/Pong-v5 for Atari)",
                       check="env_id"),
                 Param("workers", int, 2, "environment workers (the bank's width)", min=1, max=256),
+                Param("envs_per_worker", int, 1, "environments each worker steps together as a vector (cheap "
+                      "environments amortise the runtime's cost per round; --steps must be a multiple)",
+                      min=1, max=4096),
                 Param("steps", int, 10_000, "samples in total", min=1, max=10**9),
-                Param("sync_every", int, 1, "steps each worker takes between synchronisations", min=1,
-                      max=10**6),
+                Param("sync_every", int, 1, "steps (of all its environments) each worker takes between "
+                      "synchronisations", min=1, max=10**6),
                 Param("seed", int, 0, "seed; worker i's is derived from (seed, i)", min=0, max=2**31 - 1),
                 Param("processes", bool, False, "step each environment in a child process of its worker "
                       "(parallel even when stepping holds the GIL, as ale-py's does)"),
                 Param("progress", bool, True, "show a progress bar"),
             ),
             ("EnvWorker.lf", "SampleDriver.lf"),
+            derive_sampling,
         ),
         Template(
             "qlearning", "qlearning.lf.j2",

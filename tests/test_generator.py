@@ -29,8 +29,16 @@ def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
     ({"env_id": "CartPol-v1"}, "--env-id: unknown environment id 'CartPol-v1'; did you mean CartPole-v0, CartPole-v1?"),
     ({"env_id": "NoSuchGame"}, "--env-id: unknown environment id 'NoSuchGame'"),
     ({"env_id": "ALE/Pongg-v5"}, "--env-id: unknown environment id 'ALE/Pongg-v5'"),
-    ({"speed": 3}, "template 'sampling' has no parameter 'speed'; it has: env_id, workers, steps, sync_every, seed, "
-                   "processes, progress"),
+    ({"speed": 3}, "template 'sampling' has no parameter 'speed'; it has: env_id, workers, envs_per_worker, steps, "
+                   "sync_every, seed, processes, progress"),
+    ({"envs_per_worker": 0}, "--envs-per-worker must be at least 1, got 0"),
+    ({"envs_per_worker": 4097}, "--envs-per-worker must be at most 4096, got 4097"),
+    ({"envs_per_worker": 4, "steps": 101}, "--steps 101 is not a multiple of --envs-per-worker 4: each worker steps "
+                                           "its 4 environments together; 100 or 104 would split exactly"),
+    ({"envs_per_worker": 8, "steps": 5}, "--steps 5 is not a multiple of --envs-per-worker 8: each worker steps its 8 "
+                                         "environments together; 8 would split exactly"),
+    ({"envs_per_worker": 2, "steps": 100, "processes": True},
+     "--envs-per-worker 2 needs --processes no: a worker's child process steps one environment"),
 ])
 def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None:
     with pytest.raises(TemplateError) as info:
@@ -74,6 +82,7 @@ def analyzed(path: Path) -> Diagnostics:
     ("sampling", {"workers": 256, "steps": 10**9, "sync_every": 1_000_000, "seed": 2**31 - 1}),
     ("sampling", {"env_id": "ALE/Pong-v5", "progress": False, "processes": True}),
     ("sampling", {"workers": 1, "processes": True}),
+    ("sampling", {"workers": 3, "envs_per_worker": 4096, "steps": 4096 * 7}),
     ("qlearning", {}), ("qlearning", {"actors": 1, "rounds": 1, "steps_per_round": 1, "batch_size": 1, "hidden": 1,
                                       "updates": 1, "capacity": 1, "seed": 0}),
     ("qlearning", {"actors": 256, "env_id": "Acrobot-v1", "capacity": 10**8, "prioritized": False,
@@ -94,6 +103,11 @@ def test_rendered_values_reach_the_program(tmp_path: Path) -> None:
     assert "envs = new[3] EnvWorker(env_id = \"Acrobot-v1\", seed = 9, process = {= bank_index > 0 =})" in text
     assert "SampleDriver(workers = 3, steps = 210, sync_every = 7, progress = True)" in text
     assert "process" not in render("sampling").split("main reactor")[1]
+    plain = render("sampling")  # one environment per worker: the program as before vectors
+    assert "envs = new[2] EnvWorker(env_id = \"CartPole-v1\", seed = 0)\n" in plain and "envs_per_worker" not in plain
+    vector = render("sampling", {"workers": 3, "envs_per_worker": 8, "steps": 240})
+    assert "SampleDriver(workers = 3, steps = 240, sync_every = 1, progress = True, envs_per_worker = 8)" in vector
+    assert "envs = new[3] EnvWorker(env_id = \"CartPole-v1\", seed = 0, envs = 8)" in vector
     assert "prioritized = False" in render("qlearning", {"prioritized": False})
 
 

@@ -57,6 +57,41 @@ def test_exactly_the_steps_asked_for_are_taken(tmp_path: Path) -> None:
     assert short[0].startswith("21 samples from 2 workers in ") and checksums(short) == checksums(long)
 
 
+def test_vectors_of_environments_count_samples_and_give_the_same_checksums_on_one_and_two_threads(
+        tmp_path: Path) -> None:
+    # 3 workers x 4 environments: 2 rounds of 5 vector steps each (120 samples), then 2 vector steps
+    # left, for workers 0 and 1: 144 samples.
+    one = sampling(tmp_path, 1, workers=3, envs_per_worker=4, steps=144, sync_every=5, seed=7)
+    two = sampling(tmp_path, 2, workers=3, envs_per_worker=4, steps=144, sync_every=5, seed=7)
+    assert re.fullmatch(r"144 samples from 3 workers x 4 environments in [\d.]+ s: [\d,]+ samples/s", one[0])
+    assert len(checksums(one)) == 3 and len(set(checksums(one))) == 3
+    assert checksums(one) == checksums(two)
+    # Requests split differently (every step, or all at once): the same streams.
+    steady = sampling(tmp_path, 1, tag="steady", workers=3, envs_per_worker=4, steps=144, sync_every=1, seed=7)
+    assert steady[0].startswith("144 samples from 3 workers x 4 environments in ")
+    assert checksums(steady) == checksums(one)  # each worker takes 12 vector steps either way
+    other = sampling(tmp_path, 1, tag="seed8", workers=3, envs_per_worker=4, steps=144, sync_every=5, seed=8)
+    assert not {line.split(": ")[1] for line in checksums(one)} & {line.split(": ")[1] for line in checksums(other)}
+
+
+def test_atari_vectors_give_the_same_checksums_on_one_and_two_threads(tmp_path: Path) -> None:
+    one = sampling(tmp_path, 1, env_id="ALE/Pong-v5", workers=2, envs_per_worker=3, steps=60)
+    two = sampling(tmp_path, 2, env_id="ALE/Pong-v5", workers=2, envs_per_worker=3, steps=60)
+    assert one[0].startswith("60 samples from 2 workers x 3 environments in ")
+    assert checksums(one) == checksums(two) and len(set(checksums(one))) == 2
+
+
+def test_a_hand_written_driver_refuses_steps_that_do_not_split_into_vector_steps(tmp_path: Path) -> None:
+    out = write("sampling", {"progress": False, "workers": 2, "envs_per_worker": 4, "steps": 40}, tmp_path / "S.lf")
+    out.write_text(out.read_text().replace("steps = 40", "steps = 41"))
+    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out)], capture_output=True, text=True,
+                            cwd=ROOT, timeout=300)
+    assert result.returncode == 1 and "samples from" not in result.stdout
+    assert result.stderr.splitlines()[0].endswith(
+        ": error: reaction 'reaction_1' of S.driver failed: ValueError: steps = 41 is not a multiple of "
+        "envs_per_worker = 4: every worker steps its environments together")
+
+
 def test_child_processes_step_the_same_trajectories(tmp_path: Path) -> None:
     inline = sampling(tmp_path, 1, workers=3, steps=120, sync_every=2, seed=3)
     for threads in (1, 2):
