@@ -24,6 +24,7 @@ from lfpy.runtime import checkpoint, federation
 from lfpy.runtime.environment import Environment
 from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.federation import federate_of_instances, federates
+from lfpy.runtime.signals import StopOnSignals
 from lfpy.runtime.tag import Tag
 
 
@@ -239,17 +240,24 @@ def _run_federated(env: Environment, built: Built, trace: list | None, diags: Di
         return 1
     fed = federation.Federation(env, lf_file.file, trace is not None)
     env.sched.federation = fed
-    try:
-        fed.start()
-    except federation.FederationError as exc:
-        fed.kill()
-        diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))
-        return 1
-    try:
-        status = env.run(trace)
-    except BaseException:
-        fed.kill()
-        raise
+    # A Ctrl-C while the federates start is a stop as during the run: once they are up, the
+    # startup reactions run and then the shutdown reactions (a second one ends at once).
+    with StopOnSignals(env.sched):
+        try:
+            fed.start()
+        except federation.FederationError as exc:
+            fed.kill()
+            diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))
+            return 1
+        except KeyboardInterrupt:
+            fed.kill()
+            print("interrupted", file=sys.stderr, flush=True)
+            return env.sched.interrupt_status
+        try:
+            status = env.run(trace)
+        except BaseException:
+            fed.kill()
+            raise
     fed.close()
     return status
 
