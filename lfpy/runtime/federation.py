@@ -35,12 +35,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterable, Iterator
-from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.modes import ModeHandle
-from lfpy.runtime.ports import ContainedPorts, Port
+from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import Tag
 from lfpy.runtime.transport import PipeChannel
@@ -311,24 +310,6 @@ class Federation:
                 sched.exit_status = status
                 sched.halted = True
         self.sent = []
-
-
-class FederatePort(Port):
-    """A port in a federate's process: every `set` is recorded, also a second one at a tag (a later
-    reaction's value replaces an earlier one's, and the coordinator must learn it)."""
-
-    __slots__ = ()
-
-    def set(self, value: object) -> None:
-        self.value = value
-        for port in self.fanout:
-            port.value = value
-            port.is_present = True
-        for port in self.copies:
-            port.value = deepcopy(value)
-            port.is_present = True
-        self.is_present = True
-        self._set_ports.append(self)
 
 
 class FederateScheduler(Scheduler):
