@@ -443,7 +443,7 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
     command = f".venv/bin/python benchmarks/vs_ray.py{''.join(' ' + a for a in sys.argv[1:])}"
     (RESULTS / f"{args.out}.md").write_text(
         "# Parallel sampling: lfrl vs Ray and the vector environments (samples/s, synchronised every step)\n\n"
-        f"Command: `{command}` on {CPUS} CPUs, {repeat} rounds. Load average (1, 5, 15 min) before: "
+        f"Command: `{command}` on {CPUS} CPUs, {repeat} round{'s' if repeat > 1 else ''}. Load average (1, 5, 15 min) before: "
         f"{', '.join(f'{x:.2f}' for x in load_before)}; after: {', '.join(f'{x:.2f}' for x in load_after)}; other "
         "work on the machine skews every column.\n\n"
         "Each cell is the median samples/s over the rounds (min-max). Every contender steps N environments with a "
