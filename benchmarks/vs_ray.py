@@ -14,17 +14,21 @@ them; with 2 runtime threads nothing is gained, as the environments hold the GIL
 written as their documentation shows them: Ray with one actor per environment and `ray.get` on every
 step (a fractional CPU each, so that N actors fit on this machine); SyncVectorEnv and
 AsyncVectorEnv (shared memory) of `gymnasium.make`'s environments; SubprocVecEnv (its default start
-method); EnvPool in synchronous mode (batch = N, a thread per CPU, Pong configured as ALE/Pong-v5:
+method); EnvPool in synchronous mode (batch = N; one thread for CartPole, one per CPU for Atari, the faster
+counts here; Pong configured as ALE/Pong-v5:
 RGB 210x160, frame skip 4, sticky actions 0.25, one frame, no no-ops or fire reset). Every clock
 starts once the environments are up. A peer whose package is missing is a skipped column with the
 reason.
 
 Each round runs every contender of a row back to back, in an order that rotates from round to round
 (this machine's speed drifts over minutes), and the ratios are taken within rounds: lfrl / best peer
-(each side's best by median) and lfrl / Ray. The bound is N processes stepping on their own, started
-together and never synchronised: no program that waits for every environment at every step can beat
-it. The peers stay up for their row's rounds; lfrl's program and the bound start anew each round.
-Writes benchmarks/results/vs_ray.md and vs_ray.png.
+(each side's best by median) and lfrl / Ray. The free-running column is N processes stepping on their
+own, started together and never synchronised: the bound for N processes that wait for each other at
+every step (with more processes than CPUs, one process stepping a vector can beat it). The peers stay
+up for their row's rounds; lfrl's program and the free-running processes start anew each round.
+Contenders that cross a process boundary at every step take fewer samples (SHARES below); the counts
+are printed and written. Writes benchmarks/results/vs_ray.md and vs_ray.png; `--quick` (N = 2, two
+rounds, a quarter of the samples) takes about a minute, the default about 10 minutes here.
 """
 
 from __future__ import annotations
@@ -51,12 +55,22 @@ LFRL = [sys.executable, "-m", "generator.cli"]
 CPUS = os.cpu_count() or 1
 warnings.filterwarnings("ignore", message=".*precision lowered by casting")  # EnvPool's float64 Box bounds
 
-# Samples each contender takes per measurement, by environment and N: about a second for the fast
-# ones here. Ray, much slower when synchronised every step, takes RAY_SHARE of it (its rate is steady).
+# Samples per measurement, by environment and N: about a second for the contenders that step in
+# one process here. Those that cross a process boundary at every step are slower (CartPole's step is
+# much cheaper than a message), and steady, so they take a share of it: a whole run then takes
+# about 10 minutes here. Every count is a whole number of vector steps, and is printed.
 STEPS = {("CartPole-v1", 2): 40_000, ("CartPole-v1", 8): 64_000, ("CartPole-v1", 32): 96_000,
          ("ALE/Pong-v5", 2): 3_000, ("ALE/Pong-v5", 8): 4_000, ("ALE/Pong-v5", 32): 4_800}
-RAY_SHARE = 0.1
+SHARES = {"in-process": {"CartPole-v1": 1.0, "ALE/Pong-v5": 1.0},
+          "processes": {"CartPole-v1": 0.1, "ALE/Pong-v5": 0.25},
+          "Ray": {"CartPole-v1": 0.05, "ALE/Pong-v5": 0.1}}
+KINDS = tuple(SHARES)
 QUICK_SCALE = 0.25
+
+
+def samples(kind: str, env_id: str, n: int, steps: int) -> int:
+    """The samples a contender of `kind` takes per measurement: whole vector steps, at least 10."""
+    return max(int(steps * SHARES[kind][env_id]) // n, 10) * n
 
 # EnvPool's Atari defaults are DeepMind's preprocessing; these make its Pong-v5 step as ALE/Pong-v5.
 ENVPOOL_ATARI = {"stack_num": 1, "noop_max": 1, "use_fire_reset": False, "img_height": 210, "img_width": 160,
@@ -87,11 +101,13 @@ class Lfrl:
 
     processes: bool
     name: str = ""
+    kind: str = ""
     program: Path | None = None
     folder: tempfile.TemporaryDirectory | None = None
 
     def __post_init__(self) -> None:
         self.name = "lfrl, processes" if self.processes else "lfrl, vector"
+        self.kind = "processes" if self.processes else "in-process"
 
     def shape(self, n: int) -> tuple[int, int]:
         """(workers, environments per worker)."""
@@ -127,6 +143,7 @@ class Lfrl:
 @dataclass
 class Ray:
     name: str = "Ray"
+    kind: str = "Ray"
     actors: list = field(default_factory=list)
 
     def setup(self, env_id: str, n: int, seed: int) -> None:
@@ -157,7 +174,6 @@ class Ray:
         ray.get([a.step.remote(0) for a in self.actors])  # wait until every actor is up
 
     def rate(self, steps: int) -> float:
-        steps = max(int(steps * RAY_SHARE), len(self.actors))
         start = time.perf_counter()
         samples = 0
         while samples + len(self.actors) <= steps:
@@ -175,6 +191,7 @@ class VectorPeer:
     """A vector environment of N: one batched random action per step, one checksum update."""
 
     name: str
+    kind: str
     make: Callable[[str, int, int], tuple[object, object]]  # (env_id, n, seed) -> (env, batched action space)
     venv: object = None
 
@@ -220,7 +237,8 @@ def subproc_vec_env(env_id: str, n: int, seed: int) -> tuple[object, object]:
         raise Skipped("stable-baselines3 is not installed (pip install -e '.[bench]')") from None
     from gymnasium.vector.utils import batch_space
 
-    venv = SubprocVecEnv([lambda: make_env(env_id) for _ in range(n)])
+    # fork: its default (forkserver) has every process import torch with SB3 first, seconds each.
+    venv = SubprocVecEnv([lambda: make_env(env_id) for _ in range(n)], start_method="fork")
     venv.seed(seed)
     venv.reset()
     actions = batch_space(venv.action_space, n)
@@ -236,7 +254,10 @@ def env_pool(env_id: str, n: int, seed: int) -> tuple[object, object]:
     from gymnasium.vector.utils import batch_space
 
     task, atari = env_id.removeprefix("ALE/"), env_id.startswith("ALE/")
-    venv = envpool.make(task, env_type="gymnasium", num_envs=n, batch_size=n, num_threads=min(n, CPUS), seed=seed,
+    # Its faster thread count here: one for CartPole (a handoff between threads costs more than a
+    # step), one per CPU for Atari.
+    threads = min(n, CPUS) if atari else 1
+    venv = envpool.make(task, env_type="gymnasium", num_envs=n, batch_size=n, num_threads=threads, seed=seed,
                         **(ENVPOOL_ATARI if atari else {}))
     venv.reset()
     actions = batch_space(venv.action_space, n)
@@ -244,7 +265,7 @@ def env_pool(env_id: str, n: int, seed: int) -> tuple[object, object]:
     return venv, actions
 
 
-# --------------------------------------------------------------------------------------------- bound
+# ------------------------------------------------------------------------------------- free-running
 
 FREE_RUNNING = """
 import sys, time, gymnasium, numpy
@@ -267,8 +288,8 @@ print(start, time.perf_counter(), flush=True)
 
 
 def free_running_steps_per_second(env_id: str, n: int, steps: int, seed: int) -> float:
-    """The bound for any framework: `n` processes stepping at once, never synchronised. They start
-    together once all are up (perf_counter is the machine's monotonic clock, the same in each)."""
+    """What `n` processes stepping at once reach, never synchronised: the bound for `n` processes that
+    synchronise. They start together once all are up (perf_counter is the machine's monotonic clock, the same in each)."""
     per_process = max(steps // n, 1)
     procs = [subprocess.Popen([sys.executable, "-c", FREE_RUNNING, env_id, str(per_process), str(seed + i)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -287,9 +308,10 @@ def free_running_steps_per_second(env_id: str, n: int, steps: int, seed: int) ->
 
 def contenders() -> tuple[list, list]:
     lfrl = [Lfrl(processes=False), Lfrl(processes=True)]
-    peers = [Ray(), VectorPeer("SyncVectorEnv", gymnasium_vector(False)),
-             VectorPeer("AsyncVectorEnv", gymnasium_vector(True)), VectorPeer("SB3 SubprocVecEnv", subproc_vec_env),
-             VectorPeer("EnvPool", env_pool)]
+    peers = [Ray(), VectorPeer("SyncVectorEnv", "in-process", gymnasium_vector(False)),
+             VectorPeer("AsyncVectorEnv", "processes", gymnasium_vector(True)),
+             VectorPeer("SB3 SubprocVecEnv", "processes", subproc_vec_env),
+             VectorPeer("EnvPool", "in-process", env_pool)]
     return lfrl, peers
 
 
@@ -297,7 +319,7 @@ def contenders() -> tuple[list, list]:
 class Row:
     env_id: str
     n: int
-    steps: int
+    steps: dict[str, int]  # samples per measurement by kind of contender
     rates: dict[str, list[float]]  # contender name -> rate each round (absent: skipped)
     bound: list[float]
     skipped: dict[str, str]
@@ -321,14 +343,14 @@ def spread(ratios: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SCALE:g} of the steps, 2 rounds, N = 2 and 8")
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_SCALE:g} of the samples, 2 rounds, N = 2")
     parser.add_argument("--repeat", type=int, help="rounds; medians are kept (default 3, --quick 2)")
-    parser.add_argument("--counts", help="environment counts N, comma-separated (default 2,8,32; --quick 2,8)")
+    parser.add_argument("--counts", help="environment counts N, comma-separated (default 2,8,32; --quick 2)")
     parser.add_argument("--envs", default="CartPole-v1,ALE/Pong-v5", help="comma-separated environments to run")
     parser.add_argument("--out", default="vs_ray", help="file stem under benchmarks/results (default vs_ray)")
     args = parser.parse_args()
     repeat = args.repeat or (2 if args.quick else 3)
-    counts = [int(c) for c in (args.counts or ("2,8" if args.quick else "2,8,32")).split(",")]
+    counts = [int(c) for c in (args.counts or ("2" if args.quick else "2,8,32")).split(",")]
     scale = QUICK_SCALE if args.quick else 1.0
     envs = args.envs.split(",")
     unknown = sorted({e for e in envs} - {e for e, _ in STEPS})
@@ -343,8 +365,8 @@ def main() -> None:
             cases.append((env_id, n, max(int(base * scale) // n, 10) * n))
     lfrl_names = [c.name for c in contenders()[0]]
     peer_names = [c.name for c in contenders()[1]]
-    print("steps per measurement: " + ", ".join(f"{e} x {n}: {s:,} (Ray {max(int(s * RAY_SHARE), n):,})"
-                                                for e, n, s in cases))
+    counts_text = [f"{e} x {n}: " + " / ".join(f"{samples(kind, e, n, s):,}" for kind in KINDS) for e, n, s in cases]
+    print(f"samples per measurement ({' / '.join(KINDS)}): " + "; ".join(counts_text))
     load_before = os.getloadavg()
     ray_up = False
     try:
@@ -378,15 +400,15 @@ def main() -> None:
                     if contender is None:
                         bound.append(free_running_steps_per_second(env_id, n, steps, 0))
                     else:
-                        rates[contender.name].append(contender.rate(steps))
+                        rates[contender.name].append(contender.rate(samples(contender.kind, env_id, n, steps)))
                     bar.update()
             for contender in live:
                 contender.close()
-            row = Row(env_id, n, steps, rates, bound, skipped)
+            row = Row(env_id, n, {kind: samples(kind, env_id, n, steps) for kind in KINDS}, rates, bound, skipped)
             rows.append(row)
             us, them = row.best(lfrl_names), row.best(peer_names)
             tqdm.write(f"{env_id:12s} x {n:2d}: " + "  ".join(f"{name} {row.median(name):,.0f}" for name in rates)
-                       + f"  bound {median(bound):,.0f}  | {us} / {them}: {spread(row.ratios(us, them))}")
+                       + f"  free-running {median(bound):,.0f}  | {us} / {them}: {spread(row.ratios(us, them))}")
     if ray_up:
         ray.shutdown()
     load_after = os.getloadavg()
@@ -403,14 +425,15 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         rates = row.rates[name]
         return f"{median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})"
 
-    lines = ["| environment | N | " + " | ".join(names) + " | lfrl / best peer | lfrl / Ray | bound: N processes, "
-             "never synchronised | steps (Ray) |", "|---|---:|" + "---:|" * (len(names) + 4)]
+    lines = ["| environment | N | " + " | ".join(names) + " | lfrl / best peer | lfrl / Ray | free-running: N "
+             f"processes, never synchronised | samples per measurement ({' / '.join(KINDS)}) |",
+             "|---|---:|" + "---:|" * (len(names) + 4)]
     for row in rows:
         us, them = row.best(lfrl_names), row.best(peer_names)
         ray = row.ratios(us, "Ray") if "Ray" in row.rates else []
         lines.append(f"| {row.env_id} | {row.n} | " + " | ".join(cell(row, name) for name in names)
                      + f" | {spread(row.ratios(us, them))} ({them}) | {spread(ray)} | {median(row.bound):,.0f} "
-                     f"| {row.steps:,} ({max(int(row.steps * RAY_SHARE), row.n):,}) |")
+                     f"| {' / '.join(f'{row.steps[kind]:,}' for kind in KINDS)} |")
     table = "\n".join(lines)
     skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
     print(table)
@@ -420,7 +443,7 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
     command = f".venv/bin/python benchmarks/vs_ray.py{''.join(' ' + a for a in sys.argv[1:])}"
     (RESULTS / f"{args.out}.md").write_text(
         "# Parallel sampling: lfrl vs Ray and the vector environments (samples/s, synchronised every step)\n\n"
-        f"Command: `{command}` on {CPUS} CPUs, {repeat} rounds. Load average (1, 5, 15 min) before: "
+        f"Command: `{command}` on {CPUS} CPUs, {repeat} round{'s' if repeat > 1 else ''}. Load average (1, 5, 15 min) before: "
         f"{', '.join(f'{x:.2f}' for x in load_before)}; after: {', '.join(f'{x:.2f}' for x in load_after)}; other "
         "work on the machine skews every column.\n\n"
         "Each cell is the median samples/s over the rounds (min-max). Every contender steps N environments with a "
@@ -428,10 +451,13 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         "*lfrl, vector* is `lfrl gen sampling --workers 1 --envs-per-worker N`, *lfrl, processes* is `--workers N "
         "--processes yes`, both on one runtime thread. Ray: one actor per environment, `ray.get` every step. "
         "SyncVectorEnv and AsyncVectorEnv (shared memory) are gymnasium's, SubprocVecEnv Stable-Baselines3's, "
-        "EnvPool in synchronous mode (batch N, a thread per CPU). The ratios are the median (min-max) over rounds "
-        "of lfrl's faster way over the fastest peer (named) and over Ray, in the same round. The bound is what N "
-        "processes stepping on their own reach, started together: no program that synchronises every step can beat "
-        "it. The steps column is the samples of each measurement (Ray's, which is slow and steady, in brackets)."
+        "EnvPool in synchronous mode (batch N; 1 thread for CartPole, 1 per CPU for Atari, its faster counts here). The ratios are the median (min-max) over rounds "
+        "of lfrl's faster way over the fastest peer (named) and over Ray, in the same round. Free-running is what N "
+        "processes stepping on their own reach, started together: the bound for N processes that synchronise every "
+        "step (with more processes than CPUs, one process stepping a vector can do better). Each measurement takes "
+        "the samples of the last column, by kind of contender: in one process (lfrl vector, SyncVectorEnv, "
+        "EnvPool), across processes at every step (lfrl processes, AsyncVectorEnv, SubprocVecEnv), and Ray; their "
+        "rates are steady, and fewer samples keep the run short."
         + (f"\n\nSkipped: {'; '.join(skipped)}." if skipped else "") + "\n\n" + table + "\n")
     plot(rows, names, RESULTS / f"{args.out}.png")
     print(f"wrote {RESULTS / args.out}.md and .png")
@@ -446,11 +472,11 @@ def plot(rows: list[Row], names: list[str], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(11, 4.5))
     x = np.arange(len(rows))
     width = 0.85 / (len(names) + 1)
-    for i, name in enumerate([*names, "bound"]):
-        heights = [(median(row.bound) if name == "bound" else row.median(name) if name in row.rates else 0)
+    for i, name in enumerate([*names, "free-running"]):
+        heights = [(median(row.bound) if name == "free-running" else row.median(name) if name in row.rates else 0)
                    for row in rows]
         ax.bar(x + (i - len(names) / 2) * width, heights, width=width, label=name,
-               color="lightgrey" if name == "bound" else None, hatch="//" if name.startswith("lfrl") else None)
+               color="lightgrey" if name == "free-running" else None, hatch="//" if name.startswith("lfrl") else None)
     ax.set_xticks(x, [f"{row.env_id}\nN = {row.n}" for row in rows])
     ax.set_yscale("log")
     ax.set_ylabel("samples/s, synchronised every step (log)")
