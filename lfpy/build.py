@@ -234,10 +234,6 @@ def load(built: Built) -> dict[str, object] | None:
 def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics) -> int:
     """Run a federated program with its federates in processes (federation.py)."""
     lf_file = built.elaborated.main.reactor.loc
-    reason = federation.check(env)
-    if reason is not None:
-        diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), reason)
-        return 1
     fed = federation.Federation(env, lf_file.file, trace is not None)
     env.sched.federation = fed
     # A Ctrl-C while the federates start is a stop as during the run: once they are up, the

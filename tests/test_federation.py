@@ -278,11 +278,14 @@ federated reactor {
     assert result.stdout.splitlines() == ["sum 3", "sum 3"]
 
 
-def test_modes_in_a_federate_process_are_refused_with_the_reason(tmp_path: Path) -> None:
-    result = run_lf(tmp_path, federated(MODAL_BANK))
-    assert result.returncode == 1
-    assert re.search(r"Test.lf:\d+:\d+: error: Test.b\[1\] has modes: modal reactors in federates are not "
-                     r"supported in processes yet; run the program as a main reactor", result.stderr), result.stderr
+@pytest.mark.parametrize("workers", [1, 2])
+def test_modal_federates_trace_equals_the_main_reactors(tmp_path: Path, workers: int) -> None:
+    # Three modal federates (reset and history transitions, mode-local timers and state) and a counter.
+    expected = trace(tmp_path, MODAL_BANK, 1, "Main")
+    got = trace(tmp_path, federated(MODAL_BANK), workers, "Fed")
+    assert len(expected) > 50
+    assert [re.sub(r'"Fed\.', '"Main.', line) for line in got] == expected
+
 
 
 def test_federates_end_when_the_coordinator_is_killed(tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ class Environment:
         self.identity = identity
         self.restoring = restoring
         self.owned = owned
+        self.remote_init: Callable[[Instance, str | None], None] | None = None
         self.ns = namespace
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
         # Physical actions keep the program alive unless the program says otherwise.
@@ -168,8 +169,8 @@ class Environment:
             state.on_enter = self._mode_entry(inst)
             self.mode_states[id(inst)] = state
             sched.mode_states.append(state)
-        if not self.restoring and (self.owned is None or id(inst) in self.owned):
-            obj._lf_init_state()
+        if not self.restoring:
+            self.init_state(inst)
 
     def _connect(self) -> None:
         """Resolve zero-delay connections. As in reactor-c, a port channel fed without delay is an
@@ -356,7 +357,7 @@ class Environment:
                                       lambda _v, r=reaction: sched.enqueue(r))
             if kind != "reset":
                 return
-            self.objects[id(inst)]._lf_init_state(mode)
+            self.init_state(inst, mode)
             for timer in inst.timers.values():
                 if timer.mode is not None and timer.mode.name == mode:
                     self._restart_timer(self.timers[id(timer)])
@@ -371,9 +372,16 @@ class Environment:
 
         return enter
 
+    def init_state(self, inst: Instance, mode: str | None = None) -> None:
+        """Run `inst`'s state initialisers (those of `mode` only, when given) where its state lives:
+        here, or in its federate's process (`remote_init`, set by federation.py)."""
+        if self.owned is None or id(inst) in self.owned:
+            self.objects[id(inst)]._lf_init_state(mode)
+        elif self.remote_init is not None:
+            self.remote_init(inst, mode)
+
     def _reset_subtree(self, inst: Instance) -> None:
-        obj = self.objects[id(inst)]
-        obj._lf_init_state()
+        self.init_state(inst)
         state = self.mode_states.get(id(inst))
         if state is not None:
             state.current = state.initial

@@ -38,7 +38,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from lfpy.runtime.actions import Action
-from lfpy.runtime.modes import ModeHandle
+from lfpy.runtime.failure import report_failure
+from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import Tag
@@ -103,14 +104,9 @@ def reaction_federates(env: Environment) -> list[int]:
     return [where[id(r.owner)] for r in env.graph.reactions]
 
 
-def check(env: Environment) -> str | None:
-    """Why this federated program cannot run in processes (None: it can)."""
-    where = federate_of_instances(env.graph)
-    for inst in env.graph.instances:
-        if inst.modes and where[id(inst)] != 0:
-            return (f"{inst.full_name} has modes: modal reactors in federates are not supported in processes "
-                    f"yet; run the program as a main reactor")
-    return None
+def mode_states(env: Environment) -> list[ModeState]:
+    """The mode states of the modal instances, in an order that is the same in every process."""
+    return [env.mode_states[id(i)] for i in env.graph.instances if id(i) in env.mode_states]
 
 
 def whole_lines() -> None:
@@ -135,6 +131,13 @@ class Federation:
         self.slots = slots(env)
         self.slot_of = {id(o): i for i, o in enumerate(self.slots)}
         self.reads = [[(self.slot_of[id(o)], o) for o in reads(r)] for r in env.reactions]
+        self.modes = mode_states(env)
+        # Mode resets of other federates' reactors: their state initialisers run there, before
+        # their next reactions (federate -> [(instance index, mode or None)]).
+        self.resets: dict[int, list[tuple[int, str | None]]] = {}
+        self.instance_index = {id(inst): i for i, inst in enumerate(env.graph.instances)}
+        self.instance_federate = federate_of_instances(env.graph)
+        env.remote_init = self._reset_remote
         self.processes: dict[int, subprocess.Popen] = {}
         self.requests: dict[int, PipeChannel] = {}
         self.answers: dict[int, PipeChannel] = {}
@@ -182,6 +185,9 @@ class Federation:
                 previous()
 
         self.sched.on_start = on_start
+
+    def _reset_remote(self, inst: Instance, mode: str | None) -> None:
+        self.resets.setdefault(self.instance_federate[id(inst)], []).append((self.instance_index[id(inst)], mode))
 
     def _listen(self, k: int, channel: PipeChannel) -> None:
         """What federate k sends on its own: physical actions scheduled by its threads, stop requests."""
@@ -283,7 +289,8 @@ class Federation:
             sys.stdout.flush()
             sys.stderr.flush()
         now = self.sched.current
-        self.sent = [k for k in sorted(groups) if self._send(k, ("run", now.time, now.microstep, groups[k]))]
+        self.sent = [k for k in sorted(groups)
+                     if self._send(k, ("run", now.time, now.microstep, groups[k], self.resets.pop(k, [])))]
         return local
 
     def collect(self) -> None:
@@ -295,13 +302,15 @@ class Federation:
             except (EOFError, OSError):
                 self._lost(k)
                 continue
-            outputs, scheduled, physical, stop, failed, status = answer  # type: ignore[misc]
+            outputs, scheduled, physical, transitions, stop, failed, status = answer  # type: ignore[misc]
             for slot, value in outputs:
                 self.slots[slot].set(value)  # type: ignore[union-attr]
             for slot, delay, value in scheduled:
                 sched.schedule_logical(self.slots[slot], delay, value)  # type: ignore[arg-type]
             for slot, when, value in physical:
                 sched.schedule_physical_at(self.slots[slot], when, value)  # type: ignore[arg-type]
+            for index, transition in transitions:  # taken at the end of the tag, as for local ones
+                self.modes[index].pending = transition
             if failed:  # the federate has reported it
                 sched.exit_status = 1
             if stop:
@@ -359,6 +368,7 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
     table = slots(env)
     slot_of = {id(o): i for i, o in enumerate(table)}
     reaction_reads = [reads(r) for r in env.reactions]
+    modes = mode_states(env)
     kept = _kept_slots(env, index, table, slot_of)
     lock = threading.Lock()
 
@@ -387,9 +397,17 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         if kind == "start":
             _, sched.start_time, sched.clock_offset, send_all = message  # type: ignore[misc]
             continue
-        _, time, microstep, batch = message  # type: ignore[misc]
+        _, time, microstep, batch, resets = message  # type: ignore[misc]
         sched.current = Tag(time, microstep)
         failed = False
+        for index, mode in resets:  # modes entered with reset at an earlier tag
+            inst = env.graph.instances[index]
+            try:
+                env.objects[id(inst)]._lf_init_state(mode)
+            except Exception as exc:  # a state initialiser of the mode failed: user code
+                report_failure(None, f"entering mode '{mode}' of {inst.full_name} failed", exc, sched.source_map,
+                               sched.reported)
+                failed = True
         for i, inputs in batch:
             if sched.halted:
                 break
@@ -408,12 +426,15 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         sched.set_ports.clear()
         scheduled = [(slot_of[id(a)], d, v) for a, d, v in sched.scheduled]
         physical = [(slot_of[id(a)], w, v) for a, w, v in sched.physical_scheduled]
+        transitions = [(i, state.pending) for i, state in enumerate(modes) if state.pending is not None]
+        for state in modes:
+            state.pending = None
         status = sched.exit_status if sched.halted else None
         try:
-            data = answers.dumps((outputs, scheduled, physical, sched.stop_requested, failed, status))
+            data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
             _report_unsendable(env, table, [*outputs, *((s, v) for s, _d, v in scheduled)], exc)
-            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], True, True, None))
+            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None))
         sched.scheduled.clear()
         sched.physical_scheduled.clear()
         sched.stop_requested = False
