@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml setup.py $(wildcard pyreplay/*.c pyreplay/*.h)
 # process), compile it and run it with a progress bar; it prints samples/s and each worker's checksum.
 # build/ holds generated files only: --force replaces those of an earlier run.
 run: setup
-	$(VENV)/bin/lfrl gen sampling --workers 2 --steps 200000 --env-id CartPole-v1 --processes yes \
+	$(VENV)/bin/lfrl gen sampling --workers 2 --envs-per-worker 4 --steps 400000 --env-id CartPole-v1 --processes yes \
 		--force -o build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl compile build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl run build/sampling/Sampling.lf

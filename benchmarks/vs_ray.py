@@ -10,7 +10,8 @@ episode's end (vector environments reset themselves). lfrl runs the program of `
 two ways, on one runtime thread, and its row shows the faster: *vector*, the N environments stepped
 in the runtime's process by one worker with `--envs-per-worker N` (one reaction per step for all of
 them; with 2 runtime threads nothing is gained, as the environments hold the GIL), and *processes*,
-`--workers N --processes yes` (workers 1.. step in child processes of their reactors). The peers are
+`--workers W --envs-per-worker N/W --processes yes` with W = min(N, CPUs): a federated program whose
+workers 1.. step their environments in processes of their own (worker 0 next to the driver). The peers are
 written as their documentation shows them: Ray with one actor per environment and `ray.get` on every
 step (a fractional CPU each, so that N actors fit on this machine); SyncVectorEnv and
 AsyncVectorEnv (shared memory) of `gymnasium.make`'s environments; SubprocVecEnv (its default start
@@ -107,11 +108,17 @@ class Lfrl:
 
     def __post_init__(self) -> None:
         self.name = "lfrl, processes" if self.processes else "lfrl, vector"
-        self.kind = "processes" if self.processes else "in-process"
+        # Both ways cross a process boundary once per step of W vectors at most: steady enough for
+        # the in-process sample counts.
+        self.kind = "in-process"
 
     def shape(self, n: int) -> tuple[int, int]:
-        """(workers, environments per worker)."""
-        return (n, 1) if self.processes else (1, n)
+        """(workers, environments per worker): with processes, a worker per CPU, each stepping a
+        vector (N itself where it does not split evenly)."""
+        if not self.processes:
+            return (1, n)
+        workers = min(n, os.cpu_count() or 1)
+        return (workers, n // workers) if n % workers == 0 else (n, 1)
 
     def setup(self, env_id: str, n: int, seed: int) -> None:
         workers, k = self.shape(n)
@@ -448,15 +455,17 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         "work on the machine skews every column.\n\n"
         "Each cell is the median samples/s over the rounds (min-max). Every contender steps N environments with a "
         "random action each per step and waits for all of them (the synchronisation point) before the next. "
-        "*lfrl, vector* is `lfrl gen sampling --workers 1 --envs-per-worker N`, *lfrl, processes* is `--workers N "
-        "--processes yes`, both on one runtime thread. Ray: one actor per environment, `ray.get` every step. "
+        "*lfrl, vector* is `lfrl gen sampling --workers 1 --envs-per-worker N`, *lfrl, processes* is `--workers W "
+        "--envs-per-worker N/W --processes yes` with W = min(N, CPUs) (a federated program: workers 1.. in processes "
+        "of their own), both on one runtime thread. Ray: one actor per environment, `ray.get` every step. "
         "SyncVectorEnv and AsyncVectorEnv (shared memory) are gymnasium's, SubprocVecEnv Stable-Baselines3's, "
         "EnvPool in synchronous mode (batch N; 1 thread for CartPole, 1 per CPU for Atari, its faster counts here). The ratios are the median (min-max) over rounds "
         "of lfrl's faster way over the fastest peer (named) and over Ray, in the same round. Free-running is what N "
         "processes stepping on their own reach, started together: the bound for N processes that synchronise every "
         "step (with more processes than CPUs, one process stepping a vector can do better). Each measurement takes "
-        "the samples of the last column, by kind of contender: in one process (lfrl vector, SyncVectorEnv, "
-        "EnvPool), across processes at every step (lfrl processes, AsyncVectorEnv, SubprocVecEnv), and Ray; their "
+        "the samples of the last column, by kind of contender: in one process or a few processes stepping vectors "
+        "(lfrl's two ways, SyncVectorEnv, EnvPool), across a process per environment at every step (AsyncVectorEnv, "
+        "SubprocVecEnv), and Ray; their "
         "rates are steady, and fewer samples keep the run short."
         + (f"\n\nSkipped: {'; '.join(skipped)}." if skipped else "") + "\n\n" + table + "\n")
     plot(rows, names, RESULTS / f"{args.out}.png")

@@ -194,16 +194,13 @@ class Template:
 
 def derive_sampling(values: dict[str, object]) -> dict[str, object]:
     """Each worker steps its environments together, so the samples must split into whole vector
-    steps; a worker's child process steps one environment."""
+    steps."""
     steps, envs = int(values["steps"]), int(values["envs_per_worker"])  # type: ignore[call-overload]
     if steps % envs:
         below, above = steps - steps % envs, steps - steps % envs + envs
         instead = f"{below} or {above}" if below else str(above)
         raise TemplateError(f"--steps {steps} is not a multiple of --envs-per-worker {envs}: each worker steps its "
                             f"{envs} environments together; {instead} would split exactly")
-    if envs > 1 and values["processes"]:
-        raise TemplateError(f"--envs-per-worker {envs} needs --processes no: a worker's child process steps one "
-                            "environment")
     return {}
 
 
@@ -419,8 +416,8 @@ CATALOG: dict[str, Template] = {
                 Param("sync_every", int, 1, "steps (of all its environments) each worker takes between "
                       "synchronisations", min=1, max=10**6),
                 Param("seed", int, 0, "seed; worker i's is derived from (seed, i)", min=0, max=2**31 - 1),
-                Param("processes", bool, False, "step each environment in a child process of its worker "
-                      "(parallel even when stepping holds the GIL, as ale-py's does)"),
+                Param("processes", bool, False, "a federated program: every worker but the first steps in a "
+                      "process of its own (parallel even when stepping holds the GIL, as ale-py's does)"),
                 Param("progress", bool, True, "show a progress bar"),
             ),
             ("EnvWorker.lf", "SampleDriver.lf"),

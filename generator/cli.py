@@ -16,7 +16,7 @@ from lfpy.diagnostics import Diagnostics
 def parse_duration(text: str) -> int:
     """`10s`, `500 ms`, `3sec`, `500 msec`, `2.5 min` (every unit LF spells) or a bare number of
     seconds, in nanoseconds."""
-    from lfpy.elaborate import NS_PER_UNIT
+    from lfpy.runtime.tag import NS_PER_UNIT
 
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
     unit = match.group(2) if match else ""
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--env-id", help="the environment id (sampling, qlearning)")
     new.add_argument("--workers", help="workers / actors / agents")
     new.add_argument("--seed", help="the seed")
-    new.add_argument("--processes", help="yes: sampling workers step their environments in child processes")
+    new.add_argument("--processes", help="yes: sampling workers step in processes of their own (a federated program)")
     new.add_argument("-o", "--output", default=".", help="where to create the project folder (default: here)")
     new.set_defaults(func=cmd_new)
 

@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 from types import CodeType
@@ -19,9 +20,11 @@ from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
-from lfpy.runtime import checkpoint
+from lfpy.runtime import checkpoint, federation
 from lfpy.runtime.environment import Environment
 from lfpy.runtime.failure import SourceMap, report_failure
+from lfpy.runtime.federation import federate_of_instances, federates
+from lfpy.runtime.signals import StopOnSignals
 from lfpy.runtime.tag import Tag
 
 
@@ -39,9 +42,10 @@ def _lfc_missing(path: str, diags: Diagnostics) -> None:
                                  "install it or run without --lfc to use lfpy's own toolchain")
 
 
-def build(path: str, diags: Diagnostics) -> Built | None:
+def build(path: str, diags: Diagnostics, write: bool = True) -> Built | None:
     """Check, elaborate and generate; writes the module and returns it, or None on errors or when
-    the file has no main reactor (then a warning says so: like lfc, nothing is generated)."""
+    the file has no main reactor (then a warning says so: like lfc, nothing is generated).
+    `write=False`: the module is written already (a federate process builds it again)."""
     program, elaborated = analyze_program(path, diags, require_main=False)
     if program is None or elaborated is None:
         if program is not None and not diags.has_errors:
@@ -54,13 +58,16 @@ def build(path: str, diags: Diagnostics) -> Built | None:
     out_dir = package_root(Path(program.main.path)) / "src-gen" / elaborated.main.name
     module = out_dir / f"{elaborated.main.name}.py"
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        protos = _compile_protobufs(program.main.path, elaborated.target_properties.get("protobufs"), out_dir, diags)
+        if write:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        protos = _compile_protobufs(program.main.path, elaborated.target_properties.get("protobufs"), out_dir, diags,
+                                    run=write)
         if protos is None:
             return None
         source, line_map, class_names = generate(program, main, protos)
         source += f"LINE_MAP = {json.dumps({str(k): v for k, v in line_map.items()})}\n"
-        module.write_text(source)
+        if write:
+            module.write_text(source)
     except OSError as exc:  # a read-only folder, a file named src-gen, a full disk
         diags.error(Loc(program.main.path, 1, 1), f"cannot write {exc.filename or out_dir}: {exc.strerror or exc}")
         return None
@@ -76,12 +83,16 @@ def build(path: str, diags: Diagnostics) -> Built | None:
     return Built(module, source, line_map, class_names, elaborated, code)
 
 
-def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagnostics) -> list[str] | None:
+def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagnostics,
+                       run: bool = True) -> list[str] | None:
     """The `protobufs` target property: run protoc on each `.proto` file (relative to the `.lf`
-    file) into `out_dir`, as lfc does. Returns the module names, or None (a diagnostic says why)."""
+    file) into `out_dir`, as lfc does. Returns the module names, or None (a diagnostic says why).
+    `run=False`: only the names (the modules are there already)."""
     if not value:
         return []
     files = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    if not run:
+        return [_proto_module(Path(lf_file).parent / name) for name in files]
     protoc = shutil.which("protoc")
     if protoc is not None:
         command = [protoc]
@@ -103,8 +114,12 @@ def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagno
         if result.returncode != 0:
             diags.error(Loc(lf_file, 1, 1), f"protoc failed on {name}: {result.stderr.strip()}")
             return None
-        names.append(proto.stem.replace("-", "_").replace(".", "_"))  # protoc's module name: `my-msg_pb2`
+        names.append(_proto_module(proto))
     return names
+
+
+def _proto_module(proto: Path) -> str:
+    return proto.stem.replace("-", "_").replace(".", "_")  # protoc's module name: `my-msg_pb2`
 
 
 def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path | None:
@@ -145,8 +160,59 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         except checkpoint.CheckpointError as exc:
             diags.error(Loc(resume, 1, 1), str(exc))
             return 1
+    namespace = load(built)
+    if namespace is None:
+        return 1
     props = built.elaborated.target_properties
-    namespace: dict[str, object] = {"__name__": "lf_program", "__file__": str(built.module)}
+    federated = built.elaborated.main.reactor.federated and len(federates(built.elaborated)) > 1
+    if federated and saved is not None:
+        diags.error(Loc(path, 1, 1), "--resume: checkpoints of federated programs are not supported")
+        return 1
+    owned = None
+    if federated:
+        where = federate_of_instances(built.elaborated)
+        owned = {i for i, k in where.items() if k == 0}
+    try:
+        env = Environment(
+            built.elaborated, namespace, built.class_names,
+            workers=workers or int(props.get("workers", 1) or 1),  # type: ignore[call-overload]
+            fast=bool(props.get("fast", False)) if fast is None else fast,
+            timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
+            keepalive=props.get("keepalive"),  # type: ignore[arg-type]
+            package_dir=str(package_root(Path(path))),
+            identity=identity, restoring=saved is not None, owned=owned,
+        )
+    except Exception as exc:  # a state variable's or parameter's initial value failed
+        return _report_user_failure(built, exc, "initializing the reactors")
+    env.sched.source_map = _source_map(built)
+    if saved is not None:
+        try:
+            checkpoint.restore(env, saved[1], saved[0])
+        except checkpoint.CheckpointError as exc:
+            diags.error(Loc(str(resume), 1, 1), str(exc))
+            return 1
+    trace_path = os.environ.get("LFPY_TRACE")
+    trace: list | None = [] if trace_path else None
+    if federated:
+        status = _run_federated(env, built, trace, diags)
+    else:
+        status = env.run(trace)
+    if trace_path and trace is not None:
+        with open(trace_path, "w") as out:
+            for entry in trace:
+                out.write(json.dumps([entry[0], entry[1], entry[2], repr(entry[3])]) + "\n")
+    return status
+
+
+def load(built: Built) -> dict[str, object] | None:
+    """Run the generated module (its preambles) with the program's folders on the import path;
+    its namespace, or None when a preamble failed (reported)."""
+    props = built.elaborated.target_properties
+    # A module that pickle can find: values of classes a preamble defines cross between federates.
+    module = types.ModuleType("lf_program")
+    module.__file__ = str(built.module)
+    sys.modules["lf_program"] = module
+    namespace: dict[str, object] = module.__dict__
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
     sys.path.insert(0, str(source_dir))
     sys.path.insert(0, str(built.module.parent))  # modules generated next to the program (protoc's)
@@ -160,33 +226,39 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     try:
         exec(_relocated(built.code, built.line_map), namespace)
     except Exception as exc:  # a preamble failed at import time
-        return _report_user_failure(built, exc, "preamble")
-    try:
-        env = Environment(
-            built.elaborated, namespace, built.class_names,
-            workers=workers or int(props.get("workers", 1) or 1),  # type: ignore[call-overload]
-            fast=bool(props.get("fast", False)) if fast is None else fast,
-            timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
-            keepalive=props.get("keepalive"),  # type: ignore[arg-type]
-            package_dir=str(package_root(Path(path))),
-            identity=identity, restoring=saved is not None,
-        )
-    except Exception as exc:  # a state variable's or parameter's initial value failed
-        return _report_user_failure(built, exc, "initializing the reactors")
-    env.sched.source_map = _source_map(built)
-    if saved is not None:
+        _report_user_failure(built, exc, "preamble")
+        return None
+    return namespace
+
+
+def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics) -> int:
+    """Run a federated program with its federates in processes (federation.py)."""
+    lf_file = built.elaborated.main.reactor.loc
+    reason = federation.check(env)
+    if reason is not None:
+        diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), reason)
+        return 1
+    fed = federation.Federation(env, lf_file.file, trace is not None)
+    env.sched.federation = fed
+    # A Ctrl-C while the federates start is a stop as during the run: once they are up, the
+    # startup reactions run and then the shutdown reactions (a second one ends at once).
+    with StopOnSignals(env.sched):
         try:
-            checkpoint.restore(env, saved[1], saved[0])
-        except checkpoint.CheckpointError as exc:
-            diags.error(Loc(str(resume), 1, 1), str(exc))
+            fed.start()
+        except federation.FederationError as exc:
+            fed.kill()
+            diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))
             return 1
-    trace_path = os.environ.get("LFPY_TRACE")
-    trace: list | None = [] if trace_path else None
-    status = env.run(trace)
-    if trace_path and trace is not None:
-        with open(trace_path, "w") as out:
-            for entry in trace:
-                out.write(json.dumps([entry[0], entry[1], entry[2], repr(entry[3])]) + "\n")
+        except KeyboardInterrupt:
+            fed.kill()
+            print("interrupted", file=sys.stderr, flush=True)
+            return env.sched.interrupt_status
+        try:
+            status = env.run(trace)
+        except BaseException:
+            fed.kill()
+            raise
+    fed.close()
     return status
 
 

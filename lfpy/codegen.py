@@ -13,6 +13,7 @@ import re
 from lfpy import ast
 from lfpy.checks import body_lines, class_info, class_name
 from lfpy.elaborate import time_ns
+from lfpy.graph import arg_names
 from lfpy.loader import Program
 
 
@@ -64,18 +65,6 @@ def value_source(expr: ast.Expression) -> str:
         return items if len(expr.items) == 1 else f"({items},)"
     return f"[{items}]"
 
-
-def arg_names(reaction: ast.Reaction) -> list[str]:
-    """The names a reaction function takes: ports, actions, containers, modes, in LF's order;
-    a contained port `c.x` is also reachable as `c_x`, as in LF's Python target."""
-    names: list[str] = []
-    for ref in [*reaction.triggers, *reaction.sources, *reaction.effects]:
-        if isinstance(ref, ast.BuiltinTrigger):
-            continue
-        for name in [ref.container or ref.variable] + ([f"{ref.container}_{ref.variable}"] if ref.container else []):
-            if name not in names:
-                names.append(name)
-    return names
 
 
 def generate(program: Program, main: ast.Reactor, protobufs: list[str] | None = None

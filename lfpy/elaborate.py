@@ -9,7 +9,6 @@ A cycle without a delay is a causality loop, reported hop by hop.
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 from lfpy import ast
@@ -17,6 +16,7 @@ from lfpy.checks import ClassInfo, class_info, class_name
 from lfpy.diagnostics import Diagnostics
 from lfpy.graph import (
     ActionInst,
+    Deferred,
     Elaborated,
     Instance,
     Link,
@@ -27,35 +27,13 @@ from lfpy.graph import (
     TimerInst,
 )
 from lfpy.loader import Program
+from lfpy.runtime.tag import NS_PER_UNIT
 
-_UNIT_SPELLINGS = (
-    (("nsec", "nsecs", "ns"), 1),
-    (("usec", "usecs", "us"), 1_000),
-    (("msec", "msecs", "ms"), 1_000_000),
-    (("sec", "secs", "second", "seconds", "s"), 1_000_000_000),
-    (("min", "mins", "minute", "minutes"), 60_000_000_000),
-    (("hour", "hours", "h"), 3_600_000_000_000),
-    (("day", "days", "d"), 86_400_000_000_000),
-    (("week", "weeks", "w"), 604_800_000_000_000),
-)
-NS_PER_UNIT: dict[str, int] = {name: ns for names, ns in _UNIT_SPELLINGS for name in names}
 FOREVER_NS = (1 << 63) - 1
 NEVER_NS = -(1 << 63)
 MAX_DEPTH = 64
 MAX_WIDTH = 1_000_000
 
-
-@dataclass(frozen=True)
-class Deferred:
-    """A `{= ... =}` value that needs the running program (a preamble's names, say); the runtime
-    evaluates it. Using one where elaboration needs a number (a width, a time) is an error."""
-
-    code: str
-    loc: ast.Loc
-    reason: str
-
-    def __repr__(self) -> str:
-        return f"{{= {self.code} =}}"
 
 
 class ElaborationError(Exception):

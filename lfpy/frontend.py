@@ -5,8 +5,9 @@ from __future__ import annotations
 from lfpy.checks import check_program, check_target
 from lfpy.diagnostics import Diagnostics
 from lfpy.elaborate import elaborate
-from lfpy.graph import Elaborated, Instance, ModeInst, PortInst, Ref, format_ns
+from lfpy.graph import Elaborated, Instance, ModeInst, PortInst, Ref
 from lfpy.loader import Program, load_program
+from lfpy.runtime.tag import format_ns
 
 
 def analyze(path: str, diags: Diagnostics, require_main: bool = True) -> Elaborated | None:

@@ -22,15 +22,33 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from lfpy import ast
+from lfpy.runtime.tag import format_ns
 
 
-def format_ns(ns: int) -> str:
-    """`1500000` -> `1500 usec`: the largest LF unit that divides the time exactly."""
-    for unit, size in (("week", 604_800_000_000_000), ("day", 86_400_000_000_000), ("hour", 3_600_000_000_000),
-                       ("min", 60_000_000_000), ("sec", 1_000_000_000), ("msec", 1_000_000), ("usec", 1_000)):
-        if ns and ns % size == 0:
-            return f"{ns // size} {unit}"
-    return f"{ns} nsec"
+@dataclass(frozen=True)
+class Deferred:
+    """A `{= ... =}` value that needs the running program (a preamble's names, say); the runtime
+    evaluates it. Using one where elaboration needs a number (a width, a time) is an error."""
+
+    code: str
+    loc: ast.Loc
+    reason: str
+
+    def __repr__(self) -> str:
+        return f"{{= {self.code} =}}"
+
+
+def arg_names(reaction: ast.Reaction) -> list[str]:
+    """The names a reaction function takes: ports, actions, containers, modes, in LF's order;
+    a contained port `c.x` is also reachable as `c_x`, as in LF's Python target."""
+    names: list[str] = []
+    for ref in [*reaction.triggers, *reaction.sources, *reaction.effects]:
+        if isinstance(ref, ast.BuiltinTrigger):
+            continue
+        for name in [ref.container or ref.variable] + ([f"{ref.container}_{ref.variable}"] if ref.container else []):
+            if name not in names:
+                names.append(name)
+    return names
 
 
 class Member:
@@ -130,7 +148,7 @@ class ReactionInst(Member):
 class Instance:
     """One reactor instance. `parameters` hold evaluated Python values in declaration order
     (superclasses first); a value the front end cannot compute (a `{= =}` needing a preamble's
-    names) is an `lfpy.elaborate.Deferred` for the runtime to evaluate. `bank_index` and
+    names) is a `Deferred` for the runtime to evaluate. `bank_index` and
     `bank_width` are None outside a bank. `children` maps an instantiation name to its members (one
     for a plain `new`, `bank_width` for a bank), in declaration order."""
 

@@ -15,12 +15,10 @@ from lfpy import ast
 from lfpy.ast import Loc
 from lfpy.diagnostics import Diagnostic, LfError
 from lfpy.lexer import KEYWORDS, Lexer, Token
+from lfpy.runtime.tag import NS_PER_UNIT
 
 # Every spelling of a time unit that LF accepts.
-TIME_UNITS = frozenset(
-    "nsec nsecs ns usec usecs us msec msecs ms sec secs second seconds s min mins minute minutes "
-    "hour hours h day days d week weeks w".split()
-)
+TIME_UNITS = frozenset(NS_PER_UNIT)
 _BOOLEANS = {"true": True, "True": True, "false": False, "False": False}
 _CLOSERS = {"{": "}", "[": "]", "(": ")"}
 # Tokens that may follow a number on its line without making it a time (`0 s = new B()` is not).

@@ -37,8 +37,6 @@ def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
                                            "its 4 environments together; 100 or 104 would split exactly"),
     ({"envs_per_worker": 8, "steps": 5}, "--steps 5 is not a multiple of --envs-per-worker 8: each worker steps its 8 "
                                          "environments together; 8 would split exactly"),
-    ({"envs_per_worker": 2, "steps": 100, "processes": True},
-     "--envs-per-worker 2 needs --processes no: a worker's child process steps one environment"),
 ])
 def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None:
     with pytest.raises(TemplateError) as info:
@@ -100,9 +98,15 @@ def test_every_template_renders_and_passes_the_front_end(tmp_path: Path, name: s
 def test_rendered_values_reach_the_program(tmp_path: Path) -> None:
     text = render("sampling", {"workers": 3, "env_id": "Acrobot-v1", "sync_every": 7, "steps": 210, "seed": 9,
                                "processes": True})
-    assert "envs = new[3] EnvWorker(env_id = \"Acrobot-v1\", seed = 9, process = {= bank_index > 0 =})" in text
+    # Federated: the driver and worker 0 in lfrl's process, workers 1 and 2 a process each.
     assert "SampleDriver(workers = 3, steps = 210, sync_every = 7, progress = True)" in text
-    assert "process" not in render("sampling").split("main reactor")[1]
+    assert "  env = new EnvWorker(env_id = \"Acrobot-v1\", seed = 9)\n" in text
+    assert "federated reactor {\n  lead = new Lead()\n  envs = new[2] EnvWorker(first = 1, env_id = \"Acrobot-v1\", " \
+           "seed = 9)\n" in text
+    assert "federated" not in render("sampling") and "federated" not in render("sampling", {"workers": 1,
+                                                                                             "processes": True})
+    both = render("sampling", {"workers": 2, "envs_per_worker": 4, "steps": 80, "processes": True})
+    assert "envs = new[1] EnvWorker(first = 1, env_id = \"CartPole-v1\", seed = 0, envs = 4)" in both
     plain = render("sampling")  # one environment per worker: the program as before vectors
     assert "envs = new[2] EnvWorker(env_id = \"CartPole-v1\", seed = 0)\n" in plain and "envs_per_worker" not in plain
     vector = render("sampling", {"workers": 3, "envs_per_worker": 8, "steps": 240})

@@ -274,3 +274,14 @@ def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> N
     result = run_status(program)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == "ERROR: cannot write the run's results to /proc/runs: No such file or directory\n"
+
+
+def test_the_weights_are_the_same_with_every_reactor_in_a_process_of_its_own(tmp_path: Path) -> None:
+    """The learner program as a federated reactor: actors, buffer, evaluator and monitor each in a
+    process of their own (federation.py), the same weights as the main reactor's."""
+    program = generate(tmp_path, "dqn", **{**DQN, "actors": 2})
+    federated = program.with_name("federated.lf")
+    source = program.read_text()
+    assert source.count("\nmain reactor {") == 1
+    federated.write_text(source.replace("\nmain reactor {", "\nfederated reactor {"))
+    assert last_lines(run(federated)) == last_lines(run(program))

@@ -51,7 +51,7 @@ def test_cookiecutter_renders_the_same_tree_as_lfrl_new(tmp_path: Path) -> None:
                   *values], ROOT)
     assert cookie.returncode == 0, cookie.stderr
     assert tree(ours / "same_tree") == tree(theirs / "same_tree")
-    assert "new[3] EnvWorker(env_id = \"CartPole-v1\", seed = 5, process = {= bank_index > 0 =})" in \
+    assert "new[2] EnvWorker(first = 1, env_id = \"CartPole-v1\", seed = 5)" in \
         tree(ours / "same_tree")["src/Main.lf"]
 
 

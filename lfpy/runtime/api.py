@@ -11,29 +11,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from lfpy.runtime.reactor import ReactorBase
-from lfpy.runtime.tag import (
-    BILLION,
-    DAY,
-    FOREVER,
-    HOUR,
-    MINUTE,
-    MSEC,
-    NEVER,
-    NSEC,
-    SEC,
-    UNIT_FUNCTIONS,
-    USEC,
-    WEEK,
-    Tag,
-    tag_compare,
-)
+from lfpy.runtime.tag import BILLION, FOREVER, NEVER, UNIT_FUNCTIONS, Tag, tag_compare
 
 if TYPE_CHECKING:
     from lfpy.runtime.scheduler import Scheduler
 
 globals().update(UNIT_FUNCTIONS)
-__all__ = ["ReactorBase", "lf_print", "lf_print_warning", "lf_print_error", "lf_print_error_and_exit", "BILLION", "DAY", "FOREVER", "HOUR", "MINUTE", "MSEC", "NEVER", "NSEC", "SEC", "USEC", "WEEK", "Tag",
-           "tag_compare", *UNIT_FUNCTIONS]
+__all__ = ["ReactorBase", "lf_print", "lf_print_warning", "lf_print_error", "lf_print_error_and_exit", "BILLION",
+           "FOREVER", "NEVER", "Tag", "tag_compare", *UNIT_FUNCTIONS]
 
 
 class _Time:

@@ -8,9 +8,17 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from lfpy.codegen import arg_names
-from lfpy.elaborate import Deferred
-from lfpy.graph import ActionInst, Elaborated, Instance, ModeInst, PortInst, ReactionInst, TimerInst
+from lfpy.graph import (
+    ActionInst,
+    Deferred,
+    Elaborated,
+    Instance,
+    ModeInst,
+    PortInst,
+    ReactionInst,
+    TimerInst,
+    arg_names,
+)
 from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
 from lfpy.runtime.api import LfApi
@@ -27,13 +35,16 @@ class Environment:
 
     def __init__(self, elaborated: Elaborated, namespace: dict[str, Any], class_names: dict[int, str],
                  workers: int, fast: bool, timeout: int | None, keepalive: bool | None, package_dir: str,
-                 identity: dict[str, Any] | None = None, restoring: bool = False) -> None:
+                 identity: dict[str, Any] | None = None, restoring: bool = False,
+                 owned: set[int] | None = None, scheduler: type[Scheduler] = Scheduler) -> None:
         """`identity`: the program's, for its checkpoints (`checkpoint.program_identity`).
         `restoring`: the reactors' state will come from a checkpoint, so their initialisers do not
-        run (they may have effects, such as opening files)."""
+        run (they may have effects, such as opening files). `owned`: the ids of the instances
+        whose initialisers run in this process (a federate's, see federation.py); None: all."""
         self.graph = elaborated
         self.identity = identity
         self.restoring = restoring
+        self.owned = owned
         self.ns = namespace
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
         # Physical actions keep the program alive unless the program says otherwise.
@@ -42,7 +53,7 @@ class Environment:
         # independent. Without deadlines this is just the level.
         pairs = sorted({self._priority(r) for r in elaborated.reactions})
         self.rank = {pair: index for index, pair in enumerate(pairs)}
-        self.sched = Scheduler(len(pairs), workers, fast, timeout,
+        self.sched = scheduler(len(pairs), workers, fast, timeout,
                                has_physical if keepalive is None else keepalive)
         namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
         namespace["request_stop"] = self.sched.request_stop
@@ -82,7 +93,7 @@ class Environment:
     def _specialize(self) -> None:
         """Pick each port's class and each reaction's call for this run (see ports.py)."""
         sched = self.sched
-        pool = sched.workers > 1
+        pool = sched.records_ports
         # How many things can queue each reaction: port channels (one object per channel, so an
         # alias counts once), timers, actions, startup/shutdown/reset, mode entry.
         settable: dict[int, Port] = {}  # the port objects whose `set` is ever called
@@ -157,7 +168,7 @@ class Environment:
             state.on_enter = self._mode_entry(inst)
             self.mode_states[id(inst)] = state
             sched.mode_states.append(state)
-        if not self.restoring:
+        if not self.restoring and (self.owned is None or id(inst) in self.owned):
             obj._lf_init_state()
 
     def _connect(self) -> None:

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from lfpy.runtime.tag import Tag
+
 
 @dataclass(eq=False)
 class ModeState:
@@ -28,6 +30,27 @@ class ModeState:
     visited: set[str] = field(default_factory=set)  # modes entered at least once
     inactive_total: dict[str, int] = field(default_factory=dict)
     suspended: dict[str, list[tuple[Callable[[object], None], tuple[int, int], Any]]] = field(default_factory=dict)
+
+    def switch(self, now: Tag, push: Callable[[Tag, Callable[[object], None], object], None]) -> None:
+        """Take the transition requested at tag `now`, at its end (the scheduler's thread). Entered
+        with history, the events that waited for the mode resume later by the time it was away
+        (`push` queues them); then `on_enter` (which may raise: a state initialiser failed)."""
+        assert self.pending is not None
+        mode, kind = self.pending
+        self.pending = None
+        previous, self.current = self.current, mode
+        self.left_at[previous] = now.time
+        waiting = self.suspended.pop(mode, [])
+        if kind == "history" and mode in self.left_at:
+            away = now.time - self.left_at[mode]
+            total = self.inactive_total[mode] = self.inactive_total.get(mode, 0) + away
+            for handler, value, due in waiting:  # each resumes later by the time away
+                later = Tag(due.time + away, due.microstep)
+                if later <= now:
+                    later = Tag(now.time, now.microstep + 1)
+                push(later, handler, (value[0], total))
+        if self.on_enter is not None:
+            self.on_enter(mode, kind)
 
 
 class ModeHandle:

@@ -1,6 +1,6 @@
 """Ports as reaction bodies see them: `p.set(v)`, `p.value`, `p.is_present`; multiports as lists.
 
-Five classes share one slot layout; `Environment` picks one per port channel once the program is
+Six classes share one slot layout; `Environment` picks one per port channel once the program is
 bound (`specialize`), so that the common case pays for nothing it does not use:
 - `Port`: one worker, no zero-delay fan-out to keep in step, no reader in a mode. `set` records
   the port and queues its readers straight into their level's bucket. This is the hot path.
@@ -10,6 +10,7 @@ bound (`specialize`), so that the common case pays for nothing it does not use:
   it (mutable inputs get deep copies), or some reader lives in a mode (checked when queued).
 - `PoolPort`: several workers. `set` only records the port; the scheduler queues the readers
   after the writer's level has finished (queueing is not thread-safe).
+- `FederatePort`: in a federate's process, as `PoolPort`, recording every `set`.
 
 Threading contract: a port channel has one writer per tag (the elaborated graph guarantees it) and
 is read only by reactions of later levels, so `set` takes no lock: the level barrier is the
@@ -147,15 +148,32 @@ class PoolPort(Port):
 
     def set(self, value: object) -> None:
         self.value = value
+        self.share(value)
+        if not self.is_present:
+            self.is_present = True
+            self._set_ports.append(self)
+
+    def share(self, value: object) -> None:
+        """Give `value` to the ports this one feeds that are not its aliases (copies to mutable ones)."""
         for port in self.fanout:
             port.value = value
             port.is_present = True
         for port in self.copies:
             port.value = deepcopy(value)
             port.is_present = True
-        if not self.is_present:
-            self.is_present = True
-            self._set_ports.append(self)
+
+
+class FederatePort(PoolPort):
+    """A port in a federate's process (federation.py): every `set` is recorded, a second one at a tag
+    too (a later reaction's value replaces an earlier one's, and the coordinator must learn it)."""
+
+    __slots__ = ()
+
+    def set(self, value: object) -> None:
+        self.value = value
+        self.share(value)
+        self.is_present = True
+        self._set_ports.append(self)
 
 
 class Multiport(list):

@@ -24,7 +24,7 @@ class ReactorBase:
         reaction = self._lf_sched.running()
         if reaction is None or reaction.deadline is None:
             return False
-        late = self._lf_sched.physical() - self._lf_sched.current.time > reaction.deadline
+        late = self._lf_sched.late(reaction)
         if late and invoke_handler and reaction.deadline_fn is not None:
             reaction.deadline_fn(*reaction.args)
         return late

@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
@@ -43,6 +44,9 @@ from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.signals import StopOnSignals
 from lfpy.runtime.tag import FOREVER, Tag
 from lfpy.runtime.timers import Timer
+
+if TYPE_CHECKING:
+    from lfpy.runtime.federation import Federation
 
 
 class StopNow(Exception):
@@ -91,6 +95,13 @@ class Scheduler:
         self.resume_elapsed: int | None = None
         self.checkpoint_requests: list[str] = []
         self.on_checkpoint: Callable[[list[str]], None] | None = None  # writes them (Environment)
+        # A federated program in processes: runs other federates' reactions there (federation.py).
+        self.federation: Federation | None = None
+
+    @property
+    def records_ports(self) -> bool:
+        """Whether `Port.set` only records the port (`PoolPort`) and the readers are queued later."""
+        return self.workers > 1
 
     # ------------------------------------------------------------ time
 
@@ -123,7 +134,10 @@ class Scheduler:
     def schedule_physical(self, action: Action, delay: int, value: object) -> None:
         """`action.schedule(delay, value)` for a physical action: any thread may call it. The tag's
         time is physical time now plus the delays; the scheduler's thread queues the event."""
-        when = self.physical() + action.min_delay + delay
+        self.schedule_physical_at(action, self.physical() + action.min_delay + delay, value)
+
+    def schedule_physical_at(self, action: Action, when: int, value: object) -> None:
+        """A physical action's event at physical time `when` (read in another thread or process)."""
         with self.cond:
             self.physical_pending.append((action, when, value))
             self.cond.notify()
@@ -320,6 +334,9 @@ class Scheduler:
         self._end_tag()
 
     def _run_levels(self) -> None:
+        if self.federation is not None:
+            self._run_levels_federated(self.federation)
+            return
         if self.pool is None:
             self._run_levels_inline()
             return
@@ -339,6 +356,30 @@ class Scheduler:
             if self.halted:
                 return
             self._propagate(mark)
+
+    def _run_levels_federated(self, federation: Federation) -> None:
+        """As `_run_levels`, with the reactions of other federates run in their processes: each
+        level's are sent first, this process's run meanwhile, then their results are applied."""
+        for bucket in self.buckets:
+            if not bucket:
+                continue
+            batch = sorted(bucket, key=_order)
+            bucket.clear()  # in place: ports hold their readers' buckets (ports.py)
+            mark = len(self.set_ports)
+            local = federation.dispatch(batch)
+            if self.pool is not None and len(local) > 1:
+                for _ in self.pool.map(self._invoke, local):
+                    pass
+            else:
+                for r in local:
+                    self._invoke(r)
+            federation.collect()
+            if self.halted:
+                for b in self.buckets:
+                    b.clear()
+                return
+            if self.pool is not None:
+                self._propagate(mark)
 
     def _run_levels_inline(self) -> None:
         """One worker, the hot path: run each level's reactions in order; `Port.set` queues what
@@ -375,13 +416,21 @@ class Scheduler:
         the body when the lag (physical minus logical time) exceeds the deadline. Errors propagate."""
         self._current = r
         try:
-            if r.deadline is not None and self.physical() - self.current.time > r.deadline:
-                if r.deadline_fn is not None:
-                    r.deadline_fn(*r.args)
-            else:
-                r.fn(*r.args)
+            self._call(r)
         finally:
             self._current = None
+
+    def late(self, r: Reaction) -> bool:
+        """Whether `r` has missed its deadline: physical time is more than it past the tag's time."""
+        return r.deadline is not None and self.physical() - self.current.time > r.deadline
+
+    def _call(self, r: Reaction) -> None:
+        """Run `r`'s body, or its deadline handler instead when it is late (LF's deadlines)."""
+        if self.late(r):
+            if r.deadline_fn is not None:
+                r.deadline_fn(*r.args)
+        else:
+            r.fn(*r.args)
 
     def _propagate(self, mark: int) -> int:
         """Queue the reactions triggered by ports set since `mark` (with a worker pool)."""
@@ -427,11 +476,7 @@ class Scheduler:
         else:
             self._local.reaction = r
         try:
-            if r.deadline is not None and self.physical() - self.current.time > r.deadline:
-                if r.deadline_fn is not None:
-                    r.deadline_fn(*r.args)
-            else:
-                r.fn(*r.args)
+            self._call(r)
         except BaseException as exc:
             self._failed(r, exc)
         finally:
@@ -516,28 +561,13 @@ class Scheduler:
             self.fired.clear()
         for state in self.mode_states:
             if state.pending is not None:
-                mode, kind = state.pending
-                state.pending = None
-                previous, state.current = state.current, mode
-                now = self.current.time
-                state.left_at[previous] = now
-                waiting = state.suspended.pop(mode, [])
-                if kind == "history" and mode in state.left_at:
-                    away = now - state.left_at[mode]
-                    total = state.inactive_total[mode] = state.inactive_total.get(mode, 0) + away
-                    for handler, value, due in waiting:  # each resumes later by the time away
-                        later = Tag(due.time + away, due.microstep)
-                        if later <= self.current:
-                            later = Tag(now, self.current.microstep + 1)
-                        self.events.push(later, handler, (value[0], total))
-                if state.on_enter is not None:
-                    try:
-                        state.on_enter(mode, kind)
-                    except Exception as exc:  # a state initialiser of the mode failed: user code
-                        report_failure(None, f"entering mode '{mode}' of {state.owner} failed", exc, self.source_map,
-                                       self.reported)
-                        self.exit_status = 1
-                        self.request_stop()
+                try:
+                    state.switch(self.current, self.events.push)
+                except Exception as exc:  # a state initialiser of the mode failed: user code
+                    report_failure(None, f"entering mode '{state.current}' of {state.owner} failed", exc,
+                                   self.source_map, self.reported)
+                    self.exit_status = 1
+                    self.request_stop()
         if self.checkpoint_requests and self.on_checkpoint is not None:
             with self.lock:
                 paths, self.checkpoint_requests = self.checkpoint_requests, []

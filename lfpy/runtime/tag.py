@@ -22,6 +22,29 @@ def tag_compare(a: Tag, b: Tag) -> int:
     return (a > b) - (a < b)
 
 
+# Every spelling of every time unit LF knows, with its length in nanoseconds: the one table that
+# the parser, the elaborator, `lfrl run --timeout` and the names reaction bodies see come from.
+TIME_UNITS: tuple[tuple[tuple[str, ...], int], ...] = (
+    (("nsec", "nsecs", "ns"), 1),
+    (("usec", "usecs", "us"), 1_000),
+    (("msec", "msecs", "ms"), 1_000_000),
+    (("sec", "secs", "second", "seconds", "s"), 1_000_000_000),
+    (("min", "mins", "minute", "minutes"), 60_000_000_000),
+    (("hour", "hours", "h"), 3_600_000_000_000),
+    (("day", "days", "d"), 86_400_000_000_000),
+    (("week", "weeks", "w"), 604_800_000_000_000),
+)
+NS_PER_UNIT: dict[str, int] = {name: ns for names, ns in TIME_UNITS for name in names}
+
+
+def format_ns(ns: int) -> str:
+    """`1500000` -> `1500 usec`: the largest LF unit that divides the time exactly."""
+    for names, size in reversed(TIME_UNITS[1:]):
+        if ns and ns % size == 0:
+            return f"{ns // size} {names[0]}"
+    return f"{ns} nsec"
+
+
 def _unit(ns: int) -> Callable[[float], int]:
     def convert(n: float) -> int:
         return int(n * ns)
@@ -29,20 +52,6 @@ def _unit(ns: int) -> Callable[[float], int]:
     return convert
 
 
-# The names LF programs use: SEC(2) is two seconds in nanoseconds.
-NSEC = _unit(1)
-USEC = _unit(1_000)
-MSEC = _unit(1_000_000)
-SEC = _unit(1_000_000_000)
-MINUTE = _unit(60_000_000_000)
-HOUR = _unit(3_600_000_000_000)
-DAY = _unit(86_400_000_000_000)
-WEEK = _unit(604_800_000_000_000)
-
-# Plural and short spellings, as in reactor-c's Python target.
-UNIT_FUNCTIONS = {
-    "NSEC": NSEC, "NSECS": NSEC, "USEC": USEC, "USECS": USEC, "MSEC": MSEC, "MSECS": MSEC,
-    "SEC": SEC, "SECS": SEC, "SECOND": SEC, "SECONDS": SEC, "MINUTE": MINUTE, "MINUTES": MINUTE,
-    "MIN": MINUTE, "MINS": MINUTE, "HOUR": HOUR, "HOURS": HOUR, "DAY": DAY, "DAYS": DAY,
-    "WEEK": WEEK, "WEEKS": WEEK,
-}
+# The names reaction bodies use, as in reactor-c's Python target: SEC(2) is two seconds in
+# nanoseconds; every spelling but the one- and two-letter ones, in capitals (MSEC, MINS, WEEKS).
+UNIT_FUNCTIONS = {name.upper(): _unit(ns) for names, ns in TIME_UNITS for name in names if len(name) > 2}

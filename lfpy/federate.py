@@ -1,0 +1,69 @@
+"""A federate's process: `python -m lfpy.federate PROGRAM.lf INDEX REQUESTS ANSWERS OWN`, started by
+the coordinator of a federated program (lfpy/runtime/federation.py) with the three pipe ends it
+talks on. It builds the whole program as the coordinator did, initialises the reactors of federate
+INDEX, says it is ready, and runs the reactions it is sent until told to exit."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+from pathlib import Path
+
+from lfpy.build import _report_user_failure, _source_map, build, load
+from lfpy.diagnostics import Diagnostics
+from lfpy.loader import package_root
+from lfpy.runtime import federation
+from lfpy.runtime.environment import Environment
+from lfpy.runtime.transport import PipeChannel
+
+
+def _die_with_parent() -> None:
+    """Be killed when the coordinator dies, whatever this process is doing (Linux)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the coordinator died before the line above
+        os._exit(1)
+
+
+def main(argv: list[str]) -> int:
+    path, index = argv[0], int(argv[1])
+    requests = PipeChannel(read_fd=int(argv[2]))
+    answers = PipeChannel(write_fd=int(argv[3]), shared=True)
+    own = PipeChannel(write_fd=int(argv[4]))
+    _die_with_parent()
+    federation.whole_lines()
+    diags = Diagnostics()
+    built = build(path, diags, write=False)
+    if built is None:
+        if diags.items:
+            print(diags.render_all(), file=sys.stderr)
+        answers.send(("failed",))
+        return 1
+    namespace = load(built)
+    if namespace is None:
+        answers.send(("failed",))
+        return 1
+    where = federation.federate_of_instances(built.elaborated)
+    try:
+        env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
+                          keepalive=None, package_dir=str(package_root(Path(path))),
+                          owned={i for i, k in where.items() if k == index}, scheduler=federation.FederateScheduler)
+    except Exception as exc:  # a state variable's or parameter's initial value failed
+        _report_user_failure(built, exc, "initializing the reactors")
+        answers.send(("failed",))
+        return 1
+    env.sched.source_map = _source_map(built)
+    answers.send(("ready",))
+    try:
+        return federation.serve(env, index, requests, answers, own)
+    finally:
+        answers.close()  # removes its shared-memory segment
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

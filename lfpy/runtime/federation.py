@@ -1,0 +1,464 @@
+"""Federated programs in processes: every federate (each top-level instance of a `federated
+reactor`, each member of a top-level bank its own) runs its reactions in an OS process of its own,
+so that reactions holding the GIL run in parallel; the results are those of the same program
+written as a `main reactor`.
+
+Centralized coordination, with one schedule: lfrl's process keeps the scheduler of the whole
+program (event queue, tags, levels, port presence) and hosts the first federate (and the
+federated reactor's own reactions). For each level of a tag, `Federation.dispatch` sends every
+other federate with reactions at that level one message: the tag and, per reaction, the ports and
+actions it reads that are present, with their values. The coordinator runs its own reactions
+meanwhile; then `collect` takes the answers in federate order: the ports each reaction set, the
+actions it scheduled, stop requests, failures. Setting those ports on the coordinator's objects
+queues what they trigger, exactly as for a port set in this process. Reactions of one level in
+different federates run at once; nothing depends on which finishes first.
+
+Every process builds the whole program (the same generated module and graph), so ports and actions
+have the same index (`slot`) everywhere; a federate initialises only its own reactors and runs only
+its own reactions. A value that only reactions of its own federate read stays there: the
+coordinator learns only that the port is present (`Kept`), unless it traces ports (LFPY_TRACE).
+
+Processes: each federate is a child (`python -m lfpy.federate`) in a process group of its own (the
+terminal's Ctrl-C reaches the coordinator, which stops the program with its shutdown reactions),
+killed when the coordinator dies (PR_SET_PDEATHSIG) or when its request pipe closes. A federate
+that fails to start, exits or is killed ends the program with an error naming it and how it ended;
+shutdown reactions still run in the others.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from lfpy.runtime.actions import Action
+from lfpy.runtime.modes import ModeHandle
+from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
+from lfpy.runtime.scheduler import Scheduler
+from lfpy.runtime.tag import Tag
+from lfpy.runtime.transport import PipeChannel
+
+if TYPE_CHECKING:
+    from lfpy.graph import Elaborated, Instance
+    from lfpy.runtime.environment import Environment
+    from lfpy.runtime.reaction import Reaction
+
+
+class Kept:
+    """The value of a port whose readers are all in the federate that set it: it stays there."""
+
+
+class FederationError(Exception):
+    """A federate could not be started (the message says which and why)."""
+
+
+def federates(elaborated: Elaborated) -> list[tuple[str, list[Instance]]]:
+    """The federates of a federated program, in declaration order: (name, every instance in it)."""
+    out = []
+    for members in elaborated.main.children.values():
+        for member in members:
+            out.append((member.full_name.split(".", 1)[1], member.all_instances()))
+    return out
+
+
+def federate_of_instances(elaborated: Elaborated) -> dict[int, int]:
+    """id(instance) -> its federate's index; the federated reactor itself is in federate 0's process."""
+    where = {id(elaborated.main): 0}
+    for index, (_name, instances) in enumerate(federates(elaborated)):
+        where.update((id(inst), index) for inst in instances)
+    return where
+
+
+def slots(env: Environment) -> list[Port | Action]:
+    """Every port channel object and action, in an order that is the same in every process."""
+    return [*dict.fromkeys(env.ports.values()), *env.actions_by_name.values()]
+
+
+def _objects(arg: object) -> Iterator[Port | Action]:
+    """The ports and actions a reaction argument holds (a port, a multiport, contained ports, ...)."""
+    if isinstance(arg, (Port, Action)):
+        yield arg
+    elif isinstance(arg, list):
+        for item in arg:
+            yield from _objects(item)
+    elif isinstance(arg, ContainedPorts):
+        for item in vars(arg).values():
+            yield from _objects(item)
+
+
+def reads(reaction: Reaction) -> list[Port | Action]:
+    """The ports and actions a reaction can read (its triggers, sources and effects), once each."""
+    return list(dict.fromkeys(o for a in reaction.args if not isinstance(a, ModeHandle) for o in _objects(a)))
+
+
+def reaction_federates(env: Environment) -> list[int]:
+    """The federate of each reaction of `env.reactions`."""
+    where = federate_of_instances(env.graph)
+    return [where[id(r.owner)] for r in env.graph.reactions]
+
+
+def check(env: Environment) -> str | None:
+    """Why this federated program cannot run in processes (None: it can)."""
+    where = federate_of_instances(env.graph)
+    for inst in env.graph.instances:
+        if inst.modes and where[id(inst)] != 0:
+            return (f"{inst.full_name} has modes: modal reactors in federates are not supported in processes "
+                    f"yet; run the program as a main reactor")
+    return None
+
+
+def whole_lines() -> None:
+    """Processes of one program print to the same output at once: each writes its lines whole (one
+    write per line, even where PYTHONUNBUFFERED would write each piece of a `print`)."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True, write_through=False)
+
+
+class Federation:
+    """The coordinator's side: the federate processes, and running their reactions level by level."""
+
+    def __init__(self, env: Environment, lf_path: str, trace: bool) -> None:
+        self.env = env
+        self.sched = env.sched
+        self.lf_path = lf_path
+        self.trace = trace
+        self.names = [name for name, _ in federates(env.graph)]
+        self.where = reaction_federates(env)
+        self.index = {id(r): i for i, r in enumerate(env.reactions)}
+        self.slots = slots(env)
+        self.slot_of = {id(o): i for i, o in enumerate(self.slots)}
+        self.reads = [[(self.slot_of[id(o)], o) for o in reads(r)] for r in env.reactions]
+        self.processes: dict[int, subprocess.Popen] = {}
+        self.requests: dict[int, PipeChannel] = {}
+        self.answers: dict[int, PipeChannel] = {}
+        self.dead: dict[int, str] = {}  # federate -> how it ended
+        self.sent: list[int] = []  # federates with a batch out, in federate order
+        self.stopping = False  # the coordinator is ending them: their ends are not failures
+        self._threads: list[threading.Thread] = []
+        self._lost_lock = threading.Lock()
+
+    # ------------------------------------------------------------ processes
+
+    def start(self) -> None:
+        """Start every federate but the first and wait until each has built its reactors; raises
+        FederationError naming the first that could not."""
+        whole_lines()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        for k in range(1, len(self.names)):
+            req_r, req_w = PipeChannel.pipe()
+            ans_r, ans_w = PipeChannel.pipe()
+            asy_r, asy_w = PipeChannel.pipe()
+            self.processes[k] = subprocess.Popen(
+                [sys.executable, "-m", "lfpy.federate", self.lf_path, str(k), str(req_r), str(ans_w), str(asy_w)],
+                pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
+            for fd in (req_r, ans_w, asy_w):
+                os.close(fd)
+            self.requests[k] = PipeChannel(write_fd=req_w, shared=True)
+            self.answers[k] = PipeChannel(read_fd=ans_r)
+            thread = threading.Thread(target=self._listen, args=(k, PipeChannel(read_fd=asy_r)), daemon=True,
+                                      name=f"lf-federate-{k}")
+            thread.start()
+            self._threads.append(thread)
+        for k in self.answers:
+            try:
+                answer = self.answers[k].receive()
+            except EOFError:
+                raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
+            if answer != ("ready",):
+                raise FederationError(f"federate {self.names[k]} did not start (see the errors above)")
+        previous = self.sched.on_start
+
+        def on_start() -> None:
+            for k in self.requests:
+                self._send(k, ("start", self.sched.start_time, self.sched.clock_offset, self.trace))
+            if previous is not None:
+                previous()
+
+        self.sched.on_start = on_start
+
+    def _listen(self, k: int, channel: PipeChannel) -> None:
+        """What federate k sends on its own: physical actions scheduled by its threads, stop requests."""
+        while True:
+            try:
+                message = channel.receive()
+            except (EOFError, OSError):
+                break
+            if message[0] == "physical":  # type: ignore[index]
+                _, slot, when, value = message  # type: ignore[misc]
+                self.sched.schedule_physical_at(self.slots[slot], when, value)  # type: ignore[arg-type]
+            elif message[0] == "stop":  # type: ignore[index]
+                self.sched.request_stop()
+        channel.close()
+        if not self.stopping and k not in self.dead:
+            self._lost(k)
+
+    def _how_it_ended(self, k: int) -> str:
+        process = self.processes[k]
+        try:
+            status = process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return "stopped answering"
+        if status < 0:
+            return f"was killed by signal {signal.Signals(-status).name}"
+        return f"exited with status {status}"
+
+    def _lost(self, k: int) -> None:
+        """Federate k has ended on its own: one error, and the program stops (shutdown reactions
+        run in the other federates)."""
+        with self._lost_lock:  # the listener thread and the scheduler's may both find it gone
+            if k in self.dead:
+                return
+            self.dead[k] = how = self._how_it_ended(k)
+        print(f"error: federate {self.names[k]} (process {self.processes[k].pid}) {how}; the program stops",
+              file=sys.stderr, flush=True)
+        self.sched.exit_status = 1
+        self.sched.request_stop()
+
+    def _send(self, k: int, message: object) -> bool:
+        try:
+            self.requests[k].send(message)
+            return True
+        except OSError:
+            self._lost(k)
+            return False
+        except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
+            if message[0] != "run":  # type: ignore[index]
+                raise
+            values = [item for _i, inputs in message[3] for item in inputs]  # type: ignore[index]
+            _report_unsendable(self.env, self.slots, values, exc)
+            self.sched.exit_status = 1
+            self.sched.request_stop()
+            return False
+
+    def close(self) -> None:
+        """End every federate process (after the program, or when it ends at once) and wait for it."""
+        self.stopping = True
+        for k in self.requests:
+            if k not in self.dead:
+                try:
+                    self.requests[k].send(("exit",))
+                except OSError:
+                    pass
+            self.requests[k].close()
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for k in self.answers:
+            self.answers[k].close()
+
+    def kill(self) -> None:
+        """End every federate process at once (the coordinator is failing)."""
+        self.stopping = True
+        for process in self.processes.values():
+            if process.poll() is None:
+                process.kill()
+        self.close()
+
+    # ------------------------------------------------------------ running a level
+
+    def dispatch(self, batch: list[Reaction]) -> list[Reaction]:
+        """Send each federate its reactions of this level (in order) with what they read; returns
+        the coordinator's own reactions."""
+        local: list[Reaction] = []
+        groups: dict[int, list] = {}
+        for r in batch:
+            i = self.index[id(r)]
+            k = self.where[i]
+            if k == 0:
+                local.append(r)
+            elif k not in self.dead:
+                inputs = [(slot, o.value) for slot, o in self.reads[i] if o.is_present]
+                groups.setdefault(k, []).append((i, inputs))
+        if groups:  # what this process printed before comes first
+            sys.stdout.flush()
+            sys.stderr.flush()
+        now = self.sched.current
+        self.sent = [k for k in sorted(groups) if self._send(k, ("run", now.time, now.microstep, groups[k]))]
+        return local
+
+    def collect(self) -> None:
+        """Apply the answers of the federates `dispatch` sent reactions to, in federate order."""
+        sched = self.sched
+        for k in self.sent:
+            try:
+                answer = self.answers[k].receive()
+            except (EOFError, OSError):
+                self._lost(k)
+                continue
+            outputs, scheduled, physical, stop, failed, status = answer  # type: ignore[misc]
+            for slot, value in outputs:
+                self.slots[slot].set(value)  # type: ignore[union-attr]
+            for slot, delay, value in scheduled:
+                sched.schedule_logical(self.slots[slot], delay, value)  # type: ignore[arg-type]
+            for slot, when, value in physical:
+                sched.schedule_physical_at(self.slots[slot], when, value)  # type: ignore[arg-type]
+            if failed:  # the federate has reported it
+                sched.exit_status = 1
+            if stop:
+                sched.request_stop()
+            if status is not None:  # exit(n) in one of its reactions: the program ends at once
+                sched.exit_status = status
+                sched.halted = True
+        self.sent = []
+
+
+class FederateScheduler(Scheduler):
+    """A federate process's scheduler: it runs the reactions it is sent at the tag it is told; what
+    they ask of the schedule (actions, stops) is recorded and sent to the coordinator."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scheduled: list[tuple[Action, int, object]] = []
+        self.physical_scheduled: list[tuple[Action, int, object]] = []
+        self.stop_requested = False
+        self.serving = threading.get_ident()
+        self.send_async: Any = None  # sends a message on the federate's own channel
+
+    @property
+    def records_ports(self) -> bool:
+        return True  # ports only record that they were set: the coordinator queues the readers
+
+    def _in_reaction(self) -> bool:
+        return threading.get_ident() == self.serving
+
+    def schedule_logical(self, action: Action, delay: int, value: object) -> None:
+        self.scheduled.append((action, delay, value))
+
+    def schedule_physical(self, action: Action, delay: int, value: object) -> None:
+        when = self.physical() + action.min_delay + delay
+        if self._in_reaction():
+            self.physical_scheduled.append((action, when, value))
+        else:
+            self.send_async(("physical", action, when, value))
+
+    def request_stop(self) -> None:
+        if self._in_reaction():
+            self.stop_requested = True
+        else:
+            self.send_async(("stop",))
+
+    def request_checkpoint(self, path: str) -> None:
+        raise RuntimeError("checkpoints of federated programs are not supported; run the program as a main reactor")
+
+
+def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChannel, own: PipeChannel) -> int:
+    """A federate process's loop: run the reactions it is sent until told to exit (or the
+    coordinator has gone). Returns the process's exit status."""
+    sched = env.sched
+    assert isinstance(sched, FederateScheduler)
+    table = slots(env)
+    slot_of = {id(o): i for i, o in enumerate(table)}
+    reaction_reads = [reads(r) for r in env.reactions]
+    kept = _kept_slots(env, index, table, slot_of)
+    lock = threading.Lock()
+
+    def send_async(message: tuple) -> None:
+        if message[0] == "physical":
+            message = ("physical", slot_of[id(message[1])], *message[2:])
+        with lock:
+            try:
+                own.send(message)
+            except OSError:
+                pass
+
+    sched.send_async = send_async
+    for o in table:
+        if isinstance(o, Port):
+            o.__class__ = FederatePort
+    send_all = False
+    while True:
+        try:
+            message = requests.receive()
+        except EOFError:
+            return 0
+        kind = message[0]  # type: ignore[index]
+        if kind == "exit":
+            return 0
+        if kind == "start":
+            _, sched.start_time, sched.clock_offset, send_all = message  # type: ignore[misc]
+            continue
+        _, time, microstep, batch = message  # type: ignore[misc]
+        sched.current = Tag(time, microstep)
+        failed = False
+        for i, inputs in batch:
+            if sched.halted:
+                break
+            for o in reaction_reads[i]:
+                o.is_present = False
+            for slot, value in inputs:
+                o = table[slot]
+                if value is not Kept:
+                    o.value = value
+                o.is_present = True
+            sched.exit_status = 0
+            sched._invoke(env.reactions[i])
+            failed |= sched.exit_status != 0 and not sched.halted
+        outputs = [(slot_of[id(p)], Kept if not send_all and slot_of[id(p)] in kept else p.value)
+                   for p in sched.set_ports]
+        sched.set_ports.clear()
+        scheduled = [(slot_of[id(a)], d, v) for a, d, v in sched.scheduled]
+        physical = [(slot_of[id(a)], w, v) for a, w, v in sched.physical_scheduled]
+        status = sched.exit_status if sched.halted else None
+        try:
+            data = answers.dumps((outputs, scheduled, physical, sched.stop_requested, failed, status))
+        except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
+            _report_unsendable(env, table, [*outputs, *((s, v) for s, _d, v in scheduled)], exc)
+            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], True, True, None))
+        sched.scheduled.clear()
+        sched.physical_scheduled.clear()
+        sched.stop_requested = False
+        sys.stdout.flush()
+        sys.stderr.flush()
+        try:
+            answers.send_bytes(data)
+        except OSError:
+            return 0
+
+
+def _kept_slots(env: Environment, index: int, table: list[Port | Action], slot_of: dict[int, int]) -> set[int]:
+    """Slots of this federate's ports whose value no other process needs: every reaction that can
+    read them (through fan-out and copies too) is in this federate, and no delayed or physical
+    connection leaves them."""
+    where = reaction_federates(env)
+    readers: dict[int, set[int]] = {}
+    for r, k in zip(env.reactions, where, strict=True):
+        for o in reads(r):
+            readers.setdefault(id(o), set()).add(k)
+    kept = set()
+    for slot, o in enumerate(table):
+        if not isinstance(o, Port) or o.delayed:
+            continue
+        federates_reading = set(readers.get(id(o), ()))
+        for other in [*o.fanout, *o.copies]:
+            federates_reading |= readers.get(id(other), set())
+        if federates_reading <= {index}:
+            kept.add(slot)
+    return kept
+
+
+def _report_unsendable(env: Environment, table: list[Port | Action], values: Iterable[tuple[int, object]],
+                       exc: Exception) -> None:
+    """A value for another process cannot be pickled: name the connection (or action) and the type."""
+    keys = {id(p): key for key, p in env.ports.items()}
+    for slot, value in values:
+        try:
+            pickle.dumps(value, protocol=5)
+        except Exception as error:  # noqa: BLE001 - whatever pickling raises is the reason
+            what = table[slot]
+            links = [link.describe() for link in env.graph.links
+                     if (id(link.src), link.src_channel) == keys.get(id(what))]
+            where = links[0] if links else what.name
+            print(f"error: {where}: a value of type {type(value).__name__} cannot be sent to another federate "
+                  f"(process): {error}", file=sys.stderr, flush=True)
+            return
+    print(f"error: a value cannot be sent to another federate (process): {exc}", file=sys.stderr, flush=True)

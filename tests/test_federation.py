@@ -1,0 +1,412 @@
+"""Federated programs run each federate in a process of its own, with the results of the same
+program written as a `main reactor`: same traces for any number of workers, real parallelism,
+failures named, and no process left behind."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.lfutil import default_signals, run_lf, write
+from tests.test_determinism import DIAMOND_OF_BANKS, MODAL_BANK
+
+ROOT = Path(__file__).parent.parent
+
+
+def federated(program: str) -> str:
+    assert program.count("main reactor") == 1
+    return program.replace("main reactor", "federated reactor")
+
+
+def federate_processes(tmp_path: Path) -> list[int]:
+    """Processes still running a federate of a program under `tmp_path`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"lfpy.federate" in cmdline and any(str(tmp_path).encode() in part for part in cmdline):
+            found.append(int(entry.name))
+    return found
+
+
+def assert_no_federates_left(tmp_path: Path) -> None:
+    deadline = time.monotonic() + 5
+    while federate_processes(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert federate_processes(tmp_path) == []
+
+
+def trace(tmp_path: Path, program: str, workers: int, name: str) -> list[str]:
+    out = tmp_path / f"{name}-{workers}.jsonl"
+    result = run_lf(tmp_path, program, "--workers", str(workers), trace=out, name=f"{name}.lf")
+    assert result.returncode == 0, result.stderr
+    return out.read_text().splitlines()
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_federated_trace_equals_the_main_reactors(tmp_path: Path, workers: int) -> None:
+    # 11 federates: a source, two banks of four (one fed after 0), a join and a sink with a logical action.
+    expected = trace(tmp_path, DIAMOND_OF_BANKS, 1, "Main")
+    got = trace(tmp_path, federated(DIAMOND_OF_BANKS), workers, "Fed")
+    assert len(expected) > 200
+    assert [re.sub(r'"Fed\.', '"Main.', line) for line in got] == expected
+    assert_no_federates_left(tmp_path)
+
+
+TIMING = """target Python { timeout: 30 msec }
+preamble {=
+  import os
+
+  def say(*words):  # one write: lines of processes printing at once do not interleave
+    os.write(1, (" ".join(map(str, words)) + "\\n").encode())
+=}
+reactor Clock {
+  output tick
+  timer t(0, 10 msec)
+  state n = 0
+  reaction(t) -> tick {=
+    self.n += 1
+    tick.set(self.n)
+  =}
+}
+reactor Relay {
+  input inp
+  output out
+  logical action later(2 msec)
+  reaction(inp) -> later {= later.schedule(0, inp.value * 10) =}
+  reaction(later) -> out {= out.set(later.value) =}
+}
+reactor Stopper {
+  input inp
+  state got = {= [] =}
+  reaction(inp) {=
+    self.got.append((lf.time.logical_elapsed(), inp.value))
+    if len(self.got) == 2:
+      request_stop()
+  =}
+  reaction(shutdown) {= say("stopper", self.got, lf.time.logical_elapsed(), lf.tag().microstep) =}
+}
+main reactor {
+  c = new Clock()
+  r = new Relay()
+  s = new Stopper()
+  c.tick -> r.inp after 1 msec
+  r.out -> s.inp
+  reaction(shutdown) {= say("main shutdown") =}
+}
+"""
+
+
+def test_timers_actions_delays_and_stop_across_federates(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, federated(TIMING))
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        "main shutdown", "stopper [(3000000, 10), (13000000, 20)] 13000000 1"]
+    assert_no_federates_left(tmp_path)
+
+
+PARALLEL = """target Python
+preamble {=
+  import time
+=}
+reactor Spin(bank_index = 0) {
+  output done
+  reaction(startup) -> done {=
+    started, start = time.perf_counter(), time.process_time()
+    total = 0
+    while time.process_time() - start < 0.6:  # pure Python: holds the GIL
+      for i in range(10000):
+        total += i
+    done.set((started, time.perf_counter()))
+  =}
+}
+reactor Watch(n = 2) {
+  input[n] done
+  reaction(done) {=  # from the first start to the last end (one monotonic clock for every process)
+    print(f"elapsed {max(p.value[1] for p in done) - min(p.value[0] for p in done):.3f}")
+  =}
+}
+main reactor {
+  s = new[2] Spin()
+  w = new Watch()
+  s.done -> w.done
+}
+"""
+
+
+def elapsed(result: subprocess.CompletedProcess[str]) -> float:
+    assert result.returncode == 0, result.stderr
+    return float(re.search(r"elapsed ([\d.]+)", result.stdout).group(1))
+
+
+def test_federates_run_in_parallel(tmp_path: Path) -> None:
+    # Each spins for 0.6 s of its own CPU time: one after the other as a main reactor (the GIL),
+    # at once as federates (this machine has two cores).
+    together = elapsed(run_lf(tmp_path, PARALLEL, name="Main.lf"))
+    apart = elapsed(run_lf(tmp_path, federated(PARALLEL), name="Fed.lf"))
+    assert together > 1.15
+    assert apart < 0.8 * together, (apart, together)
+
+
+FAILING = """target Python { timeout: 1 sec }
+preamble {=
+  import os, signal
+
+  def say(text):  # one write: lines of processes printing at once do not interleave
+    os.write(1, (text + "\\n").encode())
+=}
+reactor Worker(bank_index = 0, how = "") {
+  timer t(10 msec)
+  reaction(t) {=
+    if self.bank_index == 1:
+      if self.how == "raise":
+        raise ValueError("bad value")
+      if self.how == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+      if self.how == "exit":
+        os._exit(3)
+  =}
+  reaction(shutdown) {= say(f"shutdown {self.bank_index}") =}
+}
+federated reactor(how = "") {
+  w = new[3] Worker(how = how)
+}
+"""
+
+
+@pytest.mark.parametrize(("how", "message"), [
+    ("raise", None),
+    ("kill", "error: federate w[1] (process N) was killed by signal SIGKILL; the program stops"),
+    ("exit", "error: federate w[1] (process N) exited with status 3; the program stops"),
+])
+def test_a_federate_that_fails_ends_the_program_with_the_others_shutdown(tmp_path: Path, how: str,
+                                                                           message: str | None) -> None:
+    result = run_lf(tmp_path, FAILING.replace('how = ""', f'how = "{how}"', 1).replace(
+        'federated reactor(how = "")', f'federated reactor(how = "{how}")'))
+    assert result.returncode == 1
+    shutdowns = sorted(line for line in result.stdout.splitlines() if line.startswith("shutdown"))
+    if how == "raise":  # the failing federate still runs its shutdown reaction
+        assert shutdowns == ["shutdown 0", "shutdown 1", "shutdown 2"]
+        assert "Test.lf:13:9: error: reaction 'reaction_1' of Test.w[1] failed" in result.stderr
+        assert "ValueError: bad value" in result.stderr
+    else:
+        assert shutdowns == ["shutdown 0", "shutdown 2"]
+        assert re.sub(r"process \d+", "process N", result.stderr).strip().splitlines() == [message]
+    assert_no_federates_left(tmp_path)
+
+
+def test_ctrl_c_stops_every_federate_with_its_shutdown_reactions(tmp_path: Path) -> None:
+    path = write(tmp_path, federated("""target Python { keepalive: true }
+preamble {=
+  import os
+=}
+reactor Tick(bank_index = 0) {
+  timer t(0, 20 msec)
+  state n = 0
+  reaction(t) {=
+    self.n += 1
+    if self.bank_index == 0 and self.n == 5:
+      os.write(1, b"running\\n")
+  =}
+  reaction(shutdown) {= os.write(1, f"shutdown {self.bank_index} after {self.n > 3}\\n".encode()) =}
+}
+main reactor {
+  t = new[3] Tick()
+}
+"""))
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, preexec_fn=default_signals,
+                            start_new_session=True)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "running\n"
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert sorted(out.splitlines()) == ["shutdown 0 after True", "shutdown 1 after True", "shutdown 2 after True"]
+    assert_no_federates_left(tmp_path)
+
+
+def test_a_value_that_cannot_cross_names_the_connection(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor Source {
+  output out
+  reaction(startup) -> out {= out.set(x for x in range(3)) =}
+}
+reactor Sink {
+  input inp
+  reaction(inp) {= print("got", inp.value) =}
+}
+federated reactor {
+  s = new Source()
+  k = new Sink()
+  s.out -> k.inp
+}
+""")
+    assert result.returncode == 1
+    assert "error: Test.s.out -> Test.k.inp: a value of type generator cannot be sent to another federate" \
+        in result.stderr, result.stderr
+    assert_no_federates_left(tmp_path)
+
+
+def test_values_used_only_inside_a_federate_need_not_be_picklable(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor Pair {
+  output out
+  input inp
+  reaction(startup) -> out {= out.set(x for x in range(3)) =}
+  reaction(inp) {= print("sum", sum(inp.value)) =}
+}
+reactor Inner {
+  p = new Pair()
+  p.out -> p.inp
+}
+federated reactor {
+  a = new Inner()
+  b = new Inner()
+}
+""")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["sum 3", "sum 3"]
+
+
+def test_modes_in_a_federate_process_are_refused_with_the_reason(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, federated(MODAL_BANK))
+    assert result.returncode == 1
+    assert re.search(r"Test.lf:\d+:\d+: error: Test.b\[1\] has modes: modal reactors in federates are not "
+                     r"supported in processes yet; run the program as a main reactor", result.stderr), result.stderr
+
+
+def test_federates_end_when_the_coordinator_is_killed(tmp_path: Path) -> None:
+    path = write(tmp_path, """target Python { keepalive: true }
+reactor Busy(bank_index = 0) {
+  timer t(0, 10 msec)
+  state n = 0
+  reaction(t) {=
+    self.n += 1
+    if self.bank_index == 0 and self.n == 3:
+      print("running", flush=True)
+    if self.bank_index == 1:  # a federate that is busy when the coordinator dies
+      sum(range(3_000_000))
+  =}
+}
+federated reactor {
+  b = new[3] Busy()
+}
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, preexec_fn=default_signals)
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "running\n"
+    assert len(federate_processes(tmp_path)) == 2
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert_no_federates_left(tmp_path)
+
+
+def test_a_federate_that_cannot_start_is_reported_before_the_program_runs(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor R(bank_index = 0) {
+  state table = {= {0: "a", 2: "c"}[self.bank_index] =}
+  reaction(startup) {= print("started", self.bank_index) =}
+}
+federated reactor {
+  r = new[3] R()
+}
+""")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "Test.lf:3:3: error: initializing the reactors failed" in result.stderr, result.stderr
+    assert "KeyError: 1" in result.stderr
+    assert re.search(r"Test.lf:6:1: error: federate r\[1\] did not start \(see the errors above\)", result.stderr)
+    assert_no_federates_left(tmp_path)
+
+
+def test_a_later_reaction_replaces_an_output_across_federates(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor Twice {
+  output out
+  reaction(startup) -> out {= out.set(1) =}
+  reaction(startup) -> out {=
+    print("present", out.is_present, out.value)
+    out.set(out.value + 1)
+  =}
+}
+reactor Show {
+  input inp
+  reaction(inp) {= print("got", inp.value) =}
+}
+federated reactor {
+  s = new Show()
+  t = new Twice()
+  t.out -> s.inp
+}
+""")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["present True 1", "got 2"]
+
+
+def test_exit_in_a_federate_ends_the_program_with_its_status(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor Quit {
+  reaction(startup) {= exit(4) =}
+}
+reactor Stay {
+  reaction(shutdown) {= print("shutdown") =}
+}
+federated reactor {
+  s = new Stay()
+  q = new Quit()
+}
+""")
+    assert result.returncode == 4, result.stderr
+    assert result.stderr == ""
+    assert_no_federates_left(tmp_path)
+
+
+def test_large_arrays_cross_through_shared_memory_intact(tmp_path: Path) -> None:
+    segments_before = set(Path("/dev/shm").glob("psm_*"))
+    result = run_lf(tmp_path, """target Python { timeout: 3 msec }
+preamble {=
+  import numpy
+=}
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  state k = 0
+  reaction(t) -> out {=
+    self.k += 1
+    # 8 MB, then 16 MB (a larger segment), then small: each arrives whole and writable
+    n = 1_000_000 * (1 if self.k == 1 else 2) if self.k < 4 else 10
+    out.set({"k": self.k, "a": numpy.arange(n, dtype=numpy.float64) * self.k, "b": b"x" * 100_000})
+  =}
+}
+reactor Sink {
+  input inp
+  reaction(inp) {=
+    a = inp.value["a"]
+    a += 1  # writable: the receiver's own copy
+    print(inp.value["k"], a.shape[0], float(a.sum()), len(inp.value["b"]))
+  =}
+}
+federated reactor {
+  s = new Source()
+  k = new Sink()
+  s.out -> k.inp
+}
+""")
+    assert result.returncode == 0, result.stderr
+
+    def expected(k: int, n: int) -> str:
+        return f"{k} {n} {float(sum(range(n)) * k + n)} 100000"
+    assert result.stdout.splitlines() == [expected(1, 1_000_000), expected(2, 2_000_000), expected(3, 2_000_000),
+                                          expected(4, 10)]
+    assert set(Path("/dev/shm").glob("psm_*")) - segments_before == set()  # every segment removed
