@@ -131,6 +131,8 @@ class Federation:
         self.slots = slots(env)
         self.slot_of = {id(o): i for i, o in enumerate(self.slots)}
         self.reads = [[(self.slot_of[id(o)], o) for o in reads(r)] for r in env.reactions]
+        for r, k in zip(env.reactions, self.where, strict=True):
+            r.federate = k
         self.modes = mode_states(env)
         # Mode resets of other federates' reactors: their state initialisers run there, before
         # their next reactions (federate -> [(instance index, mode or None)]).
@@ -278,13 +280,15 @@ class Federation:
         local: list[Reaction] = []
         groups: dict[int, list] = {}
         for r in batch:
-            i = self.index[id(r)]
-            k = self.where[i]
+            k = r.federate
             if k == 0:
                 local.append(r)
             elif k not in self.dead:
+                i = self.index[id(r)]
                 inputs = [(slot, o.value) for slot, o in self.reads[i] if o.is_present]
                 groups.setdefault(k, []).append((i, inputs))
+        if not groups:
+            return local
         if groups:  # what this process printed before comes first
             sys.stdout.flush()
             sys.stderr.flush()

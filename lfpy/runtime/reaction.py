@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 class Reaction:
     __slots__ = ("name", "full_name", "level", "order", "fn", "args", "call", "deadline", "deadline_fn", "gates",
-                 "stamp", "lf_file", "lf_line", "lf_col")
+                 "stamp", "lf_file", "lf_line", "lf_col", "federate")
 
     def __init__(self, name: str, full_name: str, level: int, fn: Callable[..., object], args: tuple,
                  lf_file: str, lf_line: int, lf_col: int = 1) -> None:
@@ -34,6 +34,7 @@ class Reaction:
         self.lf_file = lf_file
         self.lf_line = lf_line
         self.lf_col = lf_col
+        self.federate = 0  # in a federated program in processes: the federate that runs it (federation.py)
 
     def active(self) -> bool:
         return all(state.current == mode for state, mode in self.gates)

@@ -363,10 +363,10 @@ class Scheduler:
         for bucket in self.buckets:
             if not bucket:
                 continue
-            batch = sorted(bucket, key=_order)
+            batch = sorted(bucket, key=_order) if len(bucket) > 1 else bucket[:]
             bucket.clear()  # in place: ports hold their readers' buckets (ports.py)
             mark = len(self.set_ports)
-            local = federation.dispatch(batch)
+            local = batch if all(r.federate == 0 for r in batch) else federation.dispatch(batch)
             if self.pool is not None and len(local) > 1:
                 for _ in self.pool.map(self._invoke, local):
                     pass

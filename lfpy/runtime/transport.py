@@ -52,6 +52,7 @@ class PipeChannel:
         self.shared = shared
         self._segment: SharedMemory | None = None  # the sender's, for large buffers
         self._attached: dict[str, SharedMemory] = {}  # the receiver's view of the sender's
+        self._pending = b""  # bytes read of the next message
         if read_fd is not None:
             os.set_blocking(read_fd, False)
 
@@ -109,8 +110,7 @@ class PipeChannel:
             view = view[written:]
 
     def receive(self) -> object:
-        size, kind = _HEADER.unpack(self._read(_HEADER.size))
-        data = self._read(size)
+        kind, data = self._frame()
         if kind == 0:
             return pickle.loads(data)
         data, name, spans = pickle.loads(data)
@@ -121,13 +121,26 @@ class PipeChannel:
             self._attached = {name: (segment := _attach(name))}
         return pickle.loads(data, buffers=[bytearray(segment.buf[o:o + n]) for o, n in spans])
 
-    def _read(self, size: int) -> bytes:
+    def _frame(self) -> tuple[int, bytes]:
+        """The next message's kind and bytes: one read for a small message (what a read brings of
+        the message after it waits in `_pending`)."""
+        buffer = self._pending
+        while len(buffer) < _HEADER.size:
+            buffer += self._read_some(4096)
+        size, kind = _HEADER.unpack_from(buffer)
+        end = _HEADER.size + size
+        while len(buffer) < end:
+            buffer += self._read_some(max(end - len(buffer), 4096))
+        self._pending = buffer[end:]
+        return kind, buffer[_HEADER.size:end]
+
+    def _read_some(self, most: int) -> bytes:
+        """Up to `most` bytes, at least one: polled for a while, then waited for."""
         assert self.read_fd is not None
-        chunks: list[bytes] = []
         deadline = time.perf_counter_ns() + POLL_NS
-        while size:
+        while True:
             try:
-                chunk = os.read(self.read_fd, size)
+                chunk = os.read(self.read_fd, most)
             except BlockingIOError:
                 if time.perf_counter_ns() < deadline:
                     os.sched_yield()
@@ -136,10 +149,7 @@ class PipeChannel:
                 continue
             if not chunk:
                 raise EOFError
-            chunks.append(chunk)
-            size -= len(chunk)
-            deadline = time.perf_counter_ns() + POLL_NS
-        return b"".join(chunks)
+            return chunk
 
     def close(self) -> None:
         for fd in (self.read_fd, self.write_fd):
