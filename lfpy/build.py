@@ -255,7 +255,7 @@ def _run_federated(env: Environment, built: Built, trace: list | None, diags: Di
             fed.kill()
             raise
     fed.close()
-    return status
+    return 1 if fed.dead and status == 0 else status
 
 
 def _parameters(elaborated: Elaborated) -> dict[str, dict[str, str]]:

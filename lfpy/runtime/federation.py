@@ -224,10 +224,10 @@ class Federation:
             if k in self.dead:
                 return
             self.dead[k] = how = self._how_it_ended(k)
-        print(f"error: federate {self.names[k]} (process {self.processes[k].pid}) {how}; the program stops",
-              file=sys.stderr, flush=True)
-        self.sched.exit_status = 1
-        self.sched.request_stop()
+            self.sched.exit_status = 1
+            self.sched.request_stop()
+            print(f"error: federate {self.names[k]} (process {self.processes[k].pid}) {how}; the program stops",
+                  file=sys.stderr, flush=True)
 
     def _send(self, k: int, message: object) -> bool:
         try:
