@@ -203,7 +203,7 @@ def test_an_environment_of_ones_own_module_is_accepted(tmp_path: Path) -> None:
                            "--steps", "40", "--progress", "no", "--processes", "yes", "-o", str(out)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert made.returncode == 0, made.stderr
-    # Run from elsewhere: the module is found beside the program, in the child processes too.
+    # Run from elsewhere: the module is found beside the program, in the worker processes too.
     ran = lfrl("run", str(out))
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("40 samples from 2 workers in ")

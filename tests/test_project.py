@@ -114,7 +114,7 @@ def test_new_keeps_the_project_inside_the_output_folder(tmp_path: Path) -> None:
 
 def test_interactive_new_checks_each_answer_when_it_is_given(tmp_path: Path) -> None:
     # A bad answer is refused at once and asked again (an empty one takes the default); multiagent
-    # is not asked for an environment id, nor for child processes.
+    # is not asked for an environment id, nor for worker processes.
     answers = "\n".join(["!!!", "My Agents", "nope", "multiagent", "0", "3", "x", "5"]) + "\n"
     result = new(tmp_path, answers=answers)
     assert result.returncode == 0, result.stderr
