@@ -438,6 +438,9 @@ CATALOG: dict[str, Template] = {
                 Param("capacity", int, 100_000, "replay capacity", min=1, max=10**8),
                 Param("prioritized", bool, True, "prioritized replay (priorities = |TD error|); uniform if false"),
                 Param("seed", int, 0, "seed; actor i's is derived from (seed, i)", min=0, max=2**31 - 1),
+                Param("processes", bool, False, "a federated program: every actor collects in a process of its own "
+                      "(the learner and the buffer share lfrl's); pays when stepping the environments costs more "
+                      "than the learner's updates"),
                 Param("progress", bool, True, "show a progress bar with the recent mean episode return"),
                 Param("save", str, "", "at the end, write the Q-network's weights (torch.save of its state_dict) to "
                                        "this file, relative to the program's folder", check="file"),

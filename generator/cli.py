@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--env-id", help="the environment id (sampling, qlearning)")
     new.add_argument("--workers", help="workers / actors / agents")
     new.add_argument("--seed", help="the seed")
-    new.add_argument("--processes", help="yes: sampling workers step in processes of their own (a federated program)")
+    new.add_argument("--processes", help="yes: sampling workers or Q-learning actors in processes of their own (a federated program)")
     new.add_argument("-o", "--output", default=".", help="where to create the project folder (default: here)")
     new.set_defaults(func=cmd_new)
 

@@ -73,7 +73,7 @@ def check_options(program: str, given: dict[str, str]) -> None:
 
 
 QUESTIONS = {"project_name": "project name", "program": "template", "env_id": "environment id",
-             "workers": "workers", "seed": "seed", "processes": "step workers in processes of their own (yes or no)"}
+             "workers": "workers", "seed": "seed", "processes": "workers or actors in processes of their own (yes or no)"}
 
 
 def ask(given: dict[str, str], defaults: dict[str, object], read: Callable[[str], str] = input) -> dict[str, str]:

@@ -111,15 +111,17 @@ def test_atari_sampling_runs_the_same_in_worker_processes(tmp_path: Path) -> Non
     assert checksums(inline) == checksums(hosted) and len(set(checksums(inline))) == 2
 
 
-def test_qlearning_learns_the_same_weights_with_one_and_two_workers(tmp_path: Path) -> None:
+def test_qlearning_learns_the_same_weights_with_one_and_two_workers_and_in_processes(tmp_path: Path) -> None:
     outputs = []
-    for threads in (1, 2):
+    for threads, processes in ((1, False), (2, False), (1, True)):
         out = write("qlearning", {"actors": 3, "rounds": 8, "steps_per_round": 16, "batch_size": 32, "hidden": 16,
-                                  "updates": 2, "progress": False}, tmp_path / f"t{threads}" / "Q.lf")
+                                  "updates": 2, "progress": False, "processes": processes},
+                    tmp_path / f"t{threads}{processes}" / "Q.lf")
+        assert ("federated reactor {" in out.read_text()) == processes
         outputs.append(run(out, threads))
     assert re.fullmatch(r"8 rounds, last loss \d+\.\d{6}, weights checksum -?\d+\.\d{9}", outputs[0][0])
     assert re.fullmatch(r"\d+ episodes, mean return of the last \d+: \d+\.\d{2}", outputs[0][1])
-    assert outputs[0] == outputs[1]
+    assert outputs[0] == outputs[1] == outputs[2]
 
 
 @pytest.mark.slow
