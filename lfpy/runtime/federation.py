@@ -146,7 +146,6 @@ class Federation:
         self.dead: dict[int, str] = {}  # federate -> how it ended
         self.sent: list[int] = []  # federates with a batch out, in federate order
         self.stopping = False  # the coordinator is ending them: their ends are not failures
-        self._threads: list[threading.Thread] = []
         self._lost_lock = threading.Lock()
 
     # ------------------------------------------------------------ processes
@@ -157,9 +156,10 @@ class Federation:
         whole_lines()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         for k in range(1, len(self.names)):
-            req_r, req_w = PipeChannel.pipe()
-            ans_r, ans_w = PipeChannel.pipe()
-            asy_r, asy_w = PipeChannel.pipe()
+            # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
+            req_r, req_w = os.pipe()
+            ans_r, ans_w = os.pipe()
+            asy_r, asy_w = os.pipe()
             self.processes[k] = subprocess.Popen(
                 [sys.executable, "-m", "lfpy.federate", self.lf_path, str(k), str(req_r), str(ans_w), str(asy_w)],
                 pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
@@ -167,10 +167,8 @@ class Federation:
                 os.close(fd)
             self.requests[k] = PipeChannel(write_fd=req_w, shared=True)
             self.answers[k] = PipeChannel(read_fd=ans_r)
-            thread = threading.Thread(target=self._listen, args=(k, PipeChannel(read_fd=asy_r)), daemon=True,
-                                      name=f"lf-federate-{k}")
-            thread.start()
-            self._threads.append(thread)
+            threading.Thread(target=self._listen, args=(k, PipeChannel(read_fd=asy_r)), daemon=True,
+                             name=f"lf-federate-{k}").start()
         for k in self.answers:
             try:
                 answer = self.answers[k].receive()

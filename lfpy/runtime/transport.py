@@ -56,14 +56,6 @@ class PipeChannel:
         if read_fd is not None:
             os.set_blocking(read_fd, False)
 
-    @staticmethod
-    def pipe() -> tuple[int, int]:
-        """A new pipe's (read end, write end); inheritable, to be passed to a child process."""
-        r, w = os.pipe()
-        os.set_inheritable(r, True)
-        os.set_inheritable(w, True)
-        return r, w
-
     def send(self, message: object) -> None:
         self.send_bytes(self.dumps(message))
 
