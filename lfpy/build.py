@@ -23,7 +23,7 @@ from lfpy.loader import package_root
 from lfpy.runtime import checkpoint, federation
 from lfpy.runtime.environment import Environment
 from lfpy.runtime.failure import SourceMap, report_failure
-from lfpy.runtime.federation import federate_of_instances, federates
+from lfpy.runtime.federation import federates
 from lfpy.runtime.signals import StopOnSignals
 from lfpy.runtime.tag import Tag
 
@@ -168,10 +168,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     if federated and saved is not None:
         diags.error(Loc(path, 1, 1), "--resume: checkpoints of federated programs are not supported")
         return 1
-    owned = None
-    if federated:
-        where = federate_of_instances(built.elaborated)
-        owned = {i for i, k in where.items() if k == 0}
+    owned = federation.instances_of(built.elaborated, 0) if federated else None
     try:
         env = Environment(
             built.elaborated, namespace, built.class_names,

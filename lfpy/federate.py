@@ -48,11 +48,11 @@ def main(argv: list[str]) -> int:
     if namespace is None:
         answers.send(("failed",))
         return 1
-    where = federation.federate_of_instances(built.elaborated)
     try:
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
                           keepalive=None, package_dir=str(package_root(Path(path))),
-                          owned={i for i, k in where.items() if k == index}, scheduler=federation.FederateScheduler)
+                          owned=federation.instances_of(built.elaborated, index),
+                          scheduler=federation.FederateScheduler)
     except Exception as exc:  # a state variable's or parameter's initial value failed
         _report_user_failure(built, exc, "initializing the reactors")
         answers.send(("failed",))

@@ -76,6 +76,11 @@ def federate_of_instances(elaborated: Elaborated) -> dict[int, int]:
     return where
 
 
+def instances_of(elaborated: Elaborated, k: int) -> set[int]:
+    """The ids of the instances whose state lives in federate k's process (`Environment.owned`)."""
+    return {i for i, where in federate_of_instances(elaborated).items() if where == k}
+
+
 def slots(env: Environment) -> list[Port | Action]:
     """Every port channel object and action, in an order that is the same in every process."""
     return [*dict.fromkeys(env.ports.values()), *env.actions_by_name.values()]
@@ -126,12 +131,11 @@ class Federation:
         self.lf_path = lf_path
         self.trace = trace
         self.names = [name for name, _ in federates(env.graph)]
-        self.where = reaction_federates(env)
         self.index = {id(r): i for i, r in enumerate(env.reactions)}
         self.slots = slots(env)
         self.slot_of = {id(o): i for i, o in enumerate(self.slots)}
         self.reads = [[(self.slot_of[id(o)], o) for o in reads(r)] for r in env.reactions]
-        for r, k in zip(env.reactions, self.where, strict=True):
+        for r, k in zip(env.reactions, reaction_federates(env), strict=True):
             r.federate = k
         self.modes = mode_states(env)
         # Mode resets of other federates' reactors: their state initialisers run there, before
@@ -287,9 +291,8 @@ class Federation:
                 groups.setdefault(k, []).append((i, inputs))
         if not groups:
             return local
-        if groups:  # what this process printed before comes first
-            sys.stdout.flush()
-            sys.stderr.flush()
+        sys.stdout.flush()  # what this process printed before comes first
+        sys.stderr.flush()
         now = self.sched.current
         self.sent = [k for k in sorted(groups)
                      if self._send(k, ("run", now.time, now.microstep, groups[k], self.resets.pop(k, [])))]
@@ -402,8 +405,8 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         _, time, microstep, batch, resets = message  # type: ignore[misc]
         sched.current = Tag(time, microstep)
         failed = False
-        for index, mode in resets:  # modes entered with reset at an earlier tag
-            inst = env.graph.instances[index]
+        for position, mode in resets:  # modes entered with reset at an earlier tag
+            inst = env.graph.instances[position]
             try:
                 env.objects[id(inst)]._lf_init_state(mode)
             except Exception as exc:  # a state initialiser of the mode failed: user code

@@ -2,7 +2,7 @@
 
 The coordinator and each federate process hold a pair of channels (requests, answers) and one more
 for what a federate sends on its own (physical actions scheduled by its threads). Everything else
-in `federation.py` sees only `send` and `receive`, so another transport (federates hosted as Ray
+in `federation.py` sees only `Channel`'s methods, so another transport (federates hosted as Ray
 actors on other machines, say) replaces this module and nothing else.
 
 `PipeChannel` frames pickles on an OS pipe. A process waiting for a message first polls the pipe
@@ -35,6 +35,13 @@ _HEADER = struct.Struct("<QB")  # the pickle's length; 1 if buffers are in share
 class Channel(Protocol):
     def send(self, message: object) -> None:
         """Send one message (raises BrokenPipeError when the other end has gone)."""
+
+    def dumps(self, message: object) -> bytes:
+        """`message` ready for `send_bytes`: a value that cannot be sent raises here, before anything is
+        sent (a federate reports it and sends something else instead)."""
+
+    def send_bytes(self, framed: bytes) -> None:
+        """Send what `dumps` made."""
 
     def receive(self) -> object:
         """The next message; raises EOFError when the other end has gone."""
