@@ -1,0 +1,135 @@
+"""What the benchmarks share: contenders interleaved in rounds, the check that they computed the same
+thing, the machine and its load, and the summary rows that `benchmarks/report.py` (`make bench`)
+gathers into benchmarks/README.md.
+
+Every script takes `--quick` (a reduced run of a few seconds to a minute) and writes its Markdown
+table, its PNG and results/<stem>.json (its `Summary` rows) under RESULTS.
+
+A benchmark measures each contender as a `Measurement`: the quantity (seconds, or a rate) and `check`,
+what every contender of the row must agree on (a checksum, a return, a count). Rounds run every
+contender back to back in an order that rotates (this machine's speed drifts over minutes); ratios are
+taken within a round, so that a slow minute weighs on both sides. A row whose contenders disagree
+prints no ratio.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import median
+
+ROOT = Path(__file__).resolve().parent.parent
+# Where tables, plots and summaries go: `make bench QUICK=1` points it elsewhere (build/bench-quick),
+# so that a quick run never replaces the committed results.
+RESULTS = Path(os.environ.get("LFRL_BENCH_RESULTS") or Path(__file__).parent / "results").resolve()
+CPUS = os.cpu_count() or 1
+
+
+class Skipped(Exception):
+    """A contender that cannot run here (a package is missing); the message says why."""
+
+
+@dataclass
+class Measurement:
+    value: float  # seconds or a rate: the row says which
+    check: object = None  # what every contender must agree on; None: nothing to compare
+
+
+@dataclass
+class Machine:
+    """Where and under what load a benchmark ran: written next to every table."""
+
+    cpus: int = CPUS
+    processor: str = field(default_factory=lambda: _processor())
+    python: str = platform.python_version()
+    load_before: tuple[float, ...] = field(default_factory=os.getloadavg)
+    load_after: tuple[float, ...] = ()
+
+    def done(self) -> Machine:
+        self.load_after = os.getloadavg()
+        return self
+
+    def line(self) -> str:
+        after = ", ".join(f"{x:.2f}" for x in self.load_after) or "?"
+        return (f"{self.cpus} CPUs ({self.processor}), Python {self.python}; load average (1, 5, 15 min) before "
+                f"{', '.join(f'{x:.2f}' for x in self.load_before)}, after {after}.")
+
+
+def _processor() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown processor"
+
+
+def rounds(contenders: dict[str, Callable[[], Measurement]], repeat: int, bar=None) -> dict[str, list[Measurement]]:
+    """Each contender measured `repeat` times, every round all of them in an order that rotates."""
+    names = list(contenders)
+    results: dict[str, list[Measurement]] = {name: [] for name in names}
+    for round_ in range(repeat):
+        shift = round_ % len(names) if names else 0
+        for name in names[shift:] + names[:shift]:
+            results[name].append(contenders[name]())
+            if bar is not None:
+                bar.update()
+    return results
+
+
+def disagreement(results: dict[str, list[Measurement]]) -> str | None:
+    """None when every measurement that has a check agrees; else what each contender computed."""
+    checks = {name: [m.check for m in ms if m.check is not None] for name, ms in results.items()}
+    seen = {repr(c) for cs in checks.values() for c in cs}
+    if len(seen) <= 1:
+        return None
+    return "; ".join(f"{name}: {', '.join(sorted({repr(c) for c in cs}))}" for name, cs in checks.items() if cs)
+
+
+def values(ms: list[Measurement]) -> list[float]:
+    return [m.value for m in ms]
+
+
+def spread(xs: list[float], fmt: str = ",.2f") -> str:
+    """'median (min-max)'."""
+    return f"{median(xs):{fmt}} ({min(xs):{fmt}}-{max(xs):{fmt}})" if xs else "-"
+
+
+def speedups(ours: list[Measurement], theirs: list[Measurement], higher_is_better: bool) -> list[float]:
+    """How many times better ours is than theirs, round by round (> 1: ours is better)."""
+    pairs = zip(values(ours), values(theirs), strict=True)
+    return [a / b if higher_is_better else b / a for a, b in pairs]
+
+
+@dataclass
+class Summary:
+    """One row of benchmarks/README.md's table. Speed-ups are > 1 where lfrl is better; None where a
+    contender is missing or the contenders disagreed (then `note` says why)."""
+
+    workload: str
+    unit: str  # of the three values, e.g. "samples/s", "ms per round"
+    lfrl: float | None
+    ray: float | None = None
+    peer: float | None = None
+    peer_name: str | None = None
+    vs_ray: float | None = None  # median per-round speed-up over Ray
+    vs_peer: float | None = None  # over the best other peer
+    target: str = ""  # the issue's target in words, e.g. ">= 8x Ray"
+    met: bool | None = None
+    note: str = ""
+
+
+def write_summary(stem: str, title: str, machine: Machine, rows: list[Summary], quick: bool = False) -> Path:
+    """results/<stem>.json: what report.py reads (the table, the script's command, the machine)."""
+    RESULTS.mkdir(exist_ok=True)
+    command = " ".join([".venv/bin/python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
+    path = RESULTS / f"{stem}.json"
+    path.write_text(json.dumps({"title": title, "command": command, "quick": quick, "machine": machine.line(),
+                                "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
+    return path
