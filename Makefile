@@ -32,13 +32,11 @@ test: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
+# Every benchmark and one report, benchmarks/README.md (about 30 minutes here); QUICK=1: a reduced
+# run of a few minutes into build/bench-quick (README.md included), leaving benchmarks/ as it is.
 bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'
-	$(PY) benchmarks/runtime_overhead.py
-	$(PY) benchmarks/replay.py
-	$(PY) benchmarks/vs_ray.py
-	$(PY) benchmarks/learners.py
-	$(PY) benchmarks/parallel_learners.py
+	$(PY) benchmarks/report.py $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -54,9 +54,12 @@ class Machine:
         self.load_after = os.getloadavg()
         return self
 
+    def host(self) -> str:
+        return f"{self.cpus} CPUs ({self.processor}), Python {self.python}"
+
     def line(self) -> str:
         after = ", ".join(f"{x:.2f}" for x in self.load_after) or "?"
-        return (f"{self.cpus} CPUs ({self.processor}), Python {self.python}; load average (1, 5, 15 min) before "
+        return (f"{self.host()}; load average (1, 5, 15 min) before "
                 f"{', '.join(f'{x:.2f}' for x in self.load_before)}, after {after}.")
 
 
@@ -130,6 +133,7 @@ def write_summary(stem: str, title: str, machine: Machine, rows: list[Summary], 
     RESULTS.mkdir(exist_ok=True)
     command = " ".join([".venv/bin/python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     path = RESULTS / f"{stem}.json"
-    path.write_text(json.dumps({"title": title, "command": command, "quick": quick, "machine": machine.line(),
+    path.write_text(json.dumps({"title": title, "command": command, "quick": quick, "host": machine.host(),
+                                "machine": machine.line(),
                                 "rows": [asdict(r) for r in rows]}, indent=1) + "\n")
     return path

@@ -15,7 +15,6 @@ benchmarks/results/federation.md and federation.png.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
@@ -23,10 +22,8 @@ import tempfile
 from pathlib import Path
 from statistics import median
 
+from common import RESULTS, ROOT, Machine, write_summary
 from tqdm import tqdm
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).parent / "results"
 
 PING_PONG = """target Python { fast: true }
 preamble {=
@@ -136,7 +133,7 @@ def main() -> None:
     for width in (1, 2):
         cases.append((f"parallel work, {width} worker(s) (per tag, ms)",
                       PARALLEL.replace("WIDTH", str(width)).replace("TAGS", str(tags)).replace("WORK", "200000")))
-    load_before = os.getloadavg()[0]
+    machine = Machine()
     times: dict[tuple[str, bool], list[float]] = {}
     results: dict[tuple[str, bool], set[str]] = {}
     with tqdm(total=rounds * len(cases) * 2, unit="run") as bar:
@@ -147,13 +144,13 @@ def main() -> None:
                     times.setdefault((name, federated), []).append(value)
                     results.setdefault((name, federated), set()).add(result)
                     bar.update()
-    load_after = os.getloadavg()[0]
+    machine.done()
     lines = [
         "# Federated programs in processes: a tag's cost and parallel federates",
         "",
-        f"Command: `.venv/bin/python benchmarks/federation.py{' --quick' if args.quick else ''}` on "
-        f"{os.cpu_count()} CPUs, {rounds} rounds (each runs every row's two forms back to back); medians, min-max in "
-        f"parentheses. Load average (1 min) before {load_before:.2f}, after {load_after:.2f}. *main* is the program "
+        f"Command: `.venv/bin/python benchmarks/federation.py{' --quick' if args.quick else ''}`, "
+        f"{rounds} rounds (each runs every row's two forms back to back), on {machine.line()} Medians, min-max in "
+        "parentheses. *main* is the program "
         "as a `main reactor` (one process, one runtime thread), *federated* the same as a `federated reactor` "
         f"(a process per top-level instance). Ping-pong: {trips} round trips of two tags each. Parallel work: "
         f"{tags} tags, each worker running the same pure-Python loop at each tag.",
@@ -170,9 +167,11 @@ def main() -> None:
                      f"{'yes' if same else 'NO'} |")
     text = "\n".join(lines) + "\n"
     print(text)
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "federation.md").write_text(text)
     _plot(cases, times)
+    # No summary row: lfrl against itself (one process or several); the sampling rows use processes.
+    write_summary("federation", "Federated programs in processes", machine, [], quick=args.quick)
 
 
 def _plot(cases: list[tuple[str, str]], times: dict[tuple[str, bool], list[float]]) -> None:

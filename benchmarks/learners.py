@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -34,10 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
+from common import RESULTS, ROOT, Machine, Summary, write_summary
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).parent / "results"
 sys.path.insert(0, str(ROOT))
 
 THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0}
@@ -230,7 +228,7 @@ def main() -> None:
         import stable_baselines3  # noqa: F401
     except ImportError:
         sys.exit("benchmarks/learners.py needs Stable-Baselines3: pip install -e '.[bench]'")
-    load_before = os.getloadavg()[0]
+    machine = Machine()
     runs: list[Run] = []
     with tqdm(total=len(algos) * seeds * 2 + ("dqn" in algos) * seeds, unit="run") as bar:
         for algo in algos:
@@ -246,8 +244,8 @@ def main() -> None:
                 bar.set_postfix_str(f"dqn seed {seed} lfrl as generated (double)")
                 defaults.append(run_lfrl("dqn", seed, as_sb3=False))
                 bar.update(1)
-    load_after = os.getloadavg()[0]
-    RESULTS.mkdir(exist_ok=True)
+    machine.done()
+    RESULTS.mkdir(parents=True, exist_ok=True)
     with open(RESULTS / "learners.csv", "w", newline="") as out:
         writer = csv.writer(out)
         writer.writerow(["algo", "side", "seed", "process_s", "torch_threads", "step", "mean_return", "training_s"])
@@ -258,9 +256,9 @@ def main() -> None:
     table = summarise(runs, algos)
     plot(runs, algos, RESULTS / "learners.png")
     text = ["# Off-policy learners: time to threshold, lfrl vs Stable-Baselines3", "",
-            f"Command: `.venv/bin/python benchmarks/learners.py{' --quick' if args.quick else ''}` on "
-            f"{os.cpu_count()} CPUs, {seeds} seed(s); load average (1 min) before {load_before:.2f}, after "
-            f"{load_after:.2f}. Each side of a seed runs back to back with the template's default "
+            f"Command: `.venv/bin/python benchmarks/learners.py{' --quick' if args.quick else ''}"
+            f"{'' if args.quick else f' --seeds {seeds} --algos {args.algos}'}`, {seeds} seed(s), on {machine.line()} "
+            "Each side of a seed runs back to back with the template's default "
             "hyperparameters (see the script's header for the protocol). Every run's evaluations are in "
             "learners.csv; learners.png shows the learning curves over training time.", "", *table, "",
             "![learning curves](learners.png)", "",
@@ -269,7 +267,23 @@ def main() -> None:
             "threshold: environment steps and training seconds (the runs of the table above, and for DQN runs "
             "of its own).", "", *thresholds(defaults, algos), ""]
     (RESULTS / "learners.md").write_text("\n".join(text))
+    write_summary("learners", "Off-policy learners", machine, [summary_row(runs, algo) for algo in algos],
+                  quick=args.quick)
     print("\n".join(table))
+
+
+def summary_row(runs: list[Run], algo: str) -> Summary:
+    """Median process time to the threshold; the check is that both sides reached it in every seed."""
+    sides = {side: [r for r in runs if r.algo == algo and r.side == side] for side in ("lfrl", "sb3")}
+    times = {side: median(r.time_to_threshold("process") for r in mine) for side, mine in sides.items()}
+    reached = {side: sum(r.reached is not None for r in mine) for side, mine in sides.items()}
+    both = all(n == len(sides[side]) for side, n in reached.items())
+    vs_peer = times["sb3"] / times["lfrl"] if both else None
+    return Summary(f"{algo} time to {THRESHOLDS[algo]:g} ({lfrl_config(algo, 0)['env_id']})",
+                   "s to threshold", times["lfrl"], peer=times["sb3"], peer_name="Stable-Baselines3", vs_peer=vs_peer,
+                   target="<= 0.5x SB3's time", met=vs_peer >= 2 if vs_peer is not None else None,
+                   note=f"(seeds reaching it: lfrl {reached['lfrl']}/{len(sides['lfrl'])}, "
+                        f"SB3 {reached['sb3']}/{len(sides['sb3'])}" + ("" if both else "; no ratio") + ")")
 
 
 if __name__ == "__main__":

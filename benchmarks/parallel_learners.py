@@ -22,10 +22,8 @@ import tempfile
 from pathlib import Path
 from statistics import median
 
+from common import RESULTS, ROOT
 from tqdm import tqdm
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).parent / "results"
 
 
 def run(net: str, learners: int, threads: int, steps: int) -> tuple[float, str]:
@@ -73,7 +71,7 @@ def main() -> None:
             f"on {os.cpu_count()} CPUs; load average (1 min) before {load_before:.2f}, after "
             f"{os.getloadavg()[0]:.2f}. Batch 256, one update per environment step (see the script's header).", "",
             *lines, ""]
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "parallel_learners.md").write_text("\n".join(text))
     print("\n".join(lines))
 

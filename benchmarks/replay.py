@@ -15,20 +15,17 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
-import platform
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import RESULTS, Machine, Summary, write_summary
 
 from pyreplay import PrioritizedReplayBuffer
 from pyreplay.buffers import DEFAULT_K
 
-RESULTS = Path(__file__).parent / "results"
 ADD, SAMPLE = 64, 256
 ALPHA, BETA = 0.6, 0.4
 Spec = dict[str, tuple[tuple[int, ...], Any]]
@@ -201,10 +198,10 @@ def main() -> None:
     cases = [("8 float32", (8,), np.float32, 100_000 if args.quick else 1_000_000),
              ("84x84 uint8", (84, 84), np.uint8, 10_000 if args.quick else 100_000)]
     libs = [LIBRARIES[name] for name in args.libs.split(",") if name]
-    machine = (f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-               f"load average at start {os.getloadavg()[0]:.2f}")
-    print(machine, flush=True)
+    machine = Machine()
+    print(machine.line(), flush=True)
     rows: list[tuple[str, int, str, int, float]] = []
+    skipped: dict[str, str] = {}
     for label, shape, dtype, capacity in cases:
         spec = fields(shape, dtype)
         for lib in libs:
@@ -213,6 +210,7 @@ def main() -> None:
                 prefill(buffer, spec, capacity)
             except Exception as exc:  # noqa: BLE001 - a library that does not load is skipped, with the reason
                 print(f"skipping {lib.name}: {type(exc).__name__}: {exc}", flush=True)
+                skipped[lib.name] = f"{type(exc).__name__}: {exc}"
                 continue
             for threads, rate in best_rates(buffer, spec, args.rounds, seconds).items():
                 rows.append((label, capacity, lib.name, threads, rate))
@@ -253,12 +251,29 @@ def main() -> None:
     stem = args.out or ("replay-quick" if args.quick else "replay")
     command = "python benchmarks/replay.py" + (" --quick" if args.quick else f" --seconds {seconds:g}") + \
         f" --rounds {args.rounds}"
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    machine.done()
     (RESULTS / f"{stem}.md").write_text(
         "# Prioritized replay: pyreplay vs cpprb\n\n"
         f"One cycle: add {ADD}, sample {SAMPLE}, update {SAMPLE} priorities; alpha {ALPHA}, beta {BETA}; full "
         f"buffer. Threads share one buffer. Best of interleaved 1- and 2-thread rounds.\n\n"
-        f"Command: `{command}`  \nMachine: {machine}\n\n{table}\n")
+        f"Command: `{command}`  \nMachine: {machine.line()}\n\n{table}\n")
+    summaries = []
+    for label, _shape, _dtype, capacity in cases:
+        ours = {t: rate_of(label, "pyreplay", t) for t in (1, 2)}
+        peers = {name: rate_of(label, name, 1) for name in ("cpprb", "tianshou")}
+        peers = {name: rate for name, rate in peers.items() if rate}
+        best = max(peers, key=peers.get) if peers else None
+        if ours[1] is None:
+            continue
+        vs_peer = ours[1] / peers[best] if best else None
+        summaries.append(Summary(
+            f"prioritized replay ({label}, capacity {capacity:,})", "cycles/s, 1 thread", ours[1],
+            peer=peers.get(best), peer_name=best, vs_peer=vs_peer, target="faster than cpprb",
+            met=vs_peer > 1 if vs_peer is not None else None,
+            note="; ".join([f"(2 threads: {ours[2]:,.0f} cycles/s)"] * bool(ours[2])
+                           + [f"{name} skipped: {why}" for name, why in skipped.items() if name != "torchrl"])))
+    write_summary(stem, "Prioritized replay", machine, summaries, quick=args.quick)
     try:
         import matplotlib
 

@@ -1,11 +1,12 @@
 """Runtime overhead: LF programs on lfpy's runtime against hand-written Python loops making the
 same reaction calls, side by side in one run.
 
-  .venv/bin/python benchmarks/runtime_overhead.py [--tags 10000] [--chain 100] [--round-trips 10000] [--repeat 5]
+  .venv/bin/python benchmarks/runtime_overhead.py [--quick] [--tags 10000] [--chain 100] [--round-trips 10000] [--repeat 5]
 
 Prints each workload's time on the runtime (one worker, `fast`), in the plain loop, and the ratio
 (runtime / loop); each time is the best of `--repeat` runs, the two sides taking turns, so that a
-busy machine disturbs both alike. Writes benchmarks/results/runtime_overhead.md.
+busy machine disturbs both alike. Writes benchmarks/results/runtime_overhead.md and .png (`--quick`:
+a fifth of the tags and round trips, 2 runs each).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from common import RESULTS, Machine, write_summary
 
 from lfpy.build import build
 from lfpy.diagnostics import Diagnostics
@@ -156,8 +159,11 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=100)
     parser.add_argument("--round-trips", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "runtime_overhead.md"))
+    parser.add_argument("--quick", action="store_true", help="a fifth of the tags and round trips, 2 runs")
     args = parser.parse_args()
+    if args.quick:
+        args.tags, args.round_trips, args.repeat = args.tags // 5, args.round_trips // 5, 2
+    machine = Machine()
 
     def best(runtime: Callable[[], float], plain: Callable[[], float]) -> tuple[float, float]:
         times = [(runtime(), plain()) for _ in range(args.repeat)]
@@ -177,14 +183,33 @@ def main() -> None:
         lines.append(f"| {name} | {rt:.3f} | {plain:.3f} | {rt / plain:.2f}x |")
     table = "\n".join(lines)
     print(table)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(
-        "# Runtime overhead\n\nCommand: `.venv/bin/python benchmarks/runtime_overhead.py`"
-        f" (best of {args.repeat} runs each; one worker, `fast`)\n\n" + table + "\n\n"
+    machine.done()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "runtime_overhead.md").write_text(
+        f"# Runtime overhead\n\nCommand: `.venv/bin/python benchmarks/runtime_overhead.py{' --quick' * args.quick}`"
+        f" (best of {args.repeat} runs each; one worker, `fast`) on {machine.line()}\n\n" + table + "\n\n"
         "The chain: a source sets its output once per tag (a logical action paces the tags), 100 reactions\n"
         "each read their input and set their output, a sink sums. The plain loop makes the same reaction\n"
         "calls on the same kind of port objects with no runtime. Ping-pong: two reactors bounce a counter,\n"
         "one leg through `after 0`, so each round trip is a new microstep (event queue, end of tag).\n")
+    plot(rows)
+    # No summary row: nothing but lfpy itself is measured here (the Savina rows compare runtimes).
+    write_summary("runtime_overhead", "Runtime overhead", machine, [], quick=args.quick)
+
+
+def plot(rows: list[tuple[str, float, float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    names = [name for name, _, _ in rows]
+    ax.barh(names, [rt / plain for _, rt, plain in rows], color="#2b7bba")
+    ax.axvline(1, color="grey", linewidth=1)
+    ax.set_xlabel("lfpy runtime time / plain loop time")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "runtime_overhead.png", dpi=100)
 
 
 if __name__ == "__main__":

@@ -48,12 +48,10 @@ from pathlib import Path
 from statistics import median
 
 import numpy as np
+from common import CPUS, RESULTS, ROOT, Machine, Summary, write_summary
 from tqdm import tqdm
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = Path(__file__).parent / "results"
 LFRL = [sys.executable, "-m", "generator.cli"]
-CPUS = os.cpu_count() or 1
 warnings.filterwarnings("ignore", message=".*precision lowered by casting")  # EnvPool's float64 Box bounds
 
 # Samples per measurement, by environment and N: about a second for the contenders that step in
@@ -374,7 +372,7 @@ def main() -> None:
     peer_names = [c.name for c in contenders()[1]]
     counts_text = [f"{e} x {n}: " + " / ".join(f"{samples(kind, e, n, s):,}" for kind in KINDS) for e, n, s in cases]
     print(f"samples per measurement ({' / '.join(KINDS)}): " + "; ".join(counts_text))
-    load_before = os.getloadavg()
+    machine = Machine()
     ray_up = False
     try:
         import ray
@@ -418,12 +416,11 @@ def main() -> None:
                        + f"  free-running {median(bound):,.0f}  | {us} / {them}: {spread(row.ratios(us, them))}")
     if ray_up:
         ray.shutdown()
-    load_after = os.getloadavg()
-    write_results(args, rows, lfrl_names, peer_names, repeat, load_before, load_after)
+    write_results(args, rows, lfrl_names, peer_names, repeat, machine.done())
 
 
 def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[str], peer_names: list[str],
-                  repeat: int, load_before: tuple[float, ...], load_after: tuple[float, ...]) -> None:
+                  repeat: int, machine: Machine) -> None:
     names = lfrl_names + peer_names
 
     def cell(row: Row, name: str) -> str:
@@ -450,8 +447,7 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
     command = f".venv/bin/python benchmarks/vs_ray.py{''.join(' ' + a for a in sys.argv[1:])}"
     (RESULTS / f"{args.out}.md").write_text(
         "# Parallel sampling: lfrl vs Ray and the vector environments (samples/s, synchronised every step)\n\n"
-        f"Command: `{command}` on {CPUS} CPUs, {repeat} round{'s' if repeat > 1 else ''}. Load average (1, 5, 15 min) before: "
-        f"{', '.join(f'{x:.2f}' for x in load_before)}; after: {', '.join(f'{x:.2f}' for x in load_after)}; other "
+        f"Command: `{command}`, {repeat} round{'s' if repeat > 1 else ''}, on {machine.line()} Other "
         "work on the machine skews every column.\n\n"
         "Each cell is the median samples/s over the rounds (min-max). Every contender steps N environments with a "
         "random action each per step and waits for all of them (the synchronisation point) before the next. "
@@ -469,7 +465,23 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         "rates are steady, and fewer samples keep the run short."
         + (f"\n\nSkipped: {'; '.join(skipped)}." if skipped else "") + "\n\n" + table + "\n")
     plot(rows, names, RESULTS / f"{args.out}.png")
-    print(f"wrote {RESULTS / args.out}.md and .png")
+    write_summary(args.out, "Parallel sampling", machine, [summary(row, lfrl_names, peer_names) for row in rows],
+                  quick=args.quick)
+    print(f"wrote {RESULTS / args.out}.md, .png and .json")
+
+
+def summary(row: Row, lfrl_names: list[str], peer_names: list[str]) -> Summary:
+    us, them = row.best(lfrl_names), row.best(peer_names)
+    vs_peer = median(row.ratios(us, them)) if them else None
+    pong2 = row.env_id == "ALE/Pong-v5" and row.n == 2
+    of_bound = row.median(us) / median(row.bound)
+    met = vs_peer >= 1 and (of_bound >= 0.9 if pong2 else True) if vs_peer is not None else None
+    return Summary(
+        f"sampling ({row.env_id}, {row.n} envs)", "samples/s", row.median(us),
+        ray=row.median("Ray") if "Ray" in row.rates else None, peer=row.median(them) if them else None,
+        peer_name=them, vs_ray=median(row.ratios(us, "Ray")) if "Ray" in row.rates else None, vs_peer=vs_peer,
+        target=">= the best peer" + (", >= 90% of free-running" if pong2 else ""), met=met,
+        note=f"({us}; {of_bound:.0%} of free-running)")
 
 
 def plot(rows: list[Row], names: list[str], path: Path) -> None:
