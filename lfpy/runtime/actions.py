@@ -61,10 +61,7 @@ class Action:
             return  # dropped by a later schedule with the "update" policy
         if self.gate is not None and not self._sched.admit(self.gate, self.on_event, event):
             return
-        self.fire(box[0])
-
-    def fire(self, value: object) -> None:
-        self.value = value
+        self.value = box[0]
         self.is_present = True
         self._sched.fire(self)
 

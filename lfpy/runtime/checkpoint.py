@@ -159,7 +159,7 @@ def capture(env: Environment) -> bytes:
     sched = env.sched
     keys = {_handler_id(handler): key for key, handler in env.event_handlers().items()}
     events = []
-    for time, microstep, seq, handler, value in sorted(sched.events._heap):
+    for time, microstep, seq, handler, value in sorted(sched.events.heap):
         key = keys.get(_handler_id(handler))
         if key is None:  # pragma: no cover - every handler of a program without modes is named
             raise CheckpointError(f"an event at ({time}, {microstep}) cannot be saved")
@@ -168,7 +168,7 @@ def capture(env: Environment) -> bytes:
     state = {
         "tag": tuple(sched.current), "start_time": sched.start_time, "stop_tag": tuple(sched.stop_tag),
         "tag_number": sched.tag_number, "elapsed": sched.physical() - sched.start_time,
-        "seq": sched.events._seq, "events": events, "reactors": reactors,
+        "seq": sched.events.seq, "events": events, "reactors": reactors,
         "actions": {name: (a.last_tag, a.pending) for name, a in env.actions_by_name.items()},
         "timers": {name: t.generation for name, t in env.timers_by_name.items()},
         "trace_events": list(sched.trace_events),
@@ -224,7 +224,7 @@ def restore(env: Environment, payload: bytes, tag: Tag) -> None:
         timer.generation = state["timers"][name]
     heap = [(time, microstep, seq, handlers[key], value) for time, microstep, seq, key, value in state["events"]]
     heapq.heapify(heap)
-    sched.events._heap, sched.events._seq = heap, state["seq"]
+    sched.events.heap, sched.events.seq = heap, state["seq"]
     sched.current = tag
     sched.start_time = state["start_time"]
     sched.stop_tag = Tag(*state["stop_tag"])

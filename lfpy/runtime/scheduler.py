@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from heapq import heappop, heappush
 from typing import TYPE_CHECKING
 
 from lfpy.runtime.actions import Action
@@ -42,7 +43,7 @@ from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.signals import StopOnSignals
-from lfpy.runtime.tag import FOREVER, Tag
+from lfpy.runtime.tag import FOREVER, Tag, make_tag
 from lfpy.runtime.timers import Timer
 
 if TYPE_CHECKING:
@@ -97,6 +98,7 @@ class Scheduler:
         self.on_checkpoint: Callable[[list[str]], None] | None = None  # writes them (Environment)
         # A federated program in processes: runs other federates' reactions there (federation.py).
         self.federation: Federation | None = None
+        self._run_levels: Callable[[], None] = self._run_levels_inline  # `run` picks it
 
     @property
     def records_ports(self) -> bool:
@@ -129,7 +131,7 @@ class Scheduler:
         total = action.min_delay + delay
         now = self.current
         with self.lock:
-            self._schedule_at(action, Tag(now.time + total, 0) if total else now, value)
+            self._schedule_at(action, make_tag((now[0] + total, 0)) if total else now, value)
 
     def schedule_physical(self, action: Action, delay: int, value: object) -> None:
         """`action.schedule(delay, value)` for a physical action: any thread may call it. The tag's
@@ -160,7 +162,7 @@ class Scheduler:
         pending = action.pending
         spacing = action.min_spacing
         if spacing is None:
-            if tag in pending:  # events of one action pile up in superdense time
+            if pending and tag in pending:  # events of one action pile up in superdense time
                 microstep = tag.microstep + 1
                 while Tag(tag.time, microstep) in pending:
                     microstep += 1
@@ -186,13 +188,16 @@ class Scheduler:
                     tag = Tag(earliest, 0)
         now = self.current
         if tag == now:
-            tag = Tag(now.time, now.microstep + 1)
+            tag = make_tag((now[0], now[1] + 1))
         if tag > self.stop_tag:
             return  # past the stop tag: discarded, as in reactor-c
         action.last_tag = tag
         box = [value, True, tag]
         pending[tag] = box
-        self.events.push(tag, action.on_event, (box, self._inactive(action.gate)))
+        events = self.events
+        events.seq += 1  # `events.push`, inlined: one schedule per tag is common
+        heappush(events.heap, (tag[0], tag[1], events.seq, action.on_event,
+                               (box, self._inactive(action.gate) if action.gate is not None else 0)))
 
     @staticmethod
     def _inactive(gate: tuple[ModeState, str] | None) -> int:
@@ -226,8 +231,12 @@ class Scheduler:
 
     def fire(self, trigger: Action | Timer) -> None:
         self.fired.append(trigger)
-        for reaction in trigger.triggered:
-            self.enqueue(reaction)
+        tag_number = self.tag_number
+        buckets = self.buckets
+        for r in trigger.triggered:  # `enqueue`, inlined: once per action event
+            if r.stamp != tag_number and (not r.gates or r.active()):
+                r.stamp = tag_number
+                buckets[r.level].append(r)
 
     def enqueue(self, reaction: Reaction) -> None:
         if reaction.stamp != self.tag_number and (not reaction.gates or reaction.active()):
@@ -253,6 +262,14 @@ class Scheduler:
                 self.on_start()
         if self.workers > 1:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
+        # How each tag's levels run, picked once: inline (one worker), on the pool, or with the
+        # reactions of other federates in their processes.
+        if self.federation is not None:
+            self._run_levels = self._run_levels_federated
+        elif self.pool is not None:
+            self._run_levels = self._run_levels_pool
+        else:
+            self._run_levels = self._run_levels_inline
         try:
             with StopOnSignals(self):
                 self._loop(resumed)
@@ -269,18 +286,25 @@ class Scheduler:
     def _loop(self, resumed: bool) -> None:
         if not resumed:
             self._process(self.current, startup=True)
+        heap = self.events.heap  # the next tag is read off it here: this loop runs once per tag
         while not self.halted:
-            self._drain_physical()
+            if self.physical_pending:
+                self._drain_physical()
             if self.stop_signal is not None and not self.stopping:
                 self._stop_on_signal()
-            if self.current >= self.stop_tag:
+            stop = self.stop_tag
+            current = self.current
+            if current >= stop:
                 break
-            nxt = self.events.next_tag()
-            if nxt is None and not self.keepalive:
-                # Nothing more can happen: shut down at the next microstep.
-                self.stop_tag = min(self.stop_tag, Tag(self.current.time, self.current.microstep + 1))
-                nxt = self.stop_tag
-            if nxt is None or nxt > self.stop_tag:
+            if heap:
+                head = heap[0]
+                nxt = make_tag((head[0], head[1]))
+                if nxt > stop:
+                    nxt = stop
+            else:
+                if not self.keepalive:
+                    # Nothing more can happen: shut down at the next microstep.
+                    self.stop_tag = min(stop, make_tag((current[0], current[1] + 1)))
                 nxt = self.stop_tag
             if not self.fast and not self._wait_until(nxt):
                 continue  # a physical action arrived first: look again
@@ -316,8 +340,12 @@ class Scheduler:
     def _process(self, tag: Tag, startup: bool = False) -> None:
         self.current = tag
         self.tag_number += 1
-        for _t, _m, _s, handler, value in self.events.pop_tag(tag):
-            handler(value)
+        heap = self.events.heap
+        time_, microstep = tag
+        # The events at this tag, in scheduling order (their handlers push only later tags).
+        while heap and heap[0][0] == time_ and heap[0][1] == microstep:
+            event = heappop(heap)
+            event[3](event[4])
         if self.pool is not None and self.set_ports:  # ports delivered by `after` connections
             self._propagate(0)
         if startup:
@@ -333,13 +361,9 @@ class Scheduler:
         self._run_levels()
         self._end_tag()
 
-    def _run_levels(self) -> None:
-        if self.federation is not None:
-            self._run_levels_federated(self.federation)
-            return
-        if self.pool is None:
-            self._run_levels_inline()
-            return
+    def _run_levels_pool(self) -> None:
+        """Several workers: each level's reactions run on the pool at once; the readers of the ports
+        they set are queued after the level's barrier."""
         buckets = self.buckets
         for level in range(len(buckets)):
             bucket = buckets[level]
@@ -357,9 +381,10 @@ class Scheduler:
                 return
             self._propagate(mark)
 
-    def _run_levels_federated(self, federation: Federation) -> None:
-        """As `_run_levels`, with the reactions of other federates run in their processes: each
+    def _run_levels_federated(self) -> None:
+        """As `_run_levels_pool`, with the reactions of other federates run in their processes: each
         level's are sent first, this process's run meanwhile, then their results are applied."""
+        federation = self.federation
         for bucket in self.buckets:
             if not bucket:
                 continue

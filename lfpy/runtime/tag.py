@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 FOREVER = (1 << 63) - 1
@@ -15,6 +16,11 @@ class Tag(NamedTuple):
 
     time: int
     microstep: int = 0
+
+
+# `make_tag((time, microstep))`: a Tag without the Python-level __new__ that NamedTuple generates;
+# the scheduler makes a few per tag.
+make_tag = partial(tuple.__new__, Tag)
 
 
 def tag_compare(a: Tag, b: Tag) -> int:
