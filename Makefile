@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench clean
+.PHONY: setup run test test-bench lint bench clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,10 @@ run: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+# `make bench QUICK=1` end to end, checked (minutes; CI runs it after the tests).
+test-bench: setup
+	$(PY) -m pytest -q -m bench
 
 lint: setup
 	$(VENV)/bin/ruff check .
