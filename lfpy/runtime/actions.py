@@ -59,11 +59,17 @@ class Action:
             del pending[box[2]]
         if not box[1]:
             return  # dropped by a later schedule with the "update" policy
-        if self.gate is not None and not self._sched.admit(self.gate, self.on_event, event):
+        sched = self._sched
+        if self.gate is not None and not sched.admit(self.gate, self.on_event, event):
             return
         self.value = box[0]
         self.is_present = True
-        self._sched.fire(self)
+        sched.fired.append(self)
+        tag_number = sched.tag_number
+        for r in self.triggered:  # `Scheduler.enqueue`, inlined: once per event
+            if r.stamp != tag_number and (not r.gates or r.active()):
+                r.stamp = tag_number
+                sched.buckets[r.level].append(r)
 
     def __repr__(self) -> str:
         return f"<action {self.name} present={self.is_present} value={self.value!r}>"

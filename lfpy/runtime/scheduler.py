@@ -13,8 +13,9 @@ Threading contract:
   reactor's state and the ports they write (one writer per channel); `Port.set` appends to
   `set_ports` (list.append is atomic) and the scheduler queues the readers after the level's
   barrier (`_propagate`). No lock per port or message: the level barrier is the synchronisation.
-- `schedule_logical` may be called from reactions of one level at once: it holds `lock` while it
-  decides the tag and pushes the event (`Action.pending` is guarded by `lock` too).
+- `schedule_logical` may be called from reactions of one level at once: with several workers it
+  holds `lock` while it decides the tag and pushes the event (`Action.pending` is guarded by `lock`
+  too); with one, only the scheduler's thread calls it and no lock is needed.
 - `schedule_physical` may be called from any thread: it reads physical time there and hands the
   event over under `cond`, which also wakes the scheduler's thread from its wait for physical time.
 - `request_stop` and `request_checkpoint` may be called from any thread; they hold `lock`.
@@ -130,8 +131,12 @@ class Scheduler:
         """`action.schedule(delay, value)` for a logical action, from a reaction (any worker)."""
         total = action.min_delay + delay
         now = self.current
-        with self.lock:
-            self._schedule_at(action, make_tag((now[0] + total, 0)) if total else now, value)
+        tag = make_tag((now[0] + total, 0)) if total else now
+        if self.pool is None:  # one worker: only this thread schedules logical actions
+            self._schedule_at(action, tag, value)
+        else:
+            with self.lock:
+                self._schedule_at(action, tag, value)
 
     def schedule_physical(self, action: Action, delay: int, value: object) -> None:
         """`action.schedule(delay, value)` for a physical action: any thread may call it. The tag's
@@ -158,7 +163,7 @@ class Scheduler:
 
     def _schedule_at(self, action: Action, tag: Tag, value: object) -> None:
         """Queue an event of `action` at `tag`, or later as its minimum spacing and policy say
-        (reactor-c's `lf_schedule_trigger`). Holds `lock`."""
+        (reactor-c's `lf_schedule_trigger`). With several workers, the caller holds `lock`."""
         pending = action.pending
         spacing = action.min_spacing
         if spacing is None:
