@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))  # savina.py imports its neighbour `common`, as a script does
+sys.path.append(str(ROOT / "benchmarks"))  # savina.py imports its neighbour `common`, as a script does
 
 import savina  # noqa: E402
 
