@@ -1,7 +1,7 @@
 """Parallel learners (after PAAL: `lfrl gen ... --learners L` splits each batch over L learner
 reactors and adds their gradients in a fixed order): do they pay on this machine?
 
-  .venv/bin/python benchmarks/parallel_learners.py [--steps 3000] [--rounds 3] [--nets 64,64:256,256]
+  .venv/bin/python benchmarks/parallel_learners.py [--quick] [--steps 3000] [--rounds 3] [--nets 64,64:256,256]
 
 SAC on Pendulum-v1 with the template's defaults but the network size and the budget: `--steps`
 environment steps, one update each, for L = 1 and 2 learners on 1 and 2 runtime threads. Each round
@@ -14,7 +14,6 @@ results/parallel_learners.md.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import subprocess
 import sys
@@ -22,7 +21,7 @@ import tempfile
 from pathlib import Path
 from statistics import median
 
-from common import RESULTS, ROOT
+from common import RESULTS, ROOT, Machine, write_summary
 from tqdm import tqdm
 
 
@@ -47,11 +46,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--nets", default="64,64:256,256", help="network sizes, separated by colons")
+    parser.add_argument("--quick", action="store_true", help="400 steps, one round, 64,64 only")
     args = parser.parse_args()
+    if args.quick:
+        args.steps, args.rounds, args.nets = 400, 1, "64,64"
     variants = [(net, learners, threads) for net in args.nets.split(":") for learners in (1, 2) for threads in (1, 2)]
     rates: dict[tuple, list[float]] = {v: [] for v in variants}
     checksums: dict[tuple, set[str]] = {v[:2]: set() for v in variants}
-    load_before = os.getloadavg()[0]
+    machine = Machine()
     with tqdm(total=len(variants) * args.rounds, unit="run") as bar:
         for _ in range(args.rounds):
             for variant in variants:
@@ -66,14 +68,32 @@ def main() -> None:
         same = "yes" if len(checksums[(net, learners)]) == 1 else "**NO**"
         lines.append(f"| {net} | {learners} | {threads} | {median(mine):,.0f} | {min(mine):,.0f}-{max(mine):,.0f} | "
                      f"{median(mine) / base:.2f}x | {same} |")
+    machine.done()
     text = ["# Parallel learners: SAC updates/s with the batch split over L learners", "",
-            f"Command: `.venv/bin/python benchmarks/parallel_learners.py --steps {args.steps} --rounds {args.rounds}` "
-            f"on {os.cpu_count()} CPUs; load average (1 min) before {load_before:.2f}, after "
-            f"{os.getloadavg()[0]:.2f}. Batch 256, one update per environment step (see the script's header).", "",
-            *lines, ""]
+            f"Command: `.venv/bin/python benchmarks/parallel_learners.py --steps {args.steps} --rounds {args.rounds} "
+            f"--nets {args.nets}`, on {machine.line()} Batch 256, one update per environment step (see the script's "
+            "header).", "", *lines, "", "![updates/s](parallel_learners.png)", ""]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "parallel_learners.md").write_text("\n".join(text))
+    plot(variants, rates)
+    # No summary row: lfrl against itself (1 or 2 learners); learners.md compares with SB3.
+    write_summary("parallel_learners", "Parallel learners", machine, [], quick=args.quick)
     print("\n".join(lines))
+
+
+def plot(variants: list[tuple], rates: dict[tuple, list[float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    labels = [f"{net}\nL={learners}, {threads} thr" for net, learners, threads in variants]
+    ax.bar(range(len(variants)), [median(rates[v]) for v in variants], color="#2b7bba")
+    ax.set_xticks(range(len(variants)), labels, fontsize=7)
+    ax.set_ylabel("updates/s (median)")
+    fig.tight_layout()
+    fig.savefig(RESULTS / "parallel_learners.png", dpi=100)
 
 
 if __name__ == "__main__":

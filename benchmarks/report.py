@@ -45,7 +45,7 @@ BENCHMARKS = [
     Benchmark("runtime_overhead", "The cost of lfpy's runtime per reaction and per tag against plain Python calls",
               (), ("--quick",), 0.5, 0.2),
     Benchmark("savina", "The Savina actor micro-benchmarks: LF programs against Pykka, Ray actors, asyncio and "
-              "threads", (), ("--quick",), 5, 1),
+              "threads", (), ("--quick",), 2.5, 0.7),
     Benchmark("broadcast", "A 10 MB array to 2-16 receivers per round, lfrl against Ray's object store",
               (), ("--quick",), 2, 0.7),
     Benchmark("federation", "Federated programs in processes: a tag's cost and parallel federates",
@@ -60,6 +60,9 @@ BENCHMARKS = [
               2.5, 0.5),
     Benchmark("learners", "Off-policy learners' time to a known return, lfrl against Stable-Baselines3",
               ("--seeds", "1"), ("--quick",), 5, 2),
+    Benchmark("parallel_learners", "SAC's updates/s with each batch split over L learner reactors (1 and 2 "
+              "runtime threads)", ("--rounds", "1", "--nets", "64,64"),
+              ("--quick",), 1.5, 0.7),
 ]
 
 # The reference papers' figures and their setup, next to ours (filled from the summaries).
