@@ -16,7 +16,7 @@ from lfpy.diagnostics import Diagnostics
 from lfpy.loader import package_root
 from lfpy.runtime import federation
 from lfpy.runtime.environment import Environment
-from lfpy.runtime.transport import PipeChannel
+from lfpy.runtime.transport import PipeChannel, Segments
 
 
 def _die_with_parent() -> None:
@@ -33,7 +33,7 @@ def _die_with_parent() -> None:
 def main(argv: list[str]) -> int:
     path, index = argv[0], int(argv[1])
     requests = PipeChannel(read_fd=int(argv[2]))
-    answers = PipeChannel(write_fd=int(argv[3]), shared=True)
+    answers = PipeChannel(write_fd=int(argv[3]), shared=Segments())
     own = PipeChannel(write_fd=int(argv[4]))
     _die_with_parent()
     federation.whole_lines()
@@ -62,7 +62,8 @@ def main(argv: list[str]) -> int:
     try:
         return federation.serve(env, index, requests, answers, own)
     finally:
-        answers.close()  # removes its shared-memory segment
+        answers.close()
+        answers.shared.close()  # removes its shared-memory segments
 
 
 if __name__ == "__main__":

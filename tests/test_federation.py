@@ -413,3 +413,77 @@ federated reactor {
     assert result.stdout.splitlines() == [expected(1, 1_000_000), expected(2, 2_000_000), expected(3, 2_000_000),
                                           expected(4, 10)]
     assert set(Path("/dev/shm").glob("psm_*")) - segments_before == set()  # every segment removed
+
+
+def test_a_value_sent_to_several_federates_arrives_intact_in_each(tmp_path: Path) -> None:
+    # Written once into shared memory, mapped by three federates: each may change its own and keep it.
+    segments_before = set(Path("/dev/shm").glob("psm_*"))
+    result = run_lf(tmp_path, """target Python { timeout: 4 msec }
+preamble {=
+  import numpy
+=}
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  state k = 0
+  reaction(t) -> out {=
+    self.k += 1
+    out.set(numpy.full(1_000_000, self.k, dtype=numpy.float64))
+  =}
+}
+reactor Sink(bank_index = 0) {
+  input inp
+  state kept = {= [] =}
+  reaction(inp) {=
+    a = inp.value
+    a[self.bank_index] = -1  # this federate's own: the others still read k there
+    self.kept.append(a)  # later values must not change it
+    print(self.bank_index, a[0], float(a.sum()))
+  =}
+  reaction(shutdown) {= print(self.bank_index, "kept", [float(a.sum()) for a in self.kept]) =}
+}
+federated reactor {
+  s = new Source()
+  sinks = new[3] Sink()
+  (s.out)+ -> sinks.inp
+}
+""")
+    assert result.returncode == 0, result.stderr
+    sums = [1_000_000.0 * k - k - 1 for k in range(1, 6)]
+    expected = [f"{i} {-1.0 if i == 0 else float(k)} {sums[k - 1]}" for k in range(1, 6) for i in range(3)]
+    assert sorted(result.stdout.splitlines()) == sorted(expected + [f"{i} kept {sums}" for i in range(3)])
+    assert set(Path("/dev/shm").glob("psm_*")) - segments_before == set()  # every segment removed
+
+
+def test_a_segment_is_written_again_only_once_no_receiver_maps_it() -> None:
+    import numpy
+
+    from lfpy.runtime.transport import PipeChannel, Segments
+
+    def created() -> set[Path]:
+        return set(Path("/dev/shm").glob("psm_*")) - before
+
+    before = set(Path("/dev/shm").glob("psm_*"))
+    segments = Segments()
+    read_fd, write_fd = os.pipe()
+    sender, receiver = PipeChannel(write_fd=write_fd, shared=segments), PipeChannel(read_fd=read_fd)
+    try:
+        kept = []
+        for k in range(3):  # every value kept: none may be overwritten, so each round needs a segment
+            segments.next_round()
+            sender.send(numpy.full(100_000, k))
+            kept.append(receiver.receive())
+        assert [int(a.sum()) for a in kept] == [0, 100_000, 200_000]
+        assert len(created()) == 3
+        kept = [kept[2]]  # the first two segments are free again
+        for k in range(3, 6):
+            segments.next_round()
+            sender.send(numpy.full(100_000, k))
+            kept = [receiver.receive()]
+            assert int(kept[0].sum()) == 100_000 * k
+        assert len(created()) == 3
+    finally:
+        sender.close()
+        receiver.close()
+        segments.close()
+    assert created() == set()

@@ -43,7 +43,7 @@ from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import Tag
-from lfpy.runtime.transport import PipeChannel
+from lfpy.runtime.transport import PipeChannel, Segments
 
 if TYPE_CHECKING:
     from lfpy.graph import Elaborated, Instance
@@ -146,6 +146,7 @@ class Federation:
         env.remote_init = self._reset_remote
         self.processes: dict[int, subprocess.Popen] = {}
         self.requests: dict[int, PipeChannel] = {}
+        self.segments = Segments()  # the requests': a value for several federates is written once a level
         self.answers: dict[int, PipeChannel] = {}
         self.dead: dict[int, str] = {}  # federate -> how it ended
         self.sent: list[int] = []  # federates with a batch out, in federate order
@@ -169,7 +170,7 @@ class Federation:
                 pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
             for fd in (req_r, ans_w, asy_w):
                 os.close(fd)
-            self.requests[k] = PipeChannel(write_fd=req_w, shared=True)
+            self.requests[k] = PipeChannel(write_fd=req_w, shared=self.segments)
             self.answers[k] = PipeChannel(read_fd=ans_r)
             threading.Thread(target=self._listen, args=(k, PipeChannel(read_fd=asy_r)), daemon=True,
                              name=f"lf-federate-{k}").start()
@@ -265,6 +266,7 @@ class Federation:
                 process.wait()
         for k in self.answers:
             self.answers[k].close()
+        self.segments.close()
 
     def kill(self) -> None:
         """End every federate process at once (the coordinator is failing)."""
@@ -294,6 +296,7 @@ class Federation:
         sys.stdout.flush()  # what this process printed before comes first
         sys.stderr.flush()
         now = self.sched.current
+        self.segments.next_round()  # every federate has answered (collect): it has mapped what it keeps
         self.sent = [k for k in sorted(groups)
                      if self._send(k, ("run", now.time, now.microstep, groups[k], self.resets.pop(k, [])))]
         return local
@@ -435,6 +438,8 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         for state in modes:
             state.pending = None
         status = sched.exit_status if sched.halted else None
+        if answers.shared is not None:
+            answers.shared.next_round()  # the coordinator has mapped what it keeps of the last answer
         try:
             data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises

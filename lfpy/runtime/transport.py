@@ -9,26 +9,31 @@ actors on other machines, say) replaces this module and nothing else.
 for a while (yielding its CPU between polls) before it sleeps in `select`: a sleeping virtual CPU
 can take hundreds of microseconds to wake, longer than a whole tag of a small program.
 
-Large buffers (numpy arrays, bytes of 64 KiB and more) do not go through the pipe: pickle's
-protocol 5 hands them over out of band, the sender copies them into a shared-memory segment of the
-channel, and the message says where; the receiver copies them out (one copy each way, no pickling
-of their data). A channel with `shared=True` may do this because it carries one message at a time:
-the sender sends again only after the receiver has answered, so the segment is free again.
+Large buffers (numpy arrays of 64 KiB and more) do not go through the pipe: pickle's protocol 5
+hands them over out of band, the sender copies them into a shared-memory segment of its `Segments`,
+and the message says where. Senders that share one `Segments` (the coordinator's channels to every
+federate) write a buffer once per round (`Segments.next_round`), however many receivers it goes to.
+The receiver maps the segment copy-on-write: no copy, and the arrays it gets are its own to change.
+While a receiver maps a segment it holds a shared lock on it (the mapping's file descriptor keeps
+it), so the sender writes a segment again only once no receiver holds on to any of its values.
 """
 
 from __future__ import annotations
 
+import fcntl
+import mmap
 import os
 import pickle
 import select
 import struct
 import time
-from multiprocessing import resource_tracker
 from multiprocessing.shared_memory import SharedMemory
 from typing import Protocol
 
 POLL_NS = 2_000_000  # how long a receiver polls before it sleeps
 SHARED_MIN = 64 * 1024  # buffers this large go through shared memory
+SEGMENT_MIN = 1 << 20
+SHM = "/dev/shm/"  # where SharedMemory's segments are files (Linux)
 _HEADER = struct.Struct("<QB")  # the pickle's length; 1 if buffers are in shared memory
 
 
@@ -49,16 +54,100 @@ class Channel(Protocol):
     def close(self) -> None: ...
 
 
+class Segments:
+    """A sender's shared-memory segments for large buffers. Within a round (one message to each of
+    several receivers: a level's requests to the federates) a buffer is written once, and every
+    message that carries it names the same place. A segment is written again in a later round only
+    if no receiver maps it any more."""
+
+    def __init__(self) -> None:
+        self._segments: list[tuple[SharedMemory, int]] = []  # with a descriptor to test for locks
+        self._current: SharedMemory | None = None  # where this round writes
+        self._used = 0
+        self._round: set[str] = set()  # segments written this round: their receivers may not have mapped them yet
+        self._written: dict[tuple[int, int], tuple[object, str, int]] = {}  # (id, size) -> (owner, segment, offset)
+
+    def next_round(self) -> None:
+        """The receivers of every earlier message have mapped what they keep: segments may be reused."""
+        self._current, self._used = None, 0
+        self._round.clear()
+        self._written.clear()
+
+    def write(self, buffer: memoryview) -> tuple[str, int, int]:
+        """Where `buffer` (a PickleBuffer's raw bytes) is in shared memory: (segment, offset, size);
+        written once a round."""
+        size = buffer.nbytes
+        key = (id(buffer.obj), size)
+        if key in self._written:  # the same object again (_written keeps it alive until the round ends)
+            _owner, name, offset = self._written[key]
+            return name, offset, size
+        if self._current is None or self._used + size > self._current.size:
+            self._current, self._used = self._free(size), 0
+            self._round.add(self._current.name)
+        offset = self._used
+        self._current.buf[offset:offset + size] = buffer
+        self._used = -(-(offset + size) // 64) * 64  # the next buffer aligned, as numpy likes it
+        self._written[key] = (buffer.obj, self._current.name, offset)
+        return self._current.name, offset, size
+
+    def _free(self, size: int) -> SharedMemory:
+        """A segment of at least `size` bytes that no receiver maps; free ones too small are removed."""
+        for entry in list(self._segments):
+            segment, fd = entry
+            if segment.name in self._round or _mapped(fd):
+                continue
+            if segment.size >= size:
+                return segment
+            self._segments.remove(entry)
+            _remove(segment, fd)
+        segment = SharedMemory(create=True, size=max(size, SEGMENT_MIN))
+        self._segments.append((segment, os.open(SHM + segment.name, os.O_RDONLY)))
+        return segment
+
+    def close(self) -> None:
+        """Remove every segment (receivers' mappings stay valid until they drop them)."""
+        for segment, fd in self._segments:
+            _remove(segment, fd)
+        self._segments = []
+        self.next_round()
+
+
+def _mapped(fd: int) -> bool:
+    """Whether a receiver maps the segment (it holds a shared lock while it does)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return False
+
+
+def _remove(segment: SharedMemory, fd: int) -> None:
+    os.close(fd)
+    segment.close()
+    segment.unlink()
+
+
+def _map(name: str) -> mmap.mmap:
+    """A sender's segment, mapped copy-on-write (a page is copied only if this process writes it),
+    with a shared lock that lasts as long as the mapping (which keeps a duplicate of the descriptor)."""
+    fd = os.open(SHM + name, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        return mmap.mmap(fd, os.fstat(fd).st_size, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+
+
 class PipeChannel:
     """One direction of an OS pipe: messages are length-prefixed pickles (protocol 5); with `shared`,
-    large buffers travel in a shared-memory segment of the sender's (see the module's docstring)."""
+    large buffers travel in shared memory (see the module's docstring). Whoever owns `shared` starts
+    its rounds and closes it."""
 
-    def __init__(self, read_fd: int | None = None, write_fd: int | None = None, shared: bool = False) -> None:
+    def __init__(self, read_fd: int | None = None, write_fd: int | None = None, shared: Segments | None = None) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.shared = shared
-        self._segment: SharedMemory | None = None  # the sender's, for large buffers
-        self._attached: dict[str, SharedMemory] = {}  # the receiver's view of the sender's
         self._pending = b""  # bytes read of the next message
         if read_fd is not None:
             os.set_blocking(read_fd, False)
@@ -69,37 +158,24 @@ class PipeChannel:
     def dumps(self, message: object) -> bytes:
         """`message` framed for `send_bytes`: what pickling raises (an unpicklable value) is raised
         here, before anything is sent."""
-        if not self.shared:
+        shared = self.shared
+        if shared is None:
             data = pickle.dumps(message, protocol=5)
             return _HEADER.pack(len(data), 0) + data
-        large: list[pickle.PickleBuffer] = []
+        spans: list[tuple[str, int, int]] = []
 
         def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-            if buffer.raw().nbytes < SHARED_MIN:
+            raw = buffer.raw()
+            if raw.nbytes < SHARED_MIN:
                 return True  # in band
-            large.append(buffer)
+            spans.append(shared.write(raw))
             return False
 
         data = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
-        if not large:
+        if not spans:
             return _HEADER.pack(len(data), 0) + data
-        sizes = [b.raw().nbytes for b in large]
-        segment = self._segment_for(sum(sizes))
-        spans, offset = [], 0
-        for buffer, size in zip(large, sizes, strict=True):
-            segment.buf[offset:offset + size] = buffer.raw()
-            spans.append((offset, size))
-            offset += size
-        envelope = pickle.dumps((data, segment.name, spans), protocol=5)
+        envelope = pickle.dumps((data, spans), protocol=5)
         return _HEADER.pack(len(envelope), 1) + envelope
-
-    def _segment_for(self, size: int) -> SharedMemory:
-        if self._segment is None or self._segment.size < size:
-            if self._segment is not None:
-                self._segment.close()
-                self._segment.unlink()
-            self._segment = SharedMemory(create=True, size=max(size, 1 << 20))
-        return self._segment
 
     def send_bytes(self, framed: bytes) -> None:
         assert self.write_fd is not None
@@ -112,13 +188,9 @@ class PipeChannel:
         kind, data = self._frame()
         if kind == 0:
             return pickle.loads(data)
-        data, name, spans = pickle.loads(data)
-        segment = self._attached.get(name)
-        if segment is None:
-            for old in self._attached.values():  # the sender has replaced it with a larger one
-                old.close()
-            self._attached = {name: (segment := _attach(name))}
-        return pickle.loads(data, buffers=[bytearray(segment.buf[o:o + n]) for o, n in spans])
+        data, spans = pickle.loads(data)
+        maps = {name: _map(name) for name in {name for name, _o, _n in spans}}
+        return pickle.loads(data, buffers=[memoryview(maps[name])[o:o + n] for name, o, n in spans])
 
     def _frame(self) -> tuple[int, bytes]:
         """The next message's kind and bytes: one read for a small message (what a read brings of
@@ -158,21 +230,3 @@ class PipeChannel:
                 except OSError:
                     pass
         self.read_fd = self.write_fd = None
-        for segment in self._attached.values():
-            segment.close()
-        self._attached = {}
-        if self._segment is not None:
-            self._segment.close()
-            self._segment.unlink()
-            self._segment = None
-
-
-def _attach(name: str) -> SharedMemory:
-    """The sender's segment, without registering it for removal at this process's exit: it is the
-    sender's to remove (Python's resource tracker would otherwise remove it, and warn, here too)."""
-    segment = SharedMemory(name=name)
-    try:
-        resource_tracker.unregister(segment._name, "shared_memory")  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001, S110 - a tracker that does not know it is what we want
-        pass
-    return segment
