@@ -1,7 +1,7 @@
 """Multi-agent inference: the generated LF program against Ray and against the batched single-process
 bound, side by side.
 
-  .venv/bin/python benchmarks/multiagent.py [--quick] [--repeat 3] [--agents 3,6,10]
+  .venv/bin/python benchmarks/multiagent.py [--quick] [--repeat 5] [--agents 3,6,10]
 
 The workload: N agents act in PettingZoo's MPE simple_spread (mpe2, parallel API, no episode end),
 each with its own MLP policy (observation -> 64 tanh units -> 5 action logits, the greedy action
@@ -22,8 +22,9 @@ loaded beforehand.
   by several tasks, which nothing here is). Nothing prints in the loop.
 - batched single process: one loop steps the same environment and infers all N actions in one
   batched product per step (the agents' weights stacked, numpy's batched `matmul` into buffers made
-  once: faster here than `einsum`, `torch.bmm` or a block-diagonal product): the lower bound on the
-  time that inference for N separate policies and the environment's step take together.
+  once: faster here than `einsum` or `torch.bmm`, and than a block-diagonal product from 6 agents on,
+  as fast with 3), in a process of its own each round, as lfrl's program runs: the lower bound on
+  the time that inference for N separate policies and the environment's step take together.
 
 All three draw agent i's weights as AgentPolicy does (lf/lib/AgentPolicy.lf: torch, from the seed
 derived from (seed, i)) and compute in float64, reset the environment with the same seed and take the
@@ -31,7 +32,7 @@ greedy actions, so they must reach the same total reward in the same number of s
 they do not prints no ratio. Each round runs the three back to back, in an order that rotates (this
 machine's speed drifts), and the ratios are taken within rounds. Ray starts once, for the whole
 script. Writes benchmarks/results/multiagent.md, .png and .json; `--quick` (N = 3, two rounds, a
-fifth of the steps) takes under a minute.
+third of the steps) takes under a minute.
 """
 
 from __future__ import annotations
@@ -70,10 +71,11 @@ from common import (  # noqa: E402
 ENV_NAME = "simple_spread_v3"
 HIDDEN = 64
 SEED = 0
-# Steps per measurement by N: about 1.5 s of the batched loop here (the environment's step costs
-# about 0.45 ms with 3 agents and 3.3 ms with 10: its collision checks grow as N squared).
-STEPS = {3: 3000, 6: 1200, 10: 450}
-QUICK_SCALE = 0.2
+# Steps per measurement by N: about a second of the batched loop here (the environment's step costs
+# about 0.45 ms with 3 agents and 3.3 ms with 10: its collision checks grow as N squared). This
+# machine's speed drifts by tens of percent within a minute: more, shorter rounds beat fewer, longer ones.
+STEPS = {3: 2000, 6: 800, 10: 300}
+QUICK_SCALE = 0.3
 LFRL = [sys.executable, "-m", "generator.cli"]
 NAMES = ("lfrl", "Ray", "batched single process")
 TARGET_RAY, TARGET_BOUND = 8.0, 0.9
@@ -223,16 +225,23 @@ class Ray:
 # ------------------------------------------------------------------------------------------- bound
 
 
-def batched_loop(n: int, steps: int) -> Measurement:
-    """The bound: `steps` steps of N agents with all N inferences in one batched product per step."""
-    case = Case(n, steps)
+def stacked(case: Case) -> dict[str, np.ndarray]:
+    """Every agent's weights stacked, so that one matmul does them all: x (N, 1, D) @ w1t (N, D, H) + b1
+    (N, 1, H), then @ w2t (N, H, A) + b2 (N, 1, A)."""
     layers = case.layers()
-    # Stacked so that one matmul does every agent: x (N, 1, D) @ w1t (N, D, H), then (N, 1, H) @ (N, H, A).
-    w1t = np.ascontiguousarray(np.stack([w1.T for w1, _, _, _ in layers]))
-    b1 = np.stack([b1 for _, b1, _, _ in layers])[:, None, :]
-    w2t = np.ascontiguousarray(np.stack([w2.T for _, _, w2, _ in layers]))
-    b2 = np.stack([b2 for _, _, _, b2 in layers])[:, None, :]
-    x, hidden, logits = np.empty((n, 1, case.obs_dim)), np.empty((n, 1, HIDDEN)), np.empty((n, 1, case.n_actions))
+    return {"w1t": np.ascontiguousarray(np.stack([w1.T for w1, _, _, _ in layers])),
+            "b1": np.stack([b1 for _, b1, _, _ in layers])[:, None, :],
+            "w2t": np.ascontiguousarray(np.stack([w2.T for _, _, w2, _ in layers])),
+            "b2": np.stack([b2 for _, _, _, b2 in layers])[:, None, :]}
+
+
+def batched_loop(weights: Path, steps: int) -> Measurement:
+    """The bound: `steps` steps of N agents with all N inferences in one batched product per step
+    (the weights from `stacked`, saved by numpy)."""
+    with np.load(weights) as arrays:
+        w1t, b1, w2t, b2 = (arrays[k] for k in ("w1t", "b1", "w2t", "b2"))
+    n, obs_dim, hidden_units = w1t.shape
+    x, hidden, logits = np.empty((n, 1, obs_dim)), np.empty((n, 1, hidden_units)), np.empty((n, 1, b2.shape[2]))
     matmul, add, tanh = np.matmul, np.add, np.tanh
     env = make_env(n)
     obs, _ = env.reset(seed=SEED)
@@ -261,15 +270,20 @@ def batched_loop(n: int, steps: int) -> Measurement:
 @dataclass
 class Batched:
     """The batched loop in a process of its own each round, as lfrl's program runs (and away from
-    the Ray driver's threads in this one)."""
+    the Ray driver's threads in this one); the weights are drawn here, once per row, so that the
+    loop's process needs no torch."""
 
     name: str = "batched single process"
+    folder: tempfile.TemporaryDirectory | None = None
 
     def setup(self, case: Case) -> None:
         self.case = case
+        self.folder = tempfile.TemporaryDirectory()
+        self.weights = Path(self.folder.name) / "weights.npz"
+        np.savez(self.weights, **stacked(case))
 
     def measure(self) -> Measurement:
-        result = subprocess.run([sys.executable, __file__, "--batched-loop", f"{self.case.n},{self.case.steps}"],
+        result = subprocess.run([sys.executable, __file__, "--batched-loop", str(self.weights), str(self.case.steps)],
                                 cwd=ROOT, capture_output=True, text=True)
         if result.returncode != 0:
             raise SystemExit(f"the batched loop failed:\n{result.stdout}\n{result.stderr}")
@@ -277,7 +291,8 @@ class Batched:
         return Measurement(float(rate), (int(steps), reward))
 
     def close(self) -> None:
-        pass
+        if self.folder is not None:
+            self.folder.cleanup()
 
 
 # --------------------------------------------------------------------------------------------- table
@@ -323,15 +338,15 @@ def ratio_text(ratios: list[float], fmt: str = ".2f", suffix: str = "x") -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_SCALE:g} of the steps, 2 rounds, N = 3")
-    parser.add_argument("--repeat", type=int, help="rounds; medians are kept (default 3, --quick 2)")
+    parser.add_argument("--repeat", type=int, help="rounds; medians are kept (default 5, --quick 2)")
     parser.add_argument("--agents", help="agent counts N, comma-separated (default 3,6,10; --quick 3)")
-    parser.add_argument("--batched-loop", help=argparse.SUPPRESS)  # N,STEPS: one run of the bound, printed
+    parser.add_argument("--batched-loop", nargs=2, help=argparse.SUPPRESS)  # WEIGHTS STEPS: one run of the bound
     args = parser.parse_args()
     if args.batched_loop:
-        result = batched_loop(*map(int, args.batched_loop.split(",")))
+        result = batched_loop(Path(args.batched_loop[0]), int(args.batched_loop[1]))
         print(result.value, *result.check)
         return
-    repeat = args.repeat or (2 if args.quick else 3)
+    repeat = args.repeat or (2 if args.quick else 5)
     counts = [int(c) for c in (args.agents or ("3" if args.quick else "3,6,10")).split(",")]
     if repeat < 1 or any(not 1 <= n <= 64 for n in counts):
         sys.exit(f"multiagent.py: error: --repeat takes a positive number and --agents numbers from 1 to 64; got "
@@ -419,8 +434,8 @@ def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -
         "reaction per agent per step, each agent's policy in its own reactor. *Ray* is one actor per agent (a "
         "fractional CPU each) holding its policy; the driver steps the environment and `ray.get`s the list of "
         "the actors' actions every step. *batched single process* steps the same environment and infers all N "
-        "actions in one batched numpy `matmul` per step (weights stacked, buffers made once): the bound on what "
-        "N separate policies and the environment cost together. The ratios are the median (min-max) over rounds "
+        "actions in one batched numpy `matmul` per step (weights stacked, buffers made once), in a process of its "
+        "own each round as lfrl's program: the bound on what N separate policies and the environment cost together. The ratios are the median (min-max) over rounds "
         "of lfrl's rate over Ray's and over the bound's, taken within a round (and the bound's over Ray's: the most "
         "any way of running N separate policies next to this environment could gain over Ray, as the "
         "environment's step, the same for all, grows as N squared); every contender must reach the "
@@ -445,11 +460,21 @@ def plot(rows: list[Row], path: Path) -> None:
         heights = [median(values(row.results[name])) if name in row.results else 0 for row in rows]
         ax.bar(x + (i - (len(NAMES) - 1) / 2) * width, heights, width=width, label=name,
                color={"lfrl": "#2b7bba", "Ray": "#d95f02"}.get(name, "lightgrey"))
+    for i, row in enumerate(rows):
+        vs_ray, vs_bound = row.ratio("Ray"), row.ratio(NAMES[2])
+        if vs_ray or vs_bound:
+            label = "\n".join(([f"{median(vs_ray):.1f}x Ray"] if vs_ray else [])
+                              + ([f"{median(vs_bound):.0%} of bound"] if vs_bound else []))
+            ax.annotate(label, (x[i] - width, median(values(row.results["lfrl"]))), textcoords="offset points",
+                        xytext=(0, 3), ha="center", fontsize=7)
     ax.set_xticks(x, [f"N = {row.case.n}" for row in rows])
     ax.set_yscale("log")
+    rates = [median(values(ms)) for row in rows for ms in row.results.values()]
+    if rates:
+        ax.set_ylim(min(rates) / 2, max(rates) * 4)  # room for the labels and the legend
     ax.set_ylabel("environment steps/s (log)")
     ax.set_title("multi-agent inference, MPE simple_spread", fontsize=10)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
