@@ -450,7 +450,7 @@ CATALOG: dict[str, Template] = {
         ),
         Template(
             "multiagent", "multiagent.lf.j2",
-            "multi-agent inference: M agents with their own torch policies in a PettingZoo (mpe2) environment",
+            "multi-agent inference: M agents with their own MLP policies in a PettingZoo (mpe2) environment",
             (
                 Param("env_name", str, "simple_spread_v3", "mpe2 environment (parallel API)"),
                 Param("agents", int, 3, "agents, each with its own policy", min=1, max=64),

@@ -240,6 +240,36 @@ def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Pat
     assert outputs[0][1].startswith("total reward ") and outputs[0][1] == outputs[1][1]
 
 
+def test_multiagent_agents_act_greedily_each_with_its_own_seeded_policy(tmp_path: Path) -> None:
+    # The program's total reward is that of a plain loop in which agent i's MLP has weights drawn
+    # with torch from the seed of (seed, i) and every agent takes its argmax action each step.
+    import numpy as np
+    import torch
+    from mpe2 import simple_spread_v3
+
+    agents, steps, hidden, seed = 2, 30, 8, 5
+    out = write("multiagent", {"agents": agents, "steps": steps, "seed": seed, "hidden": hidden}, tmp_path / "A.lf")
+    env = simple_spread_v3.parallel_env(N=agents, max_cycles=10**9)
+    obs, _ = env.reset(seed=seed)
+    names = list(env.agents)
+    policies = []
+    for i, name in enumerate(names):
+        generator = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, i]).generate_state(1)[0]))
+        shapes = [(hidden, obs[name].shape[0]), (hidden,), (int(env.action_space(name).n), hidden),
+                  (int(env.action_space(name).n),)]
+        policies.append([(torch.randn(s, generator=generator) * 0.5).double().numpy() for s in shapes])
+    total, taken = 0.0, set()
+    for _ in range(steps):
+        actions = {}
+        for (w1, b1, w2, b2), name in zip(policies, names, strict=True):
+            actions[name] = int((w2 @ np.tanh(w1 @ obs[name].astype(np.float64) + b1) + b2).argmax())
+        obs, rewards, _, _, _ = env.step(actions)
+        total += sum(float(r) for r in rewards.values())
+        taken |= set(actions.values())
+    assert len(taken) > 1  # the actions depend on the observations
+    assert run(out, 1)[1] == f"total reward {total:.6f}"
+
+
 def test_a_failing_worker_process_is_one_error_and_the_summary_still_prints(tmp_path: Path) -> None:
     out = write("sampling", {"progress": False, "workers": 2, "steps": 40, "processes": True}, tmp_path / "Sampling.lf")
     source = out.read_text()
