@@ -161,7 +161,7 @@ def write_readme(benchmarks: list[Benchmark], quick: bool, results: Path, failed
         path = results / f"{bench.stem}.json"
         if path.exists():
             summaries[bench.stem] = json.loads(path.read_text())
-    host = next((data["host"] for data in summaries.values()), "unknown")
+    host = next((data["host"] for data in summaries.values() if "host" in data), "this machine")
     make = "make bench QUICK=1" if quick else "make bench"
     text = ["# Benchmarks", "",
             f"`{make}` ran every script below one after the other on {host} (each table gives the load during "
@@ -199,6 +199,9 @@ def main() -> None:
     if unknown:
         sys.exit(f"report.py: error: no benchmark named {', '.join(unknown)} (known: {', '.join(known)})")
     results = QUICK_RESULTS if args.quick else HERE / "results"
+    if not args.no_run and not args.only:  # the README speaks of this run only: no summary of an earlier one
+        for bench in BENCHMARKS:
+            (results / f"{bench.stem}.json").unlink(missing_ok=True)
     failed = [] if args.no_run else run([known[s] for s in only], args.quick, results)
     readme = write_readme(BENCHMARKS, args.quick, results, failed)
     print(f"wrote {readme.relative_to(ROOT)}")
