@@ -462,6 +462,31 @@ def summary(row: Row) -> Summary:
                    met=(1 / median(vs_ray) <= TARGET) if vs_ray else None, note=note)
 
 
+def where_the_time_goes(row: Row) -> list[str]:
+    """The per-round reading of a row whose every contender ran: a line each."""
+    ray_way, floor = row.best(RAY_WAYS), row.floor()
+    if row.disagree or floor is None or ray_way is None or any(name not in row.results for name in LFRL_WAYS):
+        return []
+    n = row.case.actors
+    plain, learn, collect = row.ms(row.med(PLAIN)), row.part(PLAIN, "learn"), row.part(PLAIN, "collect")
+    main, processes, ray = row.ms(row.med(LFRL_WAYS[0])), row.ms(row.med(LFRL_WAYS[1])), row.ms(row.med(ray_way))
+    return [
+        f"- N = {n}: the plain loop takes {plain:.1f} ms: the learner's updates {learn:.1f} ms, the {n} actors' "
+        f"collection {collect:.1f} ms one after the other, the rest {row.part(PLAIN, 'rest'):.1f} ms.",
+        f"- *lfrl* (a main reactor) runs the same steps in {main:.1f} ms: the difference, {main - plain:+.1f} ms, "
+        "is its runtime's cost (and this machine's noise).",
+        f"- *lfrl, processes* takes {processes:.1f} ms, {processes - floor:+.1f} ms over the floor of {floor:.1f} "
+        f"ms: crossing to the actors' processes and back costs {'more' if processes > main else 'less'} than the "
+        f"{collect - collect / n:.1f} ms that collecting in parallel saves.",
+        f"- *{ray_way}* (the faster Ray way) takes {ray:.1f} ms: its driver waits {row.part(ray_way, 'collect'):.1f} "
+        f"ms for {collect / n:.1f} ms of collecting per actor, and its learner takes "
+        f"{row.part(ray_way, 'learn'):.1f} ms beside Ray's processes (the plain loop's: {learn:.1f} ms).",
+        f"- The floor is {floor / ray:.2f}x {ray_way}'s time: with the learner's updates most of every round and "
+        "nothing to overlap them with (the actors need their result), no way of running this workload reaches "
+        f"{TARGET:g}x Ray's time.",
+    ]
+
+
 def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -> None:
     def cell(row: Row, name: str, scale: float = 1.0, fmt: str = ".2f") -> str:
         if name not in row.results:
@@ -480,7 +505,8 @@ def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -
              f"{TARGET:g}) | plain loop / lfrl |", "|---:|---:|" + "---:|" * (len(NAMES) + 3)]
     per_round = ["| actors N | " + " | ".join(LFRL_WAYS) + " | " + " | ".join(drivers) + " | floor | floor / Ray |",
                  "|---:|" + "---:|" * (len(LFRL_WAYS) + len(drivers) + 2)]
-    computed = []
+    computed: list[str] = []
+    reading: list[str] = []
     for row in rows:
         us, ray_way = row.best(LFRL_WAYS), row.best(RAY_WAYS)
         vs_ray = row.ratio(us, ray_way)
@@ -496,10 +522,12 @@ def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -
         checks = sorted({" / ".join(m.check) for ms in row.results.values() for m in ms})
         computed.append(f"- N = {row.case.actors}: " + (f"**the contenders differ**: {row.disagree}" if row.disagree
                                                         else f"all: {checks[0]}" if len(checks) == 1 else "-"))
+        reading.extend(where_the_time_goes(row))
     table = ("Training time (s):\n\n" + "\n".join(times)
              + "\n\nPer round (ms): lfrl's median (min-max); the drivers' median as collecting + learning + the "
              "rest:\n\n" + "\n".join(per_round)
-             + "\n\nWhat every contender computed (QLearner's summary):\n\n" + "\n".join(computed))
+             + "\n\nWhat every contender computed (QLearner's summary):\n\n" + "\n".join(computed)
+             + ("\n\nWhere the time goes, per round (medians):\n\n" + "\n".join(reading) if reading else ""))
     skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
     print(table)
     if skipped:
