@@ -1,4 +1,4 @@
-"""The reinforcement-learning code that lfrl's learner programs (`lfrl gen dqn|ddpg|td3|sac`) import:
+"""The reinforcement-learning code that lfrl's learner programs (`lfrl gen dqn|ddpg|td3|sac|qlearning`) import:
 their reactors in `lf/lib/` only move messages; everything they compute is here.
 
 - `envs`: environments (Atari preprocessing, `module:EnvId`) and what learners need of their spaces
@@ -7,4 +7,5 @@ their reactors in `lf/lib/` only move messages; everything they compute is here.
 - `policy`, `actor`: acting and collecting (n-step returns); `evaluate`: evaluation episodes
 - `training`: the learner reactor's rounds; `logs`: CSV, TensorBoard, learning curve, progress bar
 - `seeds`: every random stream of a run, derived from its one seed
+- `qlearning`: synchronized parallel Q-learning's actors and learner (`lfrl gen qlearning`)
 """

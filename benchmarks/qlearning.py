@@ -1,0 +1,607 @@
+"""Synchronized parallel Q-learning: the generated LF program against the same algorithm written with
+Ray, side by side.
+
+  .venv/bin/python benchmarks/qlearning.py [--quick] [--repeat 3] [--actors 2[,4]] [--rounds 500]
+
+The workload is `lfrl gen qlearning`'s with its default sizes: on CartPole-v1, N actors each collect
+32 steps per round epsilon-greedily with the current Q-network (64 hidden units); the transitions go
+to a prioritized pyreplay buffer; the learner makes 16 Adam updates on a batch of 64 (a DQN loss with
+a target network) and sends the new weights to every actor; 500 rounds. The time measured is the
+training time: from the first weights sent to the end of the last update (the program's startup,
+the actors' start and Ray's are not in it).
+
+- lfrl: the program of `lfrl gen qlearning --actors N --progress no` (templates/qlearning.lf.j2 with
+  the reactors QActor, ReplayBuffer and QLearner of lf/lib/), run with `lfrl run` (one runtime
+  thread) as a process of its own each round; it prints its training time. Two ways: *lfrl*, a
+  `main reactor` (every actor in lfrl's process), and *lfrl, processes*, `--processes yes` (a
+  federated program: each actor in a process of its own, the learner and the buffer in lfrl's).
+- Ray, as its documentation shows it: one Ray actor per lfrl actor (a fractional CPU each, so that
+  all N fit on this machine's CPUs), each holding its environment; the driver holds the replay
+  buffer and the learner and `ray.get`s the list of the actors' `collect` calls, which return the
+  transitions. The weights (numpy arrays, as the learner sends them in lfrl and as RLlib sends
+  them) go two ways: *Ray*, put in the object store once per round (`ray.put`) and that
+  reference passed to every actor, as Ray's docs recommend for an argument that several tasks
+  share; *Ray, weights by value*, passed to each call, which Ray inlines for small objects such as
+  these few KB (faster here). Nothing prints in the loop.
+- plain loop: the same driver with the N collectors called one after the other, in a process of its
+  own each round as lfrl's program (not in this one, where Ray's threads run too): what the
+  computation costs with no framework at all (no parallel collection either).
+
+Every side computes with the very same code: lfrl.qlearning's Collector (an actor's round) and
+QLearning (the learner's), which the reactors QActor and QLearner call, and pyreplay's buffer made as
+ReplayBuffer makes it, with the same seeds and one torch thread for the learner (as QLearner sets it).
+So they must end with the same weights (checksum), loss and episode returns, which the check
+compares; a row where they do not prints no ratio. The drivers (Ray's and the plain loop's) also time
+their phases, collecting and learning: where the time goes, and the floor that no way of running
+this synchronous algorithm (collect, then learn, every round) can beat: the learner's work plus one
+actor's collection. Each round runs the contenders back to back in an order that rotates (this
+machine's speed drifts) and the ratios are taken within rounds. Ray starts once, for the whole
+script; its actors are made once per row and given fresh collectors before every measurement. Writes benchmarks/results/qlearning.md, .png and .json; the default (N = 2, the
+template's default, three rounds of measurements) takes about 4 minutes here, `--quick` (40 training
+rounds, two rounds of measurements) under a minute plus Ray's start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import median
+
+import numpy as np
+from tqdm import tqdm
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import (  # noqa: E402
+    CPUS,
+    RESULTS,
+    ROOT,
+    Machine,
+    Measurement,
+    Skipped,
+    Summary,
+    disagreement,
+    rounds,
+    speedups,
+    spread,
+    values,
+    write_summary,
+)
+
+sys.path.insert(0, str(ROOT))  # this checkout's lfrl, as `lfrl run` from ROOT imports it
+LFRL = [sys.executable, "-m", "generator.cli"]
+ENV_ID = "CartPole-v1"
+SEED = 0
+ROUNDS, QUICK_ROUNDS = 500, 40
+LFRL_WAYS = ("lfrl", "lfrl, processes")
+RAY_WAYS = ("Ray", "Ray, weights by value")
+PLAIN = "plain loop"
+NAMES = (*LFRL_WAYS, *RAY_WAYS, PLAIN)
+TARGET = 0.3  # lfrl's training time at most this share of Ray's
+
+
+@dataclass
+class Case:
+    """One row: the template's defaults (generator.catalog's) but for N actors and the rounds."""
+
+    actors: int
+    rounds: int
+    prioritized: bool | None = None  # None: the template's default
+    steps_per_round: int = field(init=False, default=0)
+    batch_size: int = field(init=False, default=0)
+    updates: int = field(init=False, default=0)
+    hidden: int = field(init=False, default=0)
+    capacity: int = field(init=False, default=0)
+    obs_dim: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        import gymnasium
+
+        from generator.catalog import template
+
+        defaults = template("qlearning").defaults()
+        assert defaults["env_id"] == ENV_ID and defaults["seed"] == SEED, defaults
+        for name in ("steps_per_round", "batch_size", "updates", "hidden", "capacity"):
+            setattr(self, name, int(defaults[name]))  # type: ignore[call-overload]
+        if self.prioritized is None:
+            self.prioritized = bool(defaults["prioritized"])
+        env = gymnasium.make(ENV_ID)
+        self.obs_dim = int(env.observation_space.shape[0])
+        env.close()
+
+    @property
+    def explore_rounds(self) -> int:
+        return max(self.rounds // 5, 1)  # as the template passes it to QActor
+
+    def gen_args(self) -> list[str]:
+        return ["--actors", str(self.actors), "--rounds", str(self.rounds), "--prioritized",
+                "yes" if self.prioritized else "no", "--progress", "no"]
+
+
+# The actors' rounds: weights -> each actor's (transitions, returns of the episodes that ended).
+Collect = Callable[[dict[str, np.ndarray]], list[tuple[dict[str, np.ndarray], list[float]]]]
+
+
+@dataclass
+class Phases:
+    """Where a driver's training time went (seconds in all)."""
+
+    collect: float = 0.0  # the actors' rounds, as the driver waits for them
+    learn: float = 0.0  # the learner's updates
+    rest: float = 0.0  # the replay buffer's adds, samples and priorities, the weights' copies
+
+
+def train(case: Case, collect: Collect) -> tuple[Measurement, Phases]:
+    """The driver of the Ray side and the plain loop: the replay buffer and the learner, as lfrl's
+    ReplayBuffer and QLearner reactors hold them; `collect` runs every actor's round. The training
+    time (the check: the summary QLearner prints) and where it went."""
+    import torch
+
+    import pyreplay
+    from lfrl.qlearning import QLearning, replay_fields, summary
+
+    torch.set_num_threads(1)  # as QLearner sets it
+    learning = QLearning(ENV_ID, case.hidden, SEED, case.updates)
+    fields = replay_fields(case.obs_dim)
+    buffer = (pyreplay.PrioritizedReplayBuffer(case.capacity, fields, alpha=0.6, beta=0.4, seed=SEED)
+              if case.prioritized else pyreplay.ReplayBuffer(case.capacity, fields, seed=SEED))
+    episodes: list[float] = []
+    phases = Phases()
+    clock = time.perf_counter
+    weights = learning.weights()
+    start = clock()
+    for round_ in range(case.rounds):
+        before = clock()
+        results = collect(weights)
+        collected = clock()
+        for transitions, ended in results:  # in actor order, as ReplayBuffer adds them
+            buffer.add(**transitions)
+            episodes.extend(ended)
+        batch = buffer.sample(case.batch_size)
+        sampled = clock()
+        indices, priorities = learning.learn(batch)
+        learned = clock()
+        if round_ + 1 < case.rounds:
+            if case.prioritized:
+                buffer.update_priorities(indices, priorities)
+            weights = learning.weights()
+        phases.collect += collected - before
+        phases.learn += learned - sampled
+    elapsed = clock() - start
+    phases.rest = elapsed - phases.collect - phases.learn
+    check = tuple(summary(learning.round, learning.last_loss, learning.checksum(), episodes))
+    return Measurement(elapsed, check), phases
+
+
+# --------------------------------------------------------------------------------------------- lfrl
+
+
+@dataclass
+class Lfrl:
+    """The program of `lfrl gen qlearning`, generated once per row and run anew each round."""
+
+    processes: bool
+    name: str = ""
+    folder: tempfile.TemporaryDirectory | None = None
+
+    def __post_init__(self) -> None:
+        self.name = LFRL_WAYS[1] if self.processes else LFRL_WAYS[0]
+
+    def setup(self, case: Case) -> None:
+        self.case = case
+        self.folder = tempfile.TemporaryDirectory()
+        self.program = Path(self.folder.name) / "Q.lf"
+        subprocess.run([*LFRL, "gen", "qlearning", *case.gen_args(), "--processes", "yes" if self.processes else "no",
+                        "-o", str(self.program)], check=True, cwd=ROOT, capture_output=True)
+
+    def measure(self) -> Measurement:
+        result = subprocess.run([*LFRL, "run", str(self.program), "--workers", "1"], cwd=ROOT, capture_output=True,
+                                text=True)
+        lines = result.stdout.splitlines()
+        timing = re.fullmatch(r"training: (\d+) rounds in ([\d.]+) s: .*", lines[2]) if len(lines) >= 3 else None
+        if result.returncode != 0 or timing is None or int(timing.group(1)) != self.case.rounds:
+            raise SystemExit(f"{self.program.name} ({self.name}) failed:\n{result.stdout}\n{result.stderr}")
+        return Measurement(float(timing.group(2)), tuple(lines[:2]))
+
+    def close(self) -> None:
+        if self.folder is not None:
+            self.folder.cleanup()
+
+
+# ---------------------------------------------------------------------------------------------- Ray
+
+
+@dataclass
+class RayActors:
+    """One Ray actor per lfrl actor, made once per row and shared by both Ray ways (they measure one
+    after the other; two sets would not fit on this machine's CPUs)."""
+
+    actors: list = field(default_factory=list)
+
+    def setup(self, case: Case):  # -> the ray module
+        try:
+            import ray
+        except ImportError:
+            raise Skipped("ray is not installed (pip install -e '.[bench]')") from None
+        if self.actors:
+            return ray
+
+        @ray.remote
+        class QActor:
+            """One actor: its environment and generator (lfrl.qlearning.Collector)."""
+
+            def start(self, index: int, steps: int, explore_rounds: int) -> None:
+                from lfrl.qlearning import Collector
+
+                self.collector = Collector(ENV_ID, SEED, index, steps, explore_rounds=explore_rounds)
+
+            def collect(self, weights: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[float]]:
+                return self.collector.collect(weights)
+
+        self.ray = ray
+        # A share of the CPUs each: Ray gives an actor one whole CPU unless told otherwise.
+        self.actors = [QActor.options(num_cpus=CPUS / case.actors).remote() for _ in range(case.actors)]
+        return ray
+
+    def close(self) -> None:
+        for actor in self.actors:
+            self.ray.kill(actor)
+        self.actors = []
+
+
+@dataclass
+class Ray:
+    by_value: bool
+    pool: RayActors
+    name: str = ""
+    phases: list[Phases] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.name = RAY_WAYS[1] if self.by_value else RAY_WAYS[0]
+
+    def setup(self, case: Case) -> None:
+        self.ray, self.case = self.pool.setup(case), case
+
+    def collect(self, weights: dict[str, np.ndarray]) -> list[tuple[dict[str, np.ndarray], list[float]]]:
+        if self.by_value:
+            return self.ray.get([actor.collect.remote(weights) for actor in self.pool.actors])
+        ref = self.ray.put(weights)  # once per round, shared by every actor
+        return self.ray.get([actor.collect.remote(ref) for actor in self.pool.actors])
+
+    def measure(self) -> Measurement:
+        # Fresh collectors (environments, generators, rounds), made before the clock starts; a timeout
+        # rather than a wait for ever where the actors could not be placed.
+        case = self.case
+        self.ray.get([actor.start.remote(i, case.steps_per_round, case.explore_rounds)
+                      for i, actor in enumerate(self.pool.actors)], timeout=300)
+        measurement, phases = train(self.case, self.collect)
+        self.phases.append(phases)
+        return measurement
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+# --------------------------------------------------------------------------------------- plain loop
+
+
+def plain_loop(case: Case) -> tuple[Measurement, Phases]:
+    """The driver calling the N collectors one after the other, in this process."""
+    from lfrl.qlearning import Collector
+
+    collectors = [Collector(ENV_ID, SEED, i, case.steps_per_round, explore_rounds=case.explore_rounds)
+                  for i in range(case.actors)]
+    try:
+        return train(case, lambda weights: [c.collect(weights) for c in collectors])
+    finally:
+        for c in collectors:
+            c.close()
+
+
+@dataclass
+class Plain:
+    """The plain loop in a process of its own each round, as lfrl's program runs: not in this one,
+    where Ray's threads run too."""
+
+    name: str = PLAIN
+    phases: list[Phases] = field(default_factory=list)
+
+    def setup(self, case: Case) -> None:
+        self.case = case
+
+    def measure(self) -> Measurement:
+        result = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--plain-loop", str(self.case.actors),
+                                 "--rounds", str(self.case.rounds)], cwd=ROOT, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise SystemExit(f"the plain loop failed:\n{result.stdout}\n{result.stderr}")
+        data = json.loads(result.stdout)
+        self.phases.append(Phases(**data["phases"]))
+        return Measurement(data["seconds"], tuple(data["check"]))
+
+    def close(self) -> None:
+        pass
+
+
+# --------------------------------------------------------------------------------------------- table
+
+
+@dataclass
+class Row:
+    case: Case
+    results: dict[str, list[Measurement]]  # contender -> a measurement per round (absent: skipped)
+    skipped: dict[str, str]
+    disagree: str | None
+    phases: dict[str, list[Phases]]  # the drivers' (Ray, plain loop): where their time went, each round
+
+    def med(self, name: str) -> float | None:
+        return median(values(self.results[name])) if name in self.results else None
+
+    def ms(self, seconds: float) -> float:
+        return seconds * 1e3 / self.case.rounds
+
+    def part(self, name: str, part: str) -> float:
+        """The median ms per round that driver `name` spent in `part` of Phases."""
+        return median(self.ms(getattr(p, part)) for p in self.phases[name])
+
+    def floor(self) -> float | None:
+        """ms per round with the actors' collection perfectly parallel and free: the plain loop's
+        learning and replay work and one actor's collection (its collection over N)."""
+        if PLAIN not in self.phases:
+            return None
+        return self.part(PLAIN, "learn") + self.part(PLAIN, "rest") + self.part(PLAIN, "collect") / self.case.actors
+
+    def best(self, ways: tuple[str, ...]) -> str | None:
+        """The fastest of `ways` by median."""
+        present = [name for name in ways if name in self.results]
+        return min(present, key=lambda name: median(values(self.results[name]))) if present else None
+
+    def ratio(self, ours: str | None, theirs: str | None) -> list[float]:
+        """Speed-ups of `ours` over `theirs` within rounds (their time / ours)."""
+        if self.disagree or ours not in self.results or theirs not in self.results:
+            return []
+        return speedups(self.results[ours], self.results[theirs], higher_is_better=False)
+
+
+def run_row(case: Case, repeat: int, bar: tqdm) -> Row:
+    live, skipped = [], {}
+    pool = RayActors()
+    for contender in (Lfrl(processes=False), Lfrl(processes=True), Ray(False, pool), Ray(True, pool), Plain()):
+        try:
+            contender.setup(case)
+            live.append(contender)
+        except Skipped as reason:
+            skipped[contender.name] = str(reason)
+            tqdm.write(f"N = {case.actors}: {contender.name} skipped: {reason}")
+            bar.update(repeat)
+    measures: dict[str, Callable[[], Measurement]] = {c.name: c.measure for c in live}
+    try:
+        results = rounds(measures, repeat, bar)
+    finally:
+        for contender in live:
+            contender.close()
+    phases = {c.name: c.phases for c in live if getattr(c, "phases", None)}
+    return Row(case, results, skipped, disagreement(results), phases)
+
+
+def ratio_text(ratios: list[float], fmt: str = ".2f", suffix: str = "x") -> str:
+    return f"{median(ratios):{fmt}}{suffix} ({min(ratios):{fmt}}-{max(ratios):{fmt}})" if ratios else "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} training rounds, 2 measurements")
+    parser.add_argument("--repeat", type=int, help="measurements of each contender; medians are kept (default 3, "
+                                                   "--quick 2)")
+    parser.add_argument("--actors", help="actor counts N, comma-separated (default 2, the template's)")
+    parser.add_argument("--rounds", type=int, help=f"training rounds (default {ROUNDS}, --quick {QUICK_ROUNDS})")
+    parser.add_argument("--plain-loop", type=int, metavar="N", help=argparse.SUPPRESS)  # Plain's child process
+    args = parser.parse_args()
+    if args.plain_loop:
+        measurement, phases = plain_loop(Case(args.plain_loop, args.rounds or ROUNDS))
+        print(json.dumps({"seconds": measurement.value, "check": measurement.check, "phases": asdict(phases)}))
+        return
+    repeat = args.repeat or (2 if args.quick else 3)
+    counts = [int(c) for c in (args.actors or "2").split(",")]
+    n_rounds = args.rounds or (QUICK_ROUNDS if args.quick else ROUNDS)
+    if repeat < 1 or n_rounds < 1 or any(not 2 <= n <= 64 for n in counts):
+        sys.exit(f"qlearning.py: error: --repeat and --rounds take positive numbers and --actors numbers from 2 to "
+                 f"64 (a round must fill a batch of 64); got {args.repeat}, {args.rounds} and {args.actors}")
+    cases = [Case(n, n_rounds) for n in counts]
+    print(f"{n_rounds} rounds per measurement; actors N = {', '.join(str(c.actors) for c in cases)}")
+    # Ray's workers (and lfrl's federates) import this checkout's lfrl, as `lfrl run` from ROOT does.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    machine = Machine()
+    ray_up = False
+    try:
+        import ray
+
+        # Up for the whole run, so that its idle daemons weigh on every column alike.
+        ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        ray_up = True
+    except ImportError:
+        pass
+    rows = []
+    try:
+        with tqdm(total=len(cases) * repeat * len(NAMES), desc="runs", unit="run") as bar:
+            for case in cases:
+                row = run_row(case, repeat, bar)
+                rows.append(row)
+                us, ray_way = row.best(LFRL_WAYS), row.best(RAY_WAYS)
+                tqdm.write(f"N = {case.actors}: " + "  ".join(f"{name} {row.med(name):.2f} s"
+                                                            for name in NAMES if name in row.results)
+                           + f" | {ray_way} / {us}: {ratio_text(row.ratio(us, ray_way))}"
+                           + (f" | DISAGREE: {row.disagree}" if row.disagree else ""))
+    finally:
+        if ray_up:
+            ray.shutdown()
+    write_results(rows, repeat, machine.done(), args.quick)
+
+
+def summary(row: Row) -> Summary:
+    us, ray_way = row.best(LFRL_WAYS), row.best(RAY_WAYS)
+    vs_ray, vs_plain = row.ratio(us, ray_way), row.ratio(us, PLAIN)
+    floor, ray = row.floor(), row.med(ray_way) if ray_way else None
+    notes = [f"lfrl: {us}, Ray: {ray_way} (the faster ways)"] * bool(us and ray_way)
+    notes += [f"{name} skipped: {why}" for name, why in row.skipped.items()]
+    if floor is not None and ray:
+        notes.append(f"no way of running it can take less than {floor / row.ms(ray):.2f}x Ray's time: the "
+                     "learner's updates and one actor's collection")
+    note = f"contenders disagree: {row.disagree}" if row.disagree else "; ".join(notes)
+    return Summary(workload=f"synchronized Q-learning ({ENV_ID}, {row.case.actors} actors)", unit="s training",
+                   lfrl=row.med(us) if us else None, ray=ray, peer=row.med(PLAIN), peer_name=PLAIN,
+                   vs_ray=median(vs_ray) if vs_ray else None, vs_peer=median(vs_plain) if vs_plain else None,
+                   target=f"<= {TARGET:g}x Ray's training time",
+                   met=(1 / median(vs_ray) <= TARGET) if vs_ray else None, note=note)
+
+
+def where_the_time_goes(row: Row) -> list[str]:
+    """The per-round reading of a row whose every contender ran: a line each."""
+    ray_way, floor = row.best(RAY_WAYS), row.floor()
+    if row.disagree or floor is None or ray_way is None or any(name not in row.results for name in LFRL_WAYS):
+        return []
+    n = row.case.actors
+    plain, learn, collect = row.ms(row.med(PLAIN)), row.part(PLAIN, "learn"), row.part(PLAIN, "collect")
+    main, processes, ray = row.ms(row.med(LFRL_WAYS[0])), row.ms(row.med(LFRL_WAYS[1])), row.ms(row.med(ray_way))
+    return [
+        f"- N = {n}: the plain loop takes {plain:.1f} ms: the learner's updates {learn:.1f} ms, the {n} actors' "
+        f"collection {collect:.1f} ms one after the other, the rest {row.part(PLAIN, 'rest'):.1f} ms.",
+        f"- *lfrl* (a main reactor) runs the same steps in {main:.1f} ms: the difference, {main - plain:+.1f} ms, "
+        "is its runtime's cost (and this machine's noise).",
+        f"- *lfrl, processes* takes {processes:.1f} ms, {processes - floor:+.1f} ms over the floor of {floor:.1f} "
+        f"ms: crossing to the actors' processes and back costs {'more' if processes > main else 'less'} than the "
+        f"{collect - collect / n:.1f} ms that collecting in parallel saves.",
+        f"- *{ray_way}* (the faster Ray way) takes {ray:.1f} ms: its driver waits {row.part(ray_way, 'collect'):.1f} "
+        f"ms for {collect / n:.1f} ms of collecting per actor, and its learner takes "
+        f"{row.part(ray_way, 'learn'):.1f} ms beside Ray's processes (the plain loop's: {learn:.1f} ms).",
+        f"- The floor is {floor / ray:.2f}x {ray_way}'s time: with the learner's updates most of every round and "
+        "nothing to overlap them with (the actors need their result), no way of running this workload reaches "
+        f"{TARGET:g}x Ray's time.",
+    ]
+
+
+def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -> None:
+    def cell(row: Row, name: str, scale: float = 1.0, fmt: str = ".2f") -> str:
+        if name not in row.results:
+            return "skipped"
+        return spread([v * scale for v in values(row.results[name])], fmt)
+
+    def parts(row: Row, name: str) -> str:
+        if name not in row.phases:
+            return "skipped"
+        total = median(row.ms(m.value) for m in row.results[name])
+        return (f"{total:.1f} = {row.part(name, 'collect'):.1f} + {row.part(name, 'learn'):.1f} + "
+                f"{row.part(name, 'rest'):.1f}")
+
+    drivers = (*RAY_WAYS, PLAIN)
+    times = ["| actors N | rounds | " + " | ".join(NAMES) + " | best Ray / best lfrl | lfrl / Ray (target <= "
+             f"{TARGET:g}) | plain loop / lfrl |", "|---:|---:|" + "---:|" * (len(NAMES) + 3)]
+    per_round = ["| actors N | " + " | ".join(LFRL_WAYS) + " | " + " | ".join(drivers) + " | floor | floor / Ray |",
+                 "|---:|" + "---:|" * (len(LFRL_WAYS) + len(drivers) + 2)]
+    computed: list[str] = []
+    reading: list[str] = []
+    for row in rows:
+        us, ray_way = row.best(LFRL_WAYS), row.best(RAY_WAYS)
+        vs_ray = row.ratio(us, ray_way)
+        times.append(f"| {row.case.actors} | {row.case.rounds} | " + " | ".join(cell(row, name) for name in NAMES)
+                     + f" | {ratio_text(vs_ray)} ({ray_way} / {us}) | {ratio_text([1 / r for r in vs_ray])} "
+                     f"| {ratio_text(row.ratio(us, PLAIN))} |")
+        floor, ray = row.floor(), row.med(ray_way) if ray_way else None
+        per_round.append(f"| {row.case.actors} | "
+                         + " | ".join(cell(row, name, 1e3 / row.case.rounds, ".1f") for name in LFRL_WAYS) + " | "
+                         + " | ".join(parts(row, name) for name in drivers) + " | "
+                         + (f"{floor:.1f}" if floor is not None else "-") + " | "
+                         + (f"{floor / row.ms(ray):.2f}" if floor is not None and ray else "-") + " |")
+        checks = sorted({" / ".join(m.check) for ms in row.results.values() for m in ms})
+        computed.append(f"- N = {row.case.actors}: " + (f"**the contenders differ**: {row.disagree}" if row.disagree
+                                                        else f"all: {checks[0]}" if len(checks) == 1 else "-"))
+        reading.extend(where_the_time_goes(row))
+    table = ("Training time (s):\n\n" + "\n".join(times)
+             + "\n\nPer round (ms): lfrl's median (min-max); the drivers' median as collecting + learning + the "
+             "rest:\n\n" + "\n".join(per_round)
+             + "\n\nWhat every contender computed (QLearner's summary):\n\n" + "\n".join(computed)
+             + ("\n\nWhere the time goes, per round (medians):\n\n" + "\n".join(reading) if reading else ""))
+    skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
+    print(table)
+    if skipped:
+        print("skipped: " + "; ".join(skipped))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    command = " ".join([".venv/bin/python", "benchmarks/qlearning.py", *sys.argv[1:]])
+    case = rows[0].case
+    (RESULTS / "qlearning.md").write_text(
+        f"# Synchronized parallel Q-learning: lfrl vs Ray (training time, {ENV_ID})\n\n"
+        f"Command: `{command}`, {repeat} round{'s' if repeat > 1 else ''}. Machine: {machine.line()} Other work on "
+        "the machine skews every column.\n\n"
+        f"`lfrl gen qlearning`'s workload with its default sizes: N actors each collect {case.steps_per_round} "
+        f"{ENV_ID} steps per round epsilon-greedily with the current Q-network ({case.hidden} hidden units); a "
+        f"prioritized pyreplay buffer; the learner makes {case.updates} Adam updates on a batch of "
+        f"{case.batch_size} per round and sends the new weights to every actor; {case.rounds} rounds. Each cell is "
+        "the median (min-max over the rounds) training time, from the first weights sent to the end of the last "
+        "update. *lfrl* is the program of `lfrl gen qlearning --actors N` (a `main reactor`: the actors in lfrl's "
+        "process), *lfrl, processes* the same with `--processes yes` (a federated program: each actor in a process "
+        "of its own), both run with `lfrl run --workers 1`; they print their training time. *Ray* is one Ray actor "
+        "per lfrl actor (a fractional CPU each), the driver holding the buffer and the learner and `ray.get`ting "
+        "the list of the actors' transitions each round; the weights go as numpy arrays, `ray.put` once per round "
+        "(as Ray's docs recommend for an argument several tasks share) or, in *Ray, weights by value*, passed to "
+        "each call (Ray inlines such small objects). *plain loop* is the same driver calling the N collectors "
+        "one after the other, in a process of its own as lfrl's program: the computation's own cost, with no "
+        "framework and no parallel collection. Every side runs the same code (lfrl.qlearning's Collector and QLearning, which the reactors "
+        "QActor and QLearner call, and pyreplay's buffer) with the same seeds and one torch thread for the learner, "
+        "and must end with the same summary (last loss, weights checksum, episodes and mean return), or the row gets "
+        "no ratio. The ratios are the median (min-max) over rounds, taken within a round, of the faster lfrl way "
+        f"against the faster Ray way and the plain loop; the target is lfrl's training time at most {TARGET:g} of "
+        "Ray's.\n\n"
+        "Where the time goes: the drivers (Ray's and the plain loop's) time their phases: *collecting* (the actors' "
+        "rounds, as the driver waits for them: for Ray the `ray.put`, the calls and the `ray.get`), *learning* (the "
+        f"{case.updates} updates) and *the rest* (the buffer's adds, sample and priorities, the weights' copy). The "
+        "*floor* is what no framework can beat for this synchronous algorithm, whose every round is collect, then "
+        "learn: the plain loop's learning and rest plus one actor's collection (its collection over N: the actors "
+        "perfectly parallel, for free). *floor / Ray* is the least share of the faster Ray way's time that any way "
+        "of running it could take." + (f"\n\nSkipped: {'; '.join(skipped)}." if skipped else "") + "\n\n" + table
+        + "\n")
+    write_summary("qlearning", "Synchronized parallel Q-learning", machine, [summary(row) for row in rows], quick=quick)
+    plot(rows, RESULTS / "qlearning.png")
+    print(f"wrote {RESULTS / 'qlearning'}.md, .png and .json")
+
+
+def plot(rows: list[Row], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4))
+    x = np.arange(len(rows))
+    width = 0.8 / (len(NAMES) + 1)
+    colors = {"lfrl": "#2b7bba", "lfrl, processes": "#7fb3de", "Ray": "#d95f02", "Ray, weights by value": "#fc8d62",
+              PLAIN: "lightgrey"}
+    for i, name in enumerate([*NAMES, "floor"]):
+        if name == "floor":
+            samples = [[row.floor() or 0.0] for row in rows]
+        else:
+            samples = [[row.ms(v) for v in values(row.results[name])] if name in row.results else [0.0]
+                       for row in rows]
+        heights = [median(v) for v in samples]
+        errors = [[h - min(v) for h, v in zip(heights, samples, strict=True)],
+                  [max(v) - h for h, v in zip(heights, samples, strict=True)]]
+        ax.bar(x + (i - len(NAMES) / 2) * width, heights, width=width, yerr=errors, capsize=3, label=name,
+               color=colors.get(name, "white"), edgecolor="black" if name == "floor" else None,
+               hatch="//" if name == "floor" else None)
+    ax.set_xticks(x, [f"N = {row.case.actors} actors" for row in rows])
+    ax.set_ylabel("training time per round (ms)")
+    ax.set_title(f"synchronized Q-learning, {ENV_ID}, {rows[0].case.rounds} rounds", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()
