@@ -124,15 +124,15 @@ def ratio(x: float | None) -> str:
 
 
 def summary_table(summaries: dict[str, dict]) -> list[str]:
-    lines = ["| workload | unit | lfrl | Ray | best other peer | lfrl vs Ray | lfrl vs peer | target | met |",
-             "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    lines = ["| workload | unit | lfrl | Ray | best other peer | lfrl vs Ray | lfrl vs peer | target | met | note |",
+             "|---|---|---:|---:|---:|---:|---:|---|---|---|"]
     for stem, data in summaries.items():
         for row in data["rows"]:
             peer = f"{fmt(row['peer'])} ({row['peer_name']})" if row["peer"] is not None else "-"
             met = {True: "yes", False: "**no**", None: "-"}[row["met"]]
-            note = f" {row['note']}" if row["note"] else ""
             lines.append(f"| [{row['workload']}](#{stem}) | {row['unit']} | {fmt(row['lfrl'])} | {fmt(row['ray'])} | "
-                         f"{peer} | {ratio(row['vs_ray'])} | {ratio(row['vs_peer'])} | {row['target']}{note} | {met} |")
+                         f"{peer} | {ratio(row['vs_ray'])} | {ratio(row['vs_peer'])} | {row['target']} | {met} | "
+                         f"{row['note']} |")
     return lines
 
 
@@ -155,7 +155,8 @@ def paper_table(summaries: dict[str, dict]) -> list[str]:
 
 def write_readme(benchmarks: list[Benchmark], quick: bool, results: Path, failed: list[str]) -> Path:
     readme = results / "README.md" if quick else HERE / "README.md"
-    link = os.path.relpath(results, readme.parent)
+    prefix = os.path.relpath(results, readme.parent) + "/"
+    prefix = "" if prefix == "./" else prefix
     summaries = {}
     for bench in benchmarks:
         path = results / f"{bench.stem}.json"
@@ -171,7 +172,7 @@ def write_readme(benchmarks: list[Benchmark], quick: bool, results: Path, failed
                                                                "smaller sizes than `make bench`." if quick else ""),
             ""]
     if failed:
-        text += [f"**Failed in this run**: {', '.join(failed)} (their logs: `{link}/logs/`).", ""]
+        text += [f"**Failed in this run**: {', '.join(failed)} (their logs: `{prefix}logs/`).", ""]
     text += ["## Summary", "", *summary_table(summaries), "",
              "## The reference papers and ours", "", PAPER_SETUP, "", *paper_table(summaries), ""]
     for bench in benchmarks:
@@ -180,9 +181,9 @@ def write_readme(benchmarks: list[Benchmark], quick: bool, results: Path, failed
         if data is None:
             text += ["No results: " + ("it failed in this run." if bench.stem in failed else "not run yet."), ""]
             continue
-        text += [f"Reproduce: `{data['command']}`. Table: [{bench.stem}.md]({link}/{bench.stem}.md).", ""]
+        text += [f"Reproduce: `{data['command']}`. Table: [{bench.stem}.md]({prefix}{bench.stem}.md).", ""]
         if (results / f"{bench.stem}.png").exists():
-            text += [f"![{bench.stem}]({link}/{bench.stem}.png)", ""]
+            text += [f"![{bench.stem}]({prefix}{bench.stem}.png)", ""]
     readme.write_text("\n".join(text))
     return readme
 

@@ -34,7 +34,7 @@ def test_make_bench_quick_writes_every_table() -> None:
         for suffix in (".md", ".png", ".json"):
             path = QUICK_RESULTS / f"{bench.stem}{suffix}"
             assert path.exists() and path.stat().st_size > 0, f"{path} is missing"
-        assert f"## {bench.stem}" in readme and f"({bench.stem}.png)" in readme
+        assert f"## {bench.stem}\n" in readme and f"]({bench.stem}.png)" in readme
         data = json.loads((QUICK_RESULTS / f"{bench.stem}.json").read_text())
         assert data["quick"] and data["command"].startswith(f".venv/bin/python benchmarks/{bench.stem}.py")
         for row in data["rows"]:
