@@ -123,9 +123,10 @@ class Summary:
     peer_name: str | None = None
     vs_ray: float | None = None  # median per-round speed-up over Ray
     vs_peer: float | None = None  # over the best other peer
-    target: str = ""  # the target in words, e.g. ">= 8x Ray"
+    target: str = ""  # the target in words, e.g. ">= 8x Ray"
     met: bool | None = None
     note: str = ""
+    others: dict[str, float] = field(default_factory=dict)  # speed-ups over further contenders, by name
 
 
 def write_summary(stem: str, title: str, machine: Machine, rows: list[Summary], quick: bool = False) -> Path:

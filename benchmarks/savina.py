@@ -720,11 +720,12 @@ def summaries(rows: list[Row]) -> list[Summary]:
             met = median(ray) > 1 and median(pykka) > 1
             if row.bench.name == "PingPong":
                 met = met and row.us("lfrl") < ANCHOR_US
+        others = {name: median(row.ratio(name)) for name in PEERS if row.ratio(name)}
         out.append(Summary(f"Savina {row.bench.name}", f"us per {row.bench.unit}", row.us("lfrl"),
                            ray=row.us("Ray") if "Ray" in row.results else None,
                            peer=row.us(best) if best else None, peer_name=best,
                            vs_ray=median(ray) if ray else None, vs_peer=median(peer) if peer else None,
-                           target=target, met=met, note=note))
+                           target=target, met=met, note=note, others=others))
     return out
 
 

@@ -487,3 +487,27 @@ def test_a_segment_is_written_again_only_once_no_receiver_maps_it() -> None:
         receiver.close()
         segments.close()
     assert created() == set()
+
+
+def test_user_trace_points_of_federates_are_recorded_with_their_tags(tmp_path: Path) -> None:
+    program = """target Python { fast: true, timeout: 20 msec }
+reactor Counter(bank_index = 0) {
+  timer t(0, 10 msec)
+  state handle = 0
+  state n = 0
+  reaction(startup) {= self.handle = self.register_user_trace_event(f"count {self.bank_index}") =}
+  reaction(t) {=
+    self.n += 1
+    self.tracepoint_user_value(self.handle, {"n": self.n, "of": self.bank_index})
+  =}
+}
+main reactor {
+  counters = new[2] Counter()
+}
+"""
+    main = trace(tmp_path, program, 1, "main")
+    fed = trace(tmp_path, federated(program), 1, "fed")
+    user = [line for line in fed if '"user:' in line]
+    assert len(user) == 6 and '[10000000, 0, "user:count 1", "{\'n\': 2, \'of\': 1}"]' in user
+    # Within one tag, user trace points come in federate order; as a main reactor, in reaction order.
+    assert sorted(fed) == sorted(main)

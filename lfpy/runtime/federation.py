@@ -55,6 +55,14 @@ class Kept:
     """The value of a port whose readers are all in the federate that set it: it stays there."""
 
 
+class Shown(str):
+    """A user trace point's value as the federate that recorded it shows it (`repr`): the trace file
+    writes `repr` of each value, and any value can be traced, picklable or not."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 class FederationError(Exception):
     """A federate could not be started (the message says which and why)."""
 
@@ -310,7 +318,9 @@ class Federation:
             except (EOFError, OSError):
                 self._lost(k)
                 continue
-            outputs, scheduled, physical, transitions, stop, failed, status = answer  # type: ignore[misc]
+            outputs, scheduled, physical, transitions, stop, failed, status, traced = answer  # type: ignore[misc]
+            if traced and sched.trace is not None:  # user trace points, with the tags they were recorded at
+                sched.trace.extend(traced)
             for slot, value in outputs:
                 self.slots[slot].set(value)  # type: ignore[union-attr]
             for slot, delay, value in scheduled:
@@ -404,6 +414,8 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
             return 0
         if kind == "start":
             _, sched.start_time, sched.clock_offset, send_all = message  # type: ignore[misc]
+            if send_all:  # the coordinator traces: user trace points are recorded here and sent with each answer
+                sched.trace = []
             continue
         _, time, microstep, batch, resets = message  # type: ignore[misc]
         sched.current = Tag(time, microstep)
@@ -438,13 +450,17 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         for state in modes:
             state.pending = None
         status = sched.exit_status if sched.halted else None
+        traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in sched.trace or ()]
+        if sched.trace:
+            sched.trace.clear()
         if answers.shared is not None:
             answers.shared.next_round()  # the coordinator has mapped what it keeps of the last answer
         try:
-            data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status))
+            data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status,
+                                  traced))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
             _report_unsendable(env, table, [*outputs, *((s, v) for s, _d, v in scheduled)], exc)
-            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None))
+            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None, traced))
         sched.scheduled.clear()
         sched.physical_scheduled.clear()
         sched.stop_requested = False
