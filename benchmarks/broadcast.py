@@ -54,6 +54,7 @@ from common import (
     Skipped,
     Summary,
     disagreement,
+    ray_session,
     rounds,
     speedups,
     spread,
@@ -211,16 +212,9 @@ def main() -> None:
     broadcasts = args.rounds or (10 if args.quick else 40)
     machine = Machine()
     arrays = [make_weights(SIZE, k) for k in range(DISTINCT)]
-    ray = None
-    try:
-        import ray
-
-        ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    except ImportError:
-        ray = None
     rows: dict[int, dict[str, list[Measurement]]] = {}
     skipped: dict[str, str] = {}
-    try:
+    with ray_session() as ray:
         with tqdm(total=len(widths) * repeat * len(NAMES), desc="runs", unit="run") as bar, \
                 tempfile.TemporaryDirectory() as tmp:
             for width in widths:
@@ -240,9 +234,6 @@ def main() -> None:
                     contender.close()
                 tqdm.write(f"R = {width:2d}: " + "  ".join(f"{name} {median(values(ms)):.2f} ms"
                                                            for name, ms in rows[width].items()))
-    finally:
-        if ray is not None:
-            ray.shutdown()
     write_results(args, machine.done(), rows, skipped, widths, repeat, broadcasts)
 
 

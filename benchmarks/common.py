@@ -18,7 +18,8 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import median
@@ -71,6 +72,22 @@ def _processor() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown processor"
+
+
+@contextmanager
+def ray_session() -> Iterator[object | None]:
+    """The `ray` module, started once for the whole script (so that its idle daemons weigh on every
+    contender alike) and shut down at the end; None where Ray is not installed."""
+    try:
+        import ray
+    except ImportError:
+        yield None
+        return
+    ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
 
 
 def rounds(contenders: dict[str, Callable[[], Measurement]], repeat: int, bar=None) -> dict[str, list[Measurement]]:

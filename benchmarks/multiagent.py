@@ -52,7 +52,7 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (
     CPUS,
     RESULTS,
     ROOT,
@@ -61,6 +61,7 @@ from common import (  # noqa: E402
     Skipped,
     Summary,
     disagreement,
+    ray_session,  # noqa: E402
     rounds,
     speedups,
     spread,
@@ -359,17 +360,8 @@ def main() -> None:
     cases = [Case(n, max(int(steps_for(n) * scale), 10)) for n in counts]
     print("steps per measurement: " + ", ".join(f"N = {c.n}: {c.steps:,}" for c in cases))
     machine = Machine()
-    ray_up = False
-    try:
-        import ray
-
-        # Up for the whole run, so that its idle daemons weigh on every column alike.
-        ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-        ray_up = True
-    except ImportError:
-        pass
     rows = []
-    try:
+    with ray_session():
         with tqdm(total=len(cases) * repeat * len(NAMES), desc="runs", unit="run") as bar:
             for case in cases:
                 row = run_row(case, repeat, bar)
@@ -378,9 +370,6 @@ def main() -> None:
                                                            for name, ms in row.results.items())
                            + f" steps/s | lfrl / Ray {ratio_text(row.ratio('Ray'))}, lfrl / batched "
                            f"{ratio_text(row.ratio(NAMES[2]))}" + (f" | DISAGREE: {row.disagree}" if row.disagree else ""))
-    finally:
-        if ray_up:
-            ray.shutdown()
     write_results(rows, repeat, machine.done(), args.quick)
 
 

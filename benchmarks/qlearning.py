@@ -60,7 +60,7 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import (  # noqa: E402
+from common import (
     CPUS,
     RESULTS,
     ROOT,
@@ -69,6 +69,7 @@ from common import (  # noqa: E402
     Skipped,
     Summary,
     disagreement,
+    ray_session,  # noqa: E402
     rounds,
     speedups,
     spread,
@@ -419,17 +420,8 @@ def main() -> None:
     # Ray's workers (and lfrl's federates) import this checkout's lfrl, as `lfrl run` from ROOT does.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     machine = Machine()
-    ray_up = False
-    try:
-        import ray
-
-        # Up for the whole run, so that its idle daemons weigh on every column alike.
-        ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-        ray_up = True
-    except ImportError:
-        pass
     rows = []
-    try:
+    with ray_session():
         with tqdm(total=len(cases) * repeat * len(NAMES), desc="runs", unit="run") as bar:
             for case in cases:
                 row = run_row(case, repeat, bar)
@@ -439,9 +431,6 @@ def main() -> None:
                                                             for name in NAMES if name in row.results)
                            + f" | {ray_way} / {us}: {ratio_text(row.ratio(us, ray_way))}"
                            + (f" | DISAGREE: {row.disagree}" if row.disagree else ""))
-    finally:
-        if ray_up:
-            ray.shutdown()
     write_results(rows, repeat, machine.done(), args.quick)
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from statistics import median
 
 import numpy as np
-from common import CPUS, RESULTS, ROOT, Machine, Summary, write_summary
+from common import CPUS, RESULTS, ROOT, Machine, Summary, ray_session, write_summary
 from tqdm import tqdm
 
 LFRL = [sys.executable, "-m", "generator.cli"]
@@ -373,17 +373,8 @@ def main() -> None:
     counts_text = [f"{e} x {n}: " + " / ".join(f"{samples(kind, e, n, s):,}" for kind in KINDS) for e, n, s in cases]
     print(f"samples per measurement ({' / '.join(KINDS)}): " + "; ".join(counts_text))
     machine = Machine()
-    ray_up = False
-    try:
-        import ray
-
-        # Up for the whole run, so that its idle daemons weigh on every column alike.
-        ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-        ray_up = True
-    except ImportError:
-        pass
     rows = []
-    with tqdm(total=len(cases) * repeat * (len(lfrl_names) + len(peer_names) + 1), desc="runs", unit="run") as bar:
+    with ray_session(), tqdm(total=len(cases) * repeat * (len(lfrl_names) + len(peer_names) + 1), desc="runs", unit="run") as bar:
         for env_id, n, steps in cases:
             ours, peers = contenders()
             skipped = {}
@@ -414,8 +405,6 @@ def main() -> None:
             us, them = row.best(lfrl_names), row.best(peer_names)
             tqdm.write(f"{env_id:12s} x {n:2d}: " + "  ".join(f"{name} {row.median(name):,.0f}" for name in rates)
                        + f"  free-running {median(bound):,.0f}  | {us} / {them}: {spread(row.ratios(us, them))}")
-    if ray_up:
-        ray.shutdown()
     write_results(args, rows, lfrl_names, peer_names, repeat, machine.done())
 
 
