@@ -64,12 +64,7 @@ class Action:
             return
         self.value = box[0]
         self.is_present = True
-        sched.fired.append(self)
-        tag_number = sched.tag_number
-        for r in self.triggered:  # `Scheduler.enqueue`, inlined: once per event
-            if r.stamp != tag_number and (not r.gates or r.active()):
-                r.stamp = tag_number
-                sched.buckets[r.level].append(r)
+        sched.fire(self)
 
     def __repr__(self) -> str:
         return f"<action {self.name} present={self.is_present} value={self.value!r}>"
