@@ -38,7 +38,7 @@ class Benchmark:
     what: str
     full: tuple[str, ...]  # its arguments in `make bench`
     quick: tuple[str, ...]  # in `make bench QUICK=1`
-    minutes: float  # about how long the full run takes here (the progress bar's weights)
+    minutes: float  # how long the full run took here (the progress bar's weights)
     quick_minutes: float
 
 
@@ -46,24 +46,24 @@ BENCHMARKS = [
     Benchmark("runtime_overhead", "The cost of lfpy's runtime per reaction and per tag against plain Python calls",
               (), ("--quick",), 0.5, 0.2),
     Benchmark("savina", "The Savina actor micro-benchmarks: LF programs against Pykka, Ray actors, asyncio and "
-              "threads", (), ("--quick",), 2.5, 0.7),
+              "threads", (), ("--quick",), 2.4, 0.7),
     Benchmark("broadcast", "A 10 MB array to 2-16 receivers per round, lfrl against Ray's object store",
-              (), ("--quick",), 2, 0.7),
+              (), ("--quick",), 1, 0.7),
     Benchmark("federation", "Federated programs in processes: a tag's cost and parallel federates",
-              (), ("--quick",), 1, 0.3),
+              (), ("--quick",), 0.3, 0.3),
     Benchmark("vs_ray", "Parallel sampling: lfrl against Ray, gymnasium's vector environments, SB3's "
-              "SubprocVecEnv and EnvPool", (), ("--quick",), 9, 1),
+              "SubprocVecEnv and EnvPool", (), ("--quick",), 8, 1),
     Benchmark("qlearning", "Synchronized parallel Q-learning, lfrl against Ray", (), ("--quick",), 4, 1),
     Benchmark("multiagent", "Multi-agent inference: lfrl against Ray and the batched single-process bound",
-              (), ("--quick",), 2, 0.5),
+              (), ("--quick",), 3.7, 0.5),
     Benchmark("replay", "Prioritized replay: pyreplay against cpprb and Tianshou",
               ("--seconds", "2", "--rounds", "4", "--out", "replay"), ("--quick", "--no-fanout", "--out", "replay"),
-              2.5, 0.5),
+              2.8, 0.5),
     Benchmark("learners", "Off-policy learners' time to a known return, lfrl against Stable-Baselines3",
-              ("--seeds", "1"), ("--quick",), 5, 2),
+              ("--seeds", "1"), ("--quick",), 5.2, 2),
     Benchmark("parallel_learners", "SAC's updates/s with each batch split over L learner reactors (1 and 2 "
               "runtime threads)", ("--rounds", "1", "--nets", "64,64"),
-              ("--quick",), 1.5, 0.7),
+              ("--quick",), 1.1, 0.7),
 ]
 
 # The reference papers' figures and their setup, next to ours (filled from the summaries).
