@@ -116,9 +116,14 @@ def values(ms: list[Measurement]) -> list[float]:
     return [m.value for m in ms]
 
 
-def spread(xs: list[float], fmt: str = ",.2f") -> str:
-    """'median (min-max)'."""
-    return f"{median(xs):{fmt}} ({min(xs):{fmt}}-{max(xs):{fmt}})" if xs else "-"
+def spread(xs: list[float], fmt: str = ",.2f", suffix: str = "") -> str:
+    """'median (min-max)', the median with `suffix` ("x" for ratios); '-' for none."""
+    return f"{median(xs):{fmt}}{suffix} ({min(xs):{fmt}}-{max(xs):{fmt}})" if xs else "-"
+
+
+def ratio_spread(ratios: list[float]) -> str:
+    """'1.23x (1.10-1.40)': ratios over rounds."""
+    return spread(ratios, ".2f", "x")
 
 
 def speedups(ours: list[Measurement], theirs: list[Measurement], higher_is_better: bool) -> list[float]:

@@ -61,6 +61,7 @@ from common import (
     Skipped,
     Summary,
     disagreement,
+    ratio_spread,
     ray_session,  # noqa: E402
     rounds,
     speedups,
@@ -332,9 +333,6 @@ def run_row(case: Case, repeat: int, bar: tqdm) -> Row:
     return Row(case, results, skipped, disagreement(results))
 
 
-def ratio_text(ratios: list[float], fmt: str = ".2f", suffix: str = "x") -> str:
-    return f"{median(ratios):{fmt}}{suffix} ({min(ratios):{fmt}}-{max(ratios):{fmt}})" if ratios else "-"
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -368,8 +366,8 @@ def main() -> None:
                 rows.append(row)
                 tqdm.write(f"N = {case.n:2d}: " + "  ".join(f"{name} {median(values(ms)):,.0f}"
                                                            for name, ms in row.results.items())
-                           + f" steps/s | lfrl / Ray {ratio_text(row.ratio('Ray'))}, lfrl / batched "
-                           f"{ratio_text(row.ratio(NAMES[2]))}" + (f" | DISAGREE: {row.disagree}" if row.disagree else ""))
+                           + f" steps/s | lfrl / Ray {ratio_spread(row.ratio('Ray'))}, lfrl / batched "
+                           f"{ratio_spread(row.ratio(NAMES[2]))}" + (f" | DISAGREE: {row.disagree}" if row.disagree else ""))
     write_results(rows, repeat, machine.done(), args.quick)
 
 
@@ -403,8 +401,8 @@ def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -
         checks = {m.check for ms in row.results.values() for m in ms}
         reward = f"DIFFER: {row.disagree}" if row.disagree else ", ".join(c[1] for c in checks)
         lines.append(f"| {row.case.n} | {row.case.steps:,} | " + " | ".join(cell(row, name) for name in NAMES)
-                     + f" | {ratio_text(row.ratio('Ray'))} | {ratio_text(row.ratio(NAMES[2]), '.1%', '')} "
-                     f"| {ratio_text(row.ratio('Ray', NAMES[2]))} | {reward} |")
+                     + f" | {ratio_spread(row.ratio('Ray'))} | {spread(row.ratio(NAMES[2]), '.1%')} "
+                     f"| {ratio_spread(row.ratio('Ray', NAMES[2]))} | {reward} |")
     table = "\n".join(lines)
     skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
     print(table)

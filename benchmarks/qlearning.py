@@ -69,6 +69,7 @@ from common import (
     Skipped,
     Summary,
     disagreement,
+    ratio_spread,
     ray_session,  # noqa: E402
     rounds,
     speedups,
@@ -392,9 +393,6 @@ def run_row(case: Case, repeat: int, bar: tqdm) -> Row:
     return Row(case, results, skipped, disagreement(results), phases)
 
 
-def ratio_text(ratios: list[float], fmt: str = ".2f", suffix: str = "x") -> str:
-    return f"{median(ratios):{fmt}}{suffix} ({min(ratios):{fmt}}-{max(ratios):{fmt}})" if ratios else "-"
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -429,7 +427,7 @@ def main() -> None:
                 us, ray_way = row.best(LFRL_WAYS), row.best(RAY_WAYS)
                 tqdm.write(f"N = {case.actors}: " + "  ".join(f"{name} {row.med(name):.2f} s"
                                                             for name in NAMES if name in row.results)
-                           + f" | {ray_way} / {us}: {ratio_text(row.ratio(us, ray_way))}"
+                           + f" | {ray_way} / {us}: {ratio_spread(row.ratio(us, ray_way))}"
                            + (f" | DISAGREE: {row.disagree}" if row.disagree else ""))
     write_results(rows, repeat, machine.done(), args.quick)
 
@@ -500,8 +498,8 @@ def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -
         us, ray_way = row.best(LFRL_WAYS), row.best(RAY_WAYS)
         vs_ray = row.ratio(us, ray_way)
         times.append(f"| {row.case.actors} | {row.case.rounds} | " + " | ".join(cell(row, name) for name in NAMES)
-                     + f" | {ratio_text(vs_ray)} ({ray_way} / {us}) | {ratio_text([1 / r for r in vs_ray])} "
-                     f"| {ratio_text(row.ratio(us, PLAIN))} |")
+                     + f" | {ratio_spread(vs_ray)} ({ray_way} / {us}) | {ratio_spread([1 / r for r in vs_ray])} "
+                     f"| {ratio_spread(row.ratio(us, PLAIN))} |")
         floor, ray = row.floor(), row.med(ray_way) if ray_way else None
         per_round.append(f"| {row.case.actors} | "
                          + " | ".join(cell(row, name, 1e3 / row.case.rounds, ".1f") for name in LFRL_WAYS) + " | "

@@ -81,6 +81,7 @@ from common import (
     Skipped,
     Summary,
     disagreement,
+    ratio_spread,
     rounds,
     speedups,
     spread,
@@ -649,7 +650,7 @@ def write_results(args: argparse.Namespace, rows: list[Row], repeat: int, machin
         if not row.agree():
             return "(checks fail: no ratio)"
         ratios = row.ratio(name)
-        return spread(ratios, ".2f").replace(" (", "x (") if ratios else "-"
+        return ratio_spread(ratios)
 
     lines = ["| benchmark | unit | " + " | ".join(names) + " | best peer | lfrl vs best peer | lfrl vs Pykka | "
              "lfrl vs Ray | sizes (" + " / ".join(names) + ") | checks |",

@@ -48,7 +48,7 @@ from pathlib import Path
 from statistics import median
 
 import numpy as np
-from common import CPUS, RESULTS, ROOT, Machine, Summary, ray_session, write_summary
+from common import CPUS, RESULTS, ROOT, Machine, Summary, ratio_spread, ray_session, write_summary
 from tqdm import tqdm
 
 LFRL = [sys.executable, "-m", "generator.cli"]
@@ -342,10 +342,6 @@ class Row:
         return [a / b for a, b in zip(self.rates[ours], self.rates[theirs], strict=True)]
 
 
-def spread(ratios: list[float]) -> str:
-    return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})" if ratios else "-"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_SCALE:g} of the samples, 2 rounds, N = 2")
@@ -404,7 +400,7 @@ def main() -> None:
             rows.append(row)
             us, them = row.best(lfrl_names), row.best(peer_names)
             tqdm.write(f"{env_id:12s} x {n:2d}: " + "  ".join(f"{name} {row.median(name):,.0f}" for name in rates)
-                       + f"  free-running {median(bound):,.0f}  | {us} / {them}: {spread(row.ratios(us, them))}")
+                       + f"  free-running {median(bound):,.0f}  | {us} / {them}: {ratio_spread(row.ratios(us, them))}")
     write_results(args, rows, lfrl_names, peer_names, repeat, machine.done())
 
 
@@ -425,7 +421,7 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         us, them = row.best(lfrl_names), row.best(peer_names)
         ray = row.ratios(us, "Ray") if "Ray" in row.rates else []
         lines.append(f"| {row.env_id} | {row.n} | " + " | ".join(cell(row, name) for name in names)
-                     + f" | {spread(row.ratios(us, them))} ({them}) | {spread(ray)} | {median(row.bound):,.0f} "
+                     + f" | {ratio_spread(row.ratios(us, them))} ({them}) | {ratio_spread(ray)} | {median(row.bound):,.0f} "
                      f"| {' / '.join(f'{row.steps[kind]:,}' for kind in KINDS)} |")
     table = "\n".join(lines)
     skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
