@@ -390,6 +390,10 @@ class _ClassChecker:
 
     def check_header(self) -> None:
         reactor = self.reactor
+        transient = [i for i in reactor.instantiations if any(a.name == "transient" for a in i.attributes)]
+        if reactor.federated and transient and len(transient) == len(reactor.instantiations):
+            self.error(reactor.loc, "every federate is @transient: lfrl's process hosts one federate that "
+                                    "stays for the whole run")
         if reactor.main or reactor.federated:
             stem = Path(reactor.loc.file).stem
             if reactor.name is not None and reactor.name != stem:
@@ -449,6 +453,10 @@ class _ClassChecker:
                 continue
             if target.main or target.federated:
                 self.error(inst.class_loc or inst.loc, f"cannot instantiate main reactor '{inst.reactor_class}'")
+            for attribute in inst.attributes:
+                if attribute.name == "transient" and not reactor.federated:
+                    self.error(attribute.loc, f"@transient applies to a federate: '{name}' is not a top-level "
+                                              "instance of a federated reactor")
             cycle = _instantiation_cycle(self.instantiated, reactor, target)
             if cycle is not None:
                 self.error(inst.class_loc or inst.loc, "recursive instantiation: " +

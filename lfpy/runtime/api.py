@@ -75,6 +75,18 @@ class LfApi:
     def request_stop(self) -> None:
         self._s.request_stop()
 
+    def stop(self) -> None:
+        """`request_stop()` by its newer name; in a transient federate, it leaves the federation."""
+        self._s.request_stop()
+
+    def tag_start_effective(self) -> Tag:
+        """The tag this federate started at: a transient federate's join tag, else the start tag."""
+        return self._s.effective_start or Tag(self._s.start_time, 0)
+
+    def get_federation_id(self) -> str:
+        """The running federation's id (`-i` of a transient federate's launcher, fed-gen/.../bin)."""
+        return self._s.federation_id
+
     def request_checkpoint(self, path: str) -> None:
         """Write the program's whole state to `path` at the end of this tag, for `lfrl run --resume`
         (an lfpy extension; see lfpy/runtime/checkpoint.py)."""

@@ -34,8 +34,9 @@ import signal
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.failure import report_failure
@@ -43,6 +44,7 @@ from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import Tag
+from lfpy.runtime.transient import Transients
 from lfpy.runtime.transport import PipeChannel, Segments
 
 if TYPE_CHECKING:
@@ -67,20 +69,27 @@ class FederationError(Exception):
     """A federate could not be started (the message says which and why)."""
 
 
-def federates(elaborated: Elaborated) -> list[tuple[str, list[Instance]]]:
-    """The federates of a federated program, in declaration order: (name, every instance in it)."""
-    out = []
-    for members in elaborated.main.children.values():
-        for member in members:
-            out.append((member.full_name.split(".", 1)[1], member.all_instances()))
-    return out
+class Federate(NamedTuple):
+    name: str
+    instances: list[Instance]  # the top-level instance and every instance inside it
+    transient: bool  # `@transient`: it may leave (`lf.stop()`) and be started again while the others run
+
+
+def federates(elaborated: Elaborated) -> list[Federate]:
+    """The federates of a federated program in declaration order, persistent ones first: lfrl's
+    process hosts federate 0, and a transient federate is one that can be started again."""
+    transient = {i.name for i in elaborated.main.reactor.instantiations
+                 if any(a.name == "transient" for a in i.attributes)}
+    out = [Federate(member.full_name.split(".", 1)[1], member.all_instances(), name in transient)
+           for name, members in elaborated.main.children.items() for member in members]
+    return sorted(out, key=lambda f: f.transient)
 
 
 def federate_of_instances(elaborated: Elaborated) -> dict[int, int]:
     """id(instance) -> its federate's index; the federated reactor itself is in federate 0's process."""
     where = {id(elaborated.main): 0}
-    for index, (_name, instances) in enumerate(federates(elaborated)):
-        where.update((id(inst), index) for inst in instances)
+    for index, federate in enumerate(federates(elaborated)):
+        where.update((id(inst), index) for inst in federate.instances)
     return where
 
 
@@ -138,7 +147,7 @@ class Federation:
         self.sched = env.sched
         self.lf_path = lf_path
         self.trace = trace
-        self.names = [name for name, _ in federates(env.graph)]
+        self.names = [f.name for f in federates(env.graph)]
         self.index = {id(r): i for i, r in enumerate(env.reactions)}
         self.slots = slots(env)
         self.slot_of = {id(o): i for i, o in enumerate(self.slots)}
@@ -160,6 +169,9 @@ class Federation:
         self.sent: list[int] = []  # federates with a batch out, in federate order
         self.stopping = False  # the coordinator is ending them: their ends are not failures
         self._lost_lock = threading.Lock()
+        self.away: set[int] = set()  # federates whose reactions are not run: dead, or transients that left
+        self.sched.federation_id = f"{env.graph.main.name}-{uuid.uuid4().hex[:12]}"
+        self.transients = Transients(self) if any(f.transient for f in federates(env.graph)) else None
 
     # ------------------------------------------------------------ processes
 
@@ -167,43 +179,61 @@ class Federation:
         """Start every federate but the first and wait until each has built its reactors; raises
         FederationError naming the first that could not."""
         whole_lines()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         for k in range(1, len(self.names)):
-            # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
-            req_r, req_w = os.pipe()
-            ans_r, ans_w = os.pipe()
-            asy_r, asy_w = os.pipe()
-            self.processes[k] = subprocess.Popen(
-                [sys.executable, "-m", "lfpy.federate", self.lf_path, str(k), str(req_r), str(ans_w), str(asy_w)],
-                pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
-            for fd in (req_r, ans_w, asy_w):
-                os.close(fd)
-            self.requests[k] = PipeChannel(write_fd=req_w, shared=self.segments)
-            self.answers[k] = PipeChannel(read_fd=ans_r)
-            threading.Thread(target=self._listen, args=(k, PipeChannel(read_fd=asy_r)), daemon=True,
-                             name=f"lf-federate-{k}").start()
-        for k in self.answers:
-            try:
-                answer = self.answers[k].receive()
-            except EOFError:
-                raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
-            if answer != ("ready",):
-                raise FederationError(f"federate {self.names[k]} did not start (see the errors above)")
+            self.spawn(k)
+        for k in range(1, len(self.names)):
+            self.await_ready(k)
+        if self.transients is not None:
+            self.transients.open()
         previous = self.sched.on_start
 
         def on_start() -> None:
             for k in self.requests:
-                self._send(k, ("start", self.sched.start_time, self.sched.clock_offset, self.trace))
+                self.send_start(k, Tag(self.sched.start_time, 0))
             if previous is not None:
                 previous()
 
         self.sched.on_start = on_start
 
+    def spawn(self, k: int) -> None:
+        """Start federate k's process (`python -m lfpy.federate`) with the pipes it talks on."""
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
+        req_r, req_w = os.pipe()
+        ans_r, ans_w = os.pipe()
+        asy_r, asy_w = os.pipe()
+        self.processes[k] = process = subprocess.Popen(
+            [sys.executable, "-m", "lfpy.federate", self.lf_path, str(k), str(req_r), str(ans_w), str(asy_w)],
+            pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
+        for fd in (req_r, ans_w, asy_w):
+            os.close(fd)
+        self.requests[k] = PipeChannel(write_fd=req_w, shared=self.segments)
+        self.answers[k] = PipeChannel(read_fd=ans_r)
+        threading.Thread(target=self._listen, args=(k, process, PipeChannel(read_fd=asy_r)), daemon=True,
+                         name=f"lf-federate-{k}").start()
+
+    def await_ready(self, k: int) -> None:
+        """Wait until federate k has built its reactors; FederationError if it could not."""
+        try:
+            answer = self.answers[k].receive()
+        except EOFError:
+            raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
+        if answer != ("ready",):
+            raise FederationError(f"federate {self.names[k]} did not start (see the errors above)")
+
+    def send_start(self, k: int, effective: Tag) -> None:
+        """Tell federate k the federation's start time and the tag it starts at (a transient
+        federate's join tag, `lf.tag_start_effective()`)."""
+        sched = self.sched
+        self._send(k, ("start", sched.start_time, sched.clock_offset, self.trace, tuple(effective),
+                       sched.federation_id))
+
     def _reset_remote(self, inst: Instance, mode: str | None) -> None:
         self.resets.setdefault(self.instance_federate[id(inst)], []).append((self.instance_index[id(inst)], mode))
 
-    def _listen(self, k: int, channel: PipeChannel) -> None:
-        """What federate k sends on its own: physical actions scheduled by its threads, stop requests."""
+    def _listen(self, k: int, process: subprocess.Popen, channel: PipeChannel) -> None:
+        """What federate k (this `process` of it) sends on its own: physical actions scheduled by
+        its threads, stop requests."""
         while True:
             try:
                 message = channel.receive()
@@ -213,10 +243,19 @@ class Federation:
                 _, slot, when, value = message  # type: ignore[misc]
                 self.sched.schedule_physical_at(self.slots[slot], when, value)  # type: ignore[arg-type]
             elif message[0] == "stop":  # type: ignore[index]
-                self.sched.request_stop()
+                self._stop_requested(k)
         channel.close()
-        if not self.stopping and k not in self.dead:
+        # A transient federate that has left ends as it was told to; a later process may be k now.
+        if not self.stopping and k not in self.dead and self.processes.get(k) is process:
             self._lost(k)
+
+    def _stop_requested(self, k: int) -> None:
+        """`lf.request_stop()` (`lf.stop()`) in federate k: a transient federate leaves, any other
+        stops the program."""
+        if self.transients is not None and self.transients.has(k):
+            self.transients.leave(k)
+        else:
+            self.sched.request_stop()
 
     def _how_it_ended(self, k: int) -> str:
         process = self.processes[k]
@@ -235,6 +274,7 @@ class Federation:
             if k in self.dead:
                 return
             self.dead[k] = how = self._how_it_ended(k)
+            self.away.add(k)
             self.sched.exit_status = 1
             self.sched.request_stop()
             print(f"error: federate {self.names[k]} (process {self.processes[k].pid}) {how}; the program stops",
@@ -256,9 +296,28 @@ class Federation:
             self.sched.request_stop()
             return False
 
+    def end(self, k: int) -> None:
+        """End federate k's process once it has run its last reactions (a transient federate that
+        leaves) and wait for it; its reactions no longer run."""
+        self.away.add(k)
+        request, answer, process = self.requests.pop(k), self.answers.pop(k), self.processes.pop(k)
+        try:
+            request.send(("exit",))
+        except OSError:
+            pass
+        request.close()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        answer.close()
+
     def close(self) -> None:
         """End every federate process (after the program, or when it ends at once) and wait for it."""
         self.stopping = True
+        if self.transients is not None:
+            self.transients.close()
         for k in self.requests:
             if k not in self.dead:
                 try:
@@ -295,7 +354,7 @@ class Federation:
             k = r.federate
             if k == 0:
                 local.append(r)
-            elif k not in self.dead:
+            elif k not in self.away:
                 i = self.index[id(r)]
                 inputs = [(slot, o.value) for slot, o in self.reads[i] if o.is_present]
                 groups.setdefault(k, []).append((i, inputs))
@@ -332,7 +391,7 @@ class Federation:
             if failed:  # the federate has reported it
                 sched.exit_status = 1
             if stop:
-                sched.request_stop()
+                self._stop_requested(k)
             if status is not None:  # exit(n) in one of its reactions: the program ends at once
                 sched.exit_status = status
                 sched.halted = True
@@ -413,12 +472,14 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         if kind == "exit":
             return 0
         if kind == "start":
-            _, sched.start_time, sched.clock_offset, send_all = message  # type: ignore[misc]
+            _, sched.start_time, sched.clock_offset, send_all, effective, sched.federation_id = message  # type: ignore[misc]
+            sched.effective_start = Tag(*effective)
             if send_all:  # the coordinator traces: user trace points are recorded here and sent with each answer
                 sched.trace = []
             continue
         _, time, microstep, batch, resets = message  # type: ignore[misc]
         sched.current = Tag(time, microstep)
+        sched.arrival = sched.physical()
         failed = False
         for position, mode in resets:  # modes entered with reset at an earlier tag
             inst = env.graph.instances[position]

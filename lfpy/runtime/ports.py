@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from lfpy.runtime.modes import ModeState
     from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.scheduler import Scheduler
+    from lfpy.runtime.tag import Tag
 
 
 class Port:
@@ -69,6 +70,19 @@ class Port:
             if r.stamp != stamp:
                 r.stamp = stamp
                 queue(r)
+
+    @property
+    def intended_tag(self) -> Tag:
+        """The tag the value was sent for (LF's decentralized coordination): with one schedule a
+        value is never late, so it is the current tag."""
+        return self._sched.current
+
+    @property
+    def physical_time_of_arrival(self) -> int:
+        """Physical time when the value reached this process: in a federate's process, when the
+        coordinator's message with it came in; in lfrl's own, now (at least that late)."""
+        arrival = self._sched.arrival
+        return arrival if arrival is not None else self._sched.physical()
 
     def specialize(self, pool: bool, sole: set[int]) -> None:
         """Pick the class for this port (see the module's docstring); call once after binding.

@@ -99,6 +99,10 @@ class Scheduler:
         self.on_checkpoint: Callable[[list[str]], None] | None = None  # writes them (Environment)
         # A federated program in processes: runs other federates' reactions there (federation.py).
         self.federation: Federation | None = None
+        self.federation_id = "Unidentified Federation"  # `lf.get_federation_id()`
+        self.effective_start: Tag | None = None  # a transient federate's join tag; None: the start tag
+        self.arrival: int | None = None  # in a federate's process: when this tag's message came in
+        self.at_end_of_tag: Callable[[], None] | None = None  # transient federates join and leave there
         self._run_levels: Callable[[], None] = self._run_levels_inline  # `run` picks it
 
     @property
@@ -243,6 +247,13 @@ class Scheduler:
                 r.stamp = tag_number
                 buckets[r.level].append(r)
 
+    def enqueue_shutdown(self, reactions: list[Reaction]) -> None:
+        for r in reactions:
+            # Shutdown reactions of modes run if their mode was ever active, current or not.
+            if r.stamp != self.tag_number and r.visited():
+                r.stamp = self.tag_number
+                self.buckets[r.level].append(r)
+
     def enqueue(self, reaction: Reaction) -> None:
         if reaction.stamp != self.tag_number and (not reaction.gates or reaction.active()):
             reaction.stamp = self.tag_number
@@ -358,11 +369,7 @@ class Scheduler:
                 self.enqueue(r)
         if tag >= self.stop_tag:
             self.stopping = True
-            for r in self.shutdown:
-                # Shutdown reactions of modes run if their mode was ever active, current or not.
-                if r.stamp != self.tag_number and r.visited():
-                    r.stamp = self.tag_number
-                    self.buckets[r.level].append(r)
+            self.enqueue_shutdown(self.shutdown)
         self._run_levels()
         self._end_tag()
 
@@ -604,6 +611,8 @@ class Scheduler:
             self.on_checkpoint(paths)
         if self.stopping:
             self.halted = True
+        elif self.at_end_of_tag is not None:
+            self.at_end_of_tag()
 
 
 def _order(r: Reaction) -> int:

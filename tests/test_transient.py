@@ -1,0 +1,177 @@
+"""Transient federates (`@transient`): a federate leaves with `lf.stop()` while the others go on, and
+is started again (a fresh process) by its launcher, fed-gen/<Program>/bin/federate__<name>, at tags
+that do not depend on timing or the number of workers."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.lfutil import diagnostics, run_lf
+from tests.test_federation import assert_no_federates_left
+
+ROOT = Path(__file__).parent.parent
+
+# Up sends n every 100 ms. Mid forwards what it gets with how many it has got, stops after two,
+# says when it started (lf.tag_start_effective) and when it leaves; its one-shot timer fires 20 ms
+# after each start. Exec launches Mid at 250 ms (Mid has left: it joins) and at 350 ms (Mid runs:
+# it is swapped). Down records everything with its tag and prints it at the end.
+PROGRAM = """target Python { timeout: 600 msec, fast: true }
+preamble {=
+  import os, subprocess
+=}
+reactor Up {
+  output out
+  timer t(0, 100 msec)
+  state n = 0
+  reaction(t) -> out {=
+    out.set(self.n)
+    self.n += 1
+  =}
+}
+reactor Exec {
+  timer t(250 msec, 100 msec)
+  state launches = 0
+  reaction(t) {=
+    if self.launches == 2:
+      return
+    self.launches += 1
+    launcher = os.path.join(lf.package_directory(), "fed-gen", "Transient", "bin", "federate__mid")
+    done = subprocess.run([launcher, "-i", lf.get_federation_id()], capture_output=True, text=True)
+    if done.returncode != 0:
+      raise RuntimeError(done.stderr)
+  =}
+}
+reactor Middle {
+  input inp
+  output out
+  output join
+  output bye
+  output tick
+  timer t(20 msec, 0)
+  state count = 0
+  reaction(startup) -> join {=
+    start = lf.tag_start_effective()
+    join.set((start.time - lf.time.start(), start.microstep))
+  =}
+  reaction(t) -> tick {= tick.set(True) =}
+  reaction(inp) -> out {=
+    self.count += 1
+    out.set((inp.value, self.count))
+    if self.count == 2:
+      lf.stop()
+  =}
+  reaction(shutdown) -> bye {= bye.set(self.count) =}
+}
+reactor Down {
+  input join
+  input inp
+  input bye
+  input tick
+  state seen = {= [] =}
+  reaction(join) {= self.note("join", join.value) =}
+  reaction(inp) {= self.note("in", inp.value) =}
+  reaction(tick) {= self.note("tick", None) =}
+  reaction(bye) {= self.note("bye", bye.value) =}
+  reaction(shutdown) {=
+    for line in self.seen:
+      print(*line)
+  =}
+  method note(what, value) {=
+    self.seen.append((lf.time.logical_elapsed() // 1000000, lf.tag().microstep, what, value))
+  =}
+}
+federated reactor {
+  up = new Up()
+  exec = new Exec()
+  down = new Down()
+  @transient
+  mid = new Middle()
+  up.out -> mid.inp
+  mid.out -> down.inp
+  mid.join -> down.join
+  mid.bye -> down.bye
+  mid.tick -> down.tick
+}
+"""
+
+EXPECTED = """\
+0 0 join (0, 0)
+0 0 in (0, 1)
+20 0 tick None
+100 0 in (1, 2)
+100 1 bye 2
+250 1 join (250000000, 1)
+270 0 tick None
+300 0 in (3, 1)
+350 1 bye 1
+350 2 join (350000000, 2)
+370 0 tick None
+400 0 in (4, 1)
+500 0 in (5, 2)
+500 1 bye 2
+"""
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_transient_federate_leaves_joins_and_is_swapped_at_fixed_tags(tmp_path: Path, workers: int) -> None:
+    result = run_lf(tmp_path, PROGRAM, "--workers", str(workers), name="Transient.lf")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == EXPECTED
+    assert result.stderr == ""
+    assert_no_federates_left(tmp_path)
+
+
+def test_the_launcher_says_what_is_wrong(tmp_path: Path) -> None:
+    assert run_lf(tmp_path, PROGRAM, name="Transient.lf").returncode == 0
+    launcher = tmp_path / "fed-gen" / "Transient" / "bin" / "federate__mid"
+    done = subprocess.run([launcher, "-i", "Transient-gone"], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.startswith("federate__mid: error: no running federation with id 'Transient-gone'")
+    done = subprocess.run([launcher], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "the following arguments are required: -i/--id" in done.stderr
+
+
+def test_a_launch_of_a_federate_that_is_not_transient_fails_in_the_reaction_that_asked(tmp_path: Path) -> None:
+    launcher = tmp_path / "fed-gen" / "Transient" / "bin" / "federate__up"  # written by hand: up is persistent
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text(f"#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m lfpy.launch up \"$@\"\n")
+    launcher.chmod(0o755)
+    result = run_lf(tmp_path, PROGRAM.replace('"federate__mid"', '"federate__up"'), name="Transient.lf")
+    assert result.returncode == 1
+    assert "federate__up: error: Transient has no transient federate named 'up' (transient: mid)" in result.stderr
+    assert "reaction 'reaction_1' of Transient.exec failed" in result.stderr
+    assert_no_federates_left(tmp_path)
+
+
+def test_transient_is_checked_where_it_is_written(tmp_path: Path) -> None:
+    nested = """target Python
+reactor A {
+  reaction(startup) {= pass =}
+}
+reactor B {
+  @transient
+  a = new A()
+}
+federated reactor {
+  b = new B()
+  c = new A()
+}
+"""
+    assert diagnostics(tmp_path, nested) == [
+        "DIR/Test.lf:6:3: error: @transient applies to a federate: 'a' is not a top-level instance of a "
+        "federated reactor"]
+    alone = """target Python
+reactor A {
+  reaction(startup) {= pass =}
+}
+federated reactor {
+  @transient
+  a = new A()
+}
+"""
+    assert diagnostics(tmp_path, alone) == [
+        "DIR/Test.lf:5:1: error: every federate is @transient: lfrl's process hosts one federate that stays "
+        "for the whole run"]
