@@ -149,6 +149,7 @@ class Lfrl:
 class Ray:
     name: str = "Ray"
     kind: str = "Ray"
+    reference: bool = False
     actors: list = field(default_factory=list)
 
     def setup(self, env_id: str, n: int, seed: int) -> None:
@@ -199,6 +200,7 @@ class VectorPeer:
     kind: str
     make: Callable[[str, int, int], tuple[object, object]]  # (env_id, n, seed) -> (env, batched action space)
     venv: object = None
+    reference: bool = False  # shown, but not a peer: what lfrl itself steps (its bound)
 
     def setup(self, env_id: str, n: int, seed: int) -> None:
         self.venv, self.actions = self.make(env_id, n, seed)
@@ -233,6 +235,19 @@ def gymnasium_vector(asynchronous: bool) -> Callable[[str, int, int], tuple[obje
         return venv, venv.action_space
 
     return make
+
+
+def native_vector(env_id: str, n: int, seed: int) -> tuple[object, object]:
+    """gymnasium's own vectorised environment (`vector_entry_point`; CartPole's steps all N in numpy)."""
+    import gymnasium
+
+    if env_id.startswith("ALE/") or gymnasium.spec(env_id).vector_entry_point is None:
+        raise Skipped(f"{env_id} has no vector entry point with its own observations (ale-py's AtariVectorEnv "
+                      "preprocesses the frames)")
+    venv = gymnasium.make_vec(env_id, num_envs=n, vectorization_mode="vector_entry_point")
+    venv.reset(seed=seed)
+    venv.action_space.seed(seed)
+    return venv, venv.action_space
 
 
 def subproc_vec_env(env_id: str, n: int, seed: int) -> tuple[object, object]:
@@ -311,12 +326,16 @@ def free_running_steps_per_second(env_id: str, n: int, steps: int, seed: int) ->
 # --------------------------------------------------------------------------------------------- table
 
 
+NATIVE = "gymnasium vector entry point (reference)"
+
+
 def contenders() -> tuple[list, list]:
     lfrl = [Lfrl(processes=False), Lfrl(processes=True)]
     peers = [Ray(), VectorPeer("SyncVectorEnv", "in-process", gymnasium_vector(False)),
              VectorPeer("AsyncVectorEnv", "processes", gymnasium_vector(True)),
              VectorPeer("SB3 SubprocVecEnv", "processes", subproc_vec_env),
-             VectorPeer("EnvPool", "in-process", env_pool)]
+             VectorPeer("EnvPool", "in-process", env_pool),
+             VectorPeer(NATIVE, "in-process", native_vector, reference=True)]
     return lfrl, peers
 
 
@@ -365,12 +384,12 @@ def main() -> None:
             base = STEPS[min(((e, m) for e, m in STEPS if e == env_id), key=lambda k: abs(k[1] - n))]
             cases.append((env_id, n, max(int(base * scale) // n, 10) * n))
     lfrl_names = [c.name for c in contenders()[0]]
-    peer_names = [c.name for c in contenders()[1]]
+    peer_names = [c.name for c in contenders()[1] if not c.reference]
     counts_text = [f"{e} x {n}: " + " / ".join(f"{samples(kind, e, n, s):,}" for kind in KINDS) for e, n, s in cases]
     print(f"samples per measurement ({' / '.join(KINDS)}): " + "; ".join(counts_text))
     machine = Machine()
     rows = []
-    with ray_session(), tqdm(total=len(cases) * repeat * (len(lfrl_names) + len(peer_names) + 1), desc="runs", unit="run") as bar:
+    with ray_session(), tqdm(total=len(cases) * repeat * (sum(map(len, contenders())) + 1), desc="runs", unit="run") as bar:
         for env_id, n, steps in cases:
             ours, peers = contenders()
             skipped = {}
@@ -406,7 +425,7 @@ def main() -> None:
 
 def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[str], peer_names: list[str],
                   repeat: int, machine: Machine) -> None:
-    names = lfrl_names + peer_names
+    names = lfrl_names + peer_names + [NATIVE]
 
     def cell(row: Row, name: str) -> str:
         if name not in row.rates:
@@ -440,7 +459,11 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         "--envs-per-worker N/W --processes yes` with W = min(N, CPUs) (a federated program: workers 1.. in processes "
         "of their own), both on one runtime thread. Ray: one actor per environment, `ray.get` every step. "
         "SyncVectorEnv and AsyncVectorEnv (shared memory) are gymnasium's, SubprocVecEnv Stable-Baselines3's, "
-        "EnvPool in synchronous mode (batch N; 1 thread for CartPole, 1 per CPU for Atari, its faster counts here). The ratios are the median (min-max) over rounds "
+        "EnvPool in synchronous mode (batch N; 1 thread for CartPole, 1 per CPU for Atari, its faster counts here). "
+        "The reference column is not a peer: it is gymnasium's own vectorised environment (`make_vec` with its "
+        "`vector_entry_point`: CartPole's steps all N in numpy), which lfrl's workers step from 8 environments per "
+        "worker on (below, a loop over the environments is faster), so it bounds *lfrl, vector* there. "
+        "The ratios are the median (min-max) over rounds "
         "of lfrl's faster way over the fastest peer (named) and over Ray, in the same round. Free-running is what N "
         "processes stepping on their own reach, started together: the bound for N processes that synchronise every "
         "step (with more processes than CPUs, one process stepping a vector can do better). Each measurement takes "

@@ -104,6 +104,31 @@ def test_worker_processes_step_the_same_trajectories(tmp_path: Path) -> None:
     assert checksums(hosted) == checksums(vectors) and len(set(checksums(vectors))) == 2
 
 
+def test_native_vectors_step_the_same_trajectories_on_threads_and_in_processes(tmp_path: Path) -> None:
+    # 8 CartPoles per worker: gymnasium's numpy CartPoleVectorEnv steps them (EnvWorker's NATIVE_VECTOR_FROM).
+    one = sampling(tmp_path, 1, workers=2, envs_per_worker=8, steps=800, sync_every=5, seed=4)
+    two = sampling(tmp_path, 2, tag="two", workers=2, envs_per_worker=8, steps=800, sync_every=5, seed=4)
+    hosted = sampling(tmp_path, 1, tag="proc", workers=2, envs_per_worker=8, steps=800, seed=4, processes=True)
+    assert hosted[0].startswith("800 samples from 2 workers x 8 environments in ")
+    assert checksums(one) == checksums(two) == checksums(hosted) and len(set(checksums(one))) == 2
+    # Worker 1's checksum, stepped here as EnvWorker does: 10 rounds of 5 vector steps.
+    import gymnasium
+    import numpy
+
+    vector_seed = int(numpy.random.SeedSequence([4, 1]).generate_state(1)[0])
+    envs = gymnasium.make_vec("CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")
+    envs.reset(seed=vector_seed)
+    envs.action_space.seed(vector_seed)
+    total = 0.0
+    for _round in range(10):
+        checksum = 0.0
+        for _step in range(5):
+            observations, rewards, *_ = envs.step(envs.action_space.sample())
+            checksum += float(observations.sum()) + float(rewards.sum())
+        total += checksum
+    assert checksums(one)[1] == f"worker 1: checksum {total:.6f}"
+
+
 def test_atari_sampling_runs_the_same_in_worker_processes(tmp_path: Path) -> None:
     inline = sampling(tmp_path, 1, env_id="ALE/Pong-v5", workers=2, steps=40)
     hosted = sampling(tmp_path, 1, tag="proc", env_id="ALE/Pong-v5", workers=2, steps=40, processes=True)

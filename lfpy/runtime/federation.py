@@ -171,7 +171,8 @@ class Federation:
         self._lost_lock = threading.Lock()
         self.away: set[int] = set()  # federates whose reactions are not run: dead, or transients that left
         self.sched.federation_id = f"{env.graph.main.name}-{uuid.uuid4().hex[:12]}"
-        self.transients = Transients(self) if any(f.transient for f in federates(env.graph)) else None
+        listed = federates(env.graph)
+        self.transients = Transients(self, listed) if any(f.transient for f in listed) else None
 
     # ------------------------------------------------------------ processes
 
@@ -184,7 +185,10 @@ class Federation:
         for k in range(1, len(self.names)):
             self.await_ready(k)
         if self.transients is not None:
-            self.transients.open()
+            try:
+                self.transients.open()
+            except OSError as exc:
+                raise FederationError(f"cannot write the launchers of the transient federates: {exc}") from None
         previous = self.sched.on_start
 
         def on_start() -> None:
@@ -220,6 +224,22 @@ class Federation:
             raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
         if answer != ("ready",):
             raise FederationError(f"federate {self.names[k]} did not start (see the errors above)")
+
+    def restart(self, k: int, effective: Tag) -> bool:
+        """A new process of federate k (a transient federate joining at tag `effective`); False if it
+        could not start (reported: the program stops)."""
+        try:
+            self.spawn(k)
+            self.await_ready(k)
+        except FederationError as exc:
+            print(f"error: {exc}; the program stops", file=sys.stderr, flush=True)
+            self.dead[k] = "did not start"
+            self.sched.exit_status = 1
+            self.sched.request_stop()
+            return False
+        self.send_start(k, effective)
+        self.away.discard(k)
+        return True
 
     def send_start(self, k: int, effective: Tag) -> None:
         """Tell federate k the federation's start time and the tag it starts at (a transient

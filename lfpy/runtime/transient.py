@@ -35,7 +35,7 @@ from lfpy.runtime.tag import Tag
 
 if TYPE_CHECKING:
     from lfpy.runtime.actions import Action
-    from lfpy.runtime.federation import Federation
+    from lfpy.runtime.federation import Federate, Federation
     from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.timers import Timer
 
@@ -58,13 +58,11 @@ class Transients:
     """The coordinator's side of transient federates: launch requests, and leaving and joining at
     the tags the module docstring gives."""
 
-    def __init__(self, federation: Federation) -> None:
-        from lfpy.runtime.federation import federates
-
+    def __init__(self, federation: Federation, listed: list[Federate]) -> None:
+        """`listed`: the federates, in federation order (`federation.federates`)."""
         self.fed = federation
         env, sched = federation.env, federation.sched
         self.sched = sched
-        listed = federates(env.graph)
         self.index = {f.name: k for k, f in enumerate(listed) if f.transient}
         self.members = set(self.index.values())
         self.timers: dict[int, list[Timer]] = {}
@@ -94,7 +92,7 @@ class Transients:
     # ------------------------------------------------------------ launch requests
 
     def open(self) -> None:
-        """Take launch requests, and write each transient federate's launcher."""
+        """Take launch requests, and write each transient federate's launcher (OSError if it cannot)."""
         path = launch_socket(self.sched.federation_id)
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(path)
@@ -212,23 +210,12 @@ class Transients:
 
     def _join(self, k: object) -> None:
         """Event handler at federate k's join tag: a new process, its startup reactions, its timers."""
-        from lfpy.runtime.federation import FederationError
-
         assert isinstance(k, int)
         self.joining.discard(k)
-        sched, fed = self.sched, self.fed
+        sched = self.sched
         now = sched.current
-        try:
-            fed.spawn(k)
-            fed.await_ready(k)
-        except FederationError as exc:
-            print(f"error: {exc}; the program stops", file=sys.stderr, flush=True)
-            fed.dead[k] = "did not start"
-            sched.exit_status = 1
-            sched.request_stop()
+        if not self.fed.restart(k, now):
             return
-        fed.send_start(k, now)
-        fed.away.discard(k)
         for r in self.startup[k]:
             sched.enqueue(r)
         for timer in self.timers[k]:
