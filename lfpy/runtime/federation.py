@@ -147,7 +147,8 @@ class Federation:
         self.sched = env.sched
         self.lf_path = lf_path
         self.trace = trace
-        self.names = [f.name for f in federates(env.graph)]
+        listed = federates(env.graph)
+        self.names = [f.name for f in listed]
         self.index = {id(r): i for i, r in enumerate(env.reactions)}
         self.slots = slots(env)
         self.slot_of = {id(o): i for i, o in enumerate(self.slots)}
@@ -171,7 +172,6 @@ class Federation:
         self._lost_lock = threading.Lock()
         self.away: set[int] = set()  # federates whose reactions are not run: dead, or transients that left
         self.sched.federation_id = f"{env.graph.main.name}-{uuid.uuid4().hex[:12]}"
-        listed = federates(env.graph)
         self.transients = Transients(self, listed) if any(f.transient for f in listed) else None
 
     # ------------------------------------------------------------ processes
@@ -232,8 +232,11 @@ class Federation:
             self.spawn(k)
             self.await_ready(k)
         except FederationError as exc:
+            with self._lost_lock:  # its listener may have found it gone and said so already
+                if k in self.dead:
+                    return False
+                self.dead[k] = "did not start"
             print(f"error: {exc}; the program stops", file=sys.stderr, flush=True)
-            self.dead[k] = "did not start"
             self.sched.exit_status = 1
             self.sched.request_stop()
             return False
