@@ -59,7 +59,7 @@ class Transients:
     the tags the module docstring gives."""
 
     def __init__(self, federation: Federation, listed: list[Federate]) -> None:
-        """`listed`: the federates, in federation order (`federation.federates`)."""
+        """`listed`: the federates in federation order (`federates` of federation.py)."""
         self.fed = federation
         env, sched = federation.env, federation.sched
         self.sched = sched
