@@ -392,11 +392,8 @@ class Environment:
                 self._reset_subtree(child)
 
     def _restart_timer(self, timer: Timer) -> None:
-        sched = self.sched
-        timer.generation += 1
-        now = sched.current
-        tag = Tag(now.time + timer.offset, 0) if timer.offset > 0 else Tag(now.time, now.microstep + 1)
-        sched.events.push(tag, timer.fire, timer.event())
+        now = self.sched.current
+        timer.start_at(Tag(now.time + timer.offset, 0) if timer.offset > 0 else Tag(now.time, now.microstep + 1))
 
     def run(self, trace: list | None = None) -> int:
         """Run to completion; returns the exit status."""

@@ -329,11 +329,7 @@ class Federation:
         except OSError:
             pass
         request.close()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _reap(process)
         answer.close()
 
     def close(self) -> None:
@@ -349,11 +345,7 @@ class Federation:
                     pass
             self.requests[k].close()
         for process in self.processes.values():
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _reap(process)
         for k in self.answers:
             self.answers[k].close()
         self.segments.close()
@@ -419,6 +411,15 @@ class Federation:
                 sched.exit_status = status
                 sched.halted = True
         self.sent = []
+
+
+def _reap(process: subprocess.Popen) -> None:
+    """Wait for a federate process told to exit; kill it if it has not within 10 s."""
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 class FederateScheduler(Scheduler):

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from lfpy.runtime.modes import ModeState
     from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.scheduler import Scheduler
+    from lfpy.runtime.tag import Tag
 
 
 class Timer:
@@ -30,6 +31,15 @@ class Timer:
         """The value of this timer's next event: its generation and its mode's inactive time."""
         gate = self.gate
         return (self.generation, gate[0].inactive_total.get(gate[1], 0) if gate else 0)
+
+    def stop(self) -> None:
+        """Drop the event queued for this timer (its generation no longer matches)."""
+        self.generation += 1
+
+    def start_at(self, tag: Tag) -> None:
+        """Fire first at `tag`, then every period; an event queued before is dropped."""
+        self.stop()
+        self._sched.events.push(tag, self.fire, self.event())
 
     def fire(self, value: object) -> None:
         generation, _inactive = value  # type: ignore[misc]

@@ -182,7 +182,7 @@ class Transients:
         self.fed.end(k)
         self.fed.resets.pop(k, None)
         for timer in self.timers[k]:
-            timer.generation += 1  # its queued event is dropped
+            timer.stop()
         gone = {id(a) for a in self.actions[k]}
         for action in self.actions[k]:
             action.pending.clear()
@@ -219,5 +219,4 @@ class Transients:
         for r in self.startup[k]:
             sched.enqueue(r)
         for timer in self.timers[k]:
-            timer.generation += 1
-            sched.events.push(max(now, Tag(now.time + timer.offset, 0)), timer.fire, timer.event())
+            timer.start_at(max(now, Tag(now.time + timer.offset, 0)))
