@@ -851,3 +851,78 @@ main reactor(p = {= (1,
         f"{lf_file}:15:36: error: Python syntax error: invalid syntax",
     ]
     assert "Traceback" not in result.stderr and "src-gen" not in result.stderr
+
+
+class RecordingSchedule:
+    """Only what `lfpy.runtime.plan.Schedule` offers (slots: anything else raises), recording each call."""
+
+    __slots__ = ("current", "tag_number", "arrival", "set_ports", "buckets", "calls")
+
+    def __init__(self) -> None:
+        from lfpy.runtime.tag import Tag
+        self.current, self.tag_number, self.arrival = Tag(100, 0), 1, None
+        self.set_ports: list = []
+        self.buckets: list[list] = [[], []]
+        self.calls: list[tuple] = []
+
+    def physical(self) -> int:
+        return 150
+
+    def schedule_logical(self, action: object, delay: int, value: object) -> None:
+        self.calls.append(("logical", action, delay, value))
+
+    def schedule_physical(self, action: object, delay: int, value: object) -> None:
+        self.calls.append(("physical", action, delay, value))
+
+    def push(self, tag: object, handler: object, value: object) -> None:
+        self.calls.append(("push", tag, handler, value))
+
+    def admit(self, gate: object, handler: object, value: object) -> bool:
+        self.calls.append(("admit", gate, value))
+        return True
+
+    def fire(self, trigger: object) -> None:
+        self.calls.append(("fire", trigger))
+
+
+def test_ports_actions_and_timers_need_only_the_schedule_interface() -> None:
+    """What the runtime objects ask of a scheduler is `Schedule`: a federate process's scheduler
+    implements the same, so these objects run unchanged there."""
+    from lfpy.runtime.actions import Action
+    from lfpy.runtime.plan import Schedule
+    from lfpy.runtime.ports import Delivery, Port
+    from lfpy.runtime.reaction import Reaction
+    from lfpy.runtime.tag import Tag
+    from lfpy.runtime.timers import Timer
+
+    def public(cls: type) -> set[str]:
+        return {name for name in [*vars(cls), *getattr(cls, "__annotations__", {})] if not name.startswith("_")}
+
+    assert public(RecordingSchedule) - {"calls"} == public(Schedule)  # the recorder offers just that
+    sched = RecordingSchedule()
+    reader = Reaction("r", "main.r", 1, lambda: None, (), "x.lf", 1)
+    port, far = Port("main.p"), Port("main.q")
+    port.triggered = [reader]
+    for p in (port, far):
+        p.specialize(sched, False, set())
+    port.set(5)
+    port.set(6)  # set again at the tag: queued once
+    assert (port.value, port.is_present, sched.set_ports, sched.buckets) == (6, True, [port], [[], [reader]])
+    Delivery(far, ("mode state", "M"))((7, 0))  # an `after` connection's event, in mode M
+    assert (far.value, sched.set_ports[-1], sched.calls[-1]) == (7, far, ("admit", ("mode state", "M"), (7, 0)))
+
+    logical, physical = Action("a", False, 0, None, None), Action("b", True, 0, None, None)
+    for a in (logical, physical):
+        a.attach(sched)
+    logical.schedule(10, "x")
+    physical.schedule(-3, "y")  # a negative delay is zero
+    logical.on_event(([None, True, Tag(110, 0)], 0))
+    assert sched.calls[-3:] == [("logical", logical, 10, "x"), ("physical", physical, 0, "y"), ("fire", logical)]
+
+    timer = Timer("t", 0, 20)
+    timer.attach(sched)
+    timer.start_at(Tag(100, 0))
+    assert sched.calls[-1] == ("push", Tag(100, 0), timer.fire, (1, 0))
+    timer.fire((0, 0))  # an event of before the restart: dropped
+    timer.fire((1, 0))
+    assert sched.calls[-2:] == [("fire", timer), ("push", Tag(120, 0), timer.fire, (1, 0))]

@@ -5,11 +5,14 @@
 - `ports`, `actions`, `timers`, `modes`: what reaction bodies touch;
 - `reaction`: a reaction bound to its reactor object and arguments;
 - `reactor`: the base class of generated reactor classes (`self.check_deadline()`, ...);
+- `plan`: what a scheduler is built from (`Plan`), and what ports, actions and timers may ask of it
+  (`Schedule`, which a federate process's scheduler implements too);
 - `scheduler`: advances time, runs each tag's reactions level by level on a worker pool;
 - `signals`: Ctrl-C and SIGTERM request a stop (shutdown reactions run); a second one ends at once;
 - `failure`: how a failure in user code is reported, at the `.lf` line that raised;
 - `api`: the names reaction bodies see (`lf`, units, `lf_print`, ...);
-- `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run.
+- `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run;
+- `federation`, `transport`, `transient`: federated programs with their federates in processes.
 
 The threading contract is written at the top of scheduler.py and ports.py.
 """

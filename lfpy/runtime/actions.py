@@ -14,17 +14,16 @@ from lfpy.runtime.api import lf_print_warning
 from lfpy.runtime.tag import Tag
 
 if TYPE_CHECKING:
-    from lfpy.runtime.modes import ModeState
+    from lfpy.runtime.plan import Gate, Schedule
     from lfpy.runtime.reaction import Reaction
-    from lfpy.runtime.scheduler import Scheduler
 
 
 class Action:
     __slots__ = ("name", "is_present", "value", "physical", "min_delay", "min_spacing", "policy",
                  "triggered", "_sched", "last_tag", "pending", "gate")
 
-    def __init__(self, name: str, sched: Scheduler, physical: bool, min_delay: int,
-                 min_spacing: int | None, policy: str | None) -> None:
+    def __init__(self, name: str, physical: bool, min_delay: int, min_spacing: int | None,
+                 policy: str | None) -> None:
         self.name = name
         self.is_present = False
         self.value: object = None
@@ -33,12 +32,15 @@ class Action:
         self.min_spacing = min_spacing
         self.policy = policy or "defer"
         self.triggered: list[Reaction] = []
-        self._sched = sched
+        self._sched: Schedule  # the scheduler that runs it (`attach`)
         self.last_tag: Tag | None = None  # tag of the last event scheduled (for min spacing)
         # Events scheduled and not yet taken from the event queue: tag -> [value, still wanted, tag].
         # The scheduler's `lock` guards it.
         self.pending: dict[Tag, list] = {}
-        self.gate: tuple[ModeState, str] | None = None  # the mode the action lives in
+        self.gate: Gate | None = None  # the mode the action lives in
+
+    def attach(self, sched: Schedule) -> None:
+        self._sched = sched
 
     def schedule(self, delay: int, value: object = None) -> None:
         """Schedule this action `delay` ns (plus its minimum delay) from now, with `value`."""

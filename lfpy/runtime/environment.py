@@ -23,7 +23,8 @@ from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
 from lfpy.runtime.api import LfApi
 from lfpy.runtime.modes import ModeHandle, ModeState
-from lfpy.runtime.ports import ContainedPorts, Multiport, Port
+from lfpy.runtime.plan import Plan
+from lfpy.runtime.ports import ContainedPorts, Delivery, Multiport, Port
 from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import FOREVER, Tag
@@ -47,24 +48,17 @@ class Environment:
         self.owned = owned
         self.remote_init: Callable[[Instance, str | None], None] | None = None
         self.ns = namespace
-        has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
-        # Physical actions keep the program alive unless the program says otherwise.
         # Reactions run in order of (inferred deadline, level), LF's priority: upstream reactions
         # have a smaller pair than what they feed, and equal pairs share a level, so they are
         # independent. Without deadlines this is just the level.
         pairs = sorted({self._priority(r) for r in elaborated.reactions})
         self.rank = {pair: index for index, pair in enumerate(pairs)}
-        self.sched = scheduler(len(pairs), workers, fast, timeout,
-                               has_physical if keepalive is None else keepalive)
-        namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
-        namespace["request_stop"] = self.sched.request_stop
-        namespace["lf_request_stop"] = self.sched.request_stop
         self.class_names = class_names
         self.objects: dict[int, Any] = {}
         self.parameter_names: dict[int, set[str]] = {}  # per instance: what a checkpoint leaves out
         self.actions_by_name: dict[str, Action] = {}  # by full name, the same in every build
         self.timers_by_name: dict[str, Timer] = {}
-        self.deliveries: dict[str, Callable[[object], None]] = {}  # `after`/`~>` handlers, by link
+        self.deliveries: dict[str, Delivery] = {}  # `after`/`~>` handlers, by link
         self.ports: dict[tuple[int, int], Port] = {}  # (id(PortInst), channel) -> Port
         self.port_objects: dict[int, Port | Multiport] = {}
         self.actions: dict[int, Action] = {}
@@ -73,11 +67,16 @@ class Environment:
         # Reactions triggered by `reset`, per instance, with the mode they live in.
         self.reset_reactions: dict[int, list[tuple[ModeInst | None, Reaction]]] = {}
         self.mutable_ports: list[Port] = []
+        self.startup: list[Reaction] = []
+        self.shutdown: list[Reaction] = []
         # Startup reactions of modes other than the initial one, run when the mode is first entered.
         self.first_entry: dict[tuple[int, str], list[Reaction]] = {}
         self.reach: dict[int, list[Port]] = {}  # every port fed without delay, transitively
+        # First the runtime objects and the reactions that name them, then the scheduler, built
+        # complete from them (`Plan`), then the reactors' parameters and state, whose initialisers
+        # may use `lf`.
         for inst in elaborated.instances:
-            self._make_instance(inst)
+            self._make_objects(inst)
         self._connect()
         self._bind_reactions()
         for inst in elaborated.instances:
@@ -87,13 +86,25 @@ class Environment:
             for action in inst.actions.values():
                 gates = self._gates(inst, action.mode)
                 self.actions[id(action)].gate = gates[0] if gates else None
-        self.sched.on_start = self._start_timers
-        self.sched.on_checkpoint = self._write_checkpoints
+        plan = Plan(self.reactions, len(pairs), self.startup, self.shutdown, list(self.mode_states.values()),
+                    list(self.timers.values()), any(port.delayed for port in self.ports.values()),
+                    self._write_checkpoints)
+        # Physical actions keep the program alive unless the program says otherwise.
+        has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
+        self.sched = scheduler(plan, workers, fast, timeout, has_physical if keepalive is None else keepalive)
         self._specialize()
+        namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
+        namespace["request_stop"] = self.sched.request_stop
+        namespace["lf_request_stop"] = self.sched.request_stop
+        for inst in elaborated.instances:
+            self._make_reactor(inst)
 
     def _specialize(self) -> None:
-        """Pick each port's class and each reaction's call for this run (see ports.py)."""
+        """Attach ports, actions and timers to the scheduler; pick each port's class and each
+        reaction's call for this run (see ports.py)."""
         sched = self.sched
+        for obj in [*self.actions.values(), *self.timers.values()]:
+            obj.attach(sched)
         pool = sched.records_ports
         # How many things can queue each reaction: port channels (one object per channel, so an
         # alias counts once), timers, actions, startup/shutdown/reset, mode entry.
@@ -111,27 +122,48 @@ class Environment:
             for r in set(map(id, port.triggered)):
                 count[r] = count.get(r, 0) + 1
         others = [*self.timers.values(), *self.actions.values()]
-        for r in [x for o in others for x in o.triggered] + sched.startup + sched.shutdown + \
+        for r in [x for o in others for x in o.triggered] + self.startup + self.shutdown + \
                 [x for rs in self.first_entry.values() for x in rs] + \
                 [x for rs in self.reset_reactions.values() for _m, x in rs]:
             count[id(r)] = count.get(id(r), 0) + 2
         sole = {r for r, n in count.items() if n == 1}
         for port in self.ports.values():
-            port.specialize(pool, sole)
-            sched.has_delayed |= bool(port.delayed)
-        per_level = [0] * len(sched.buckets)
-        for reaction in self.reactions:
-            per_level[reaction.level] += 1
-        sched.levels = [(bucket, n > 1) for bucket, n in zip(sched.buckets, per_level, strict=True)]
+            port.specialize(sched, pool, sole)
         for reaction in self.reactions:
             if reaction.deadline is not None:
                 reaction.call = partial(sched.call_with_deadline, reaction)
 
     # ------------------------------------------------------------ objects
 
-    def _make_instance(self, inst: Instance) -> None:
+    def _make_objects(self, inst: Instance) -> None:
+        """`inst`'s reactor object (bare: `_make_reactor` gives it its parameters and state), ports,
+        actions, timers and mode state."""
         cls = self.ns[self.class_names[id(inst.reactor)]]
-        obj = cls.__new__(cls)
+        self.objects[id(inst)] = cls.__new__(cls)
+        for port in inst.ports.values():
+            channels = [Port(f"{port.full_name}[{ch}]" if port.multiport else port.full_name)
+                        for ch in range(port.width)]
+            for ch, p in enumerate(channels):
+                self.ports[(id(port), ch)] = p
+                if port.decl.mutable:
+                    self.mutable_ports.append(p)
+            self.port_objects[id(port)] = Multiport(channels) if port.multiport else channels[0]
+        for action in inst.actions.values():
+            self.actions[id(action)] = self.actions_by_name[action.full_name] = Action(
+                action.name, action.origin == "physical", action.min_delay_ns, action.min_spacing_ns, action.policy)
+        for timer in inst.timers.values():
+            self.timers[id(timer)] = self.timers_by_name[timer.full_name] = Timer(
+                timer.name, timer.offset_ns, timer.period_ns)
+        if inst.modes:
+            initial = next(m.name for m in inst.modes.values() if m.initial)
+            state = ModeState(initial, initial, owner=inst.full_name, visited={initial})
+            state.on_enter = self._mode_entry(inst)
+            self.mode_states[id(inst)] = state
+
+    def _make_reactor(self, inst: Instance) -> None:
+        """Give `inst`'s reactor object its scheduler, its parameters (a parent's first) and, unless
+        they come from a checkpoint, its state."""
+        obj = self.objects[id(inst)]
         obj._lf_sched = self.sched
         parent = self.objects.get(id(inst.parent)) if inst.parent is not None else None
         for name, value in inst.parameters.items():
@@ -145,30 +177,7 @@ class Environment:
             setattr(obj, name, value)
         if inst.bank_index is not None and "bank_index" not in inst.parameters:
             obj.bank_index = inst.bank_index
-        self.objects[id(inst)] = obj
         self.parameter_names[id(inst)] = {*inst.parameters, "bank_index"}
-        sched = self.sched
-        for port in inst.ports.values():
-            channels = [Port(f"{port.full_name}[{ch}]" if port.multiport else port.full_name, sched)
-                        for ch in range(port.width)]
-            for ch, p in enumerate(channels):
-                self.ports[(id(port), ch)] = p
-                if port.decl.mutable:
-                    self.mutable_ports.append(p)
-            self.port_objects[id(port)] = Multiport(channels) if port.multiport else channels[0]
-        for action in inst.actions.values():
-            self.actions[id(action)] = self.actions_by_name[action.full_name] = Action(
-                action.name, sched, action.origin == "physical", action.min_delay_ns, action.min_spacing_ns,
-                action.policy)
-        for timer in inst.timers.values():
-            self.timers[id(timer)] = self.timers_by_name[timer.full_name] = Timer(
-                timer.name, sched, timer.offset_ns, timer.period_ns)
-        if inst.modes:
-            initial = next(m.name for m in inst.modes.values() if m.initial)
-            state = ModeState(initial, initial, owner=inst.full_name, visited={initial})
-            state.on_enter = self._mode_entry(inst)
-            self.mode_states[id(inst)] = state
-            sched.mode_states.append(state)
         if not self.restoring:
             self.init_state(inst)
 
@@ -190,7 +199,7 @@ class Environment:
             else:
                 gates = self._gates(link.owner, link.mode)
                 gate = gates[0] if gates else None
-                handler = self.sched.deliver(dst, gate)
+                handler = Delivery(dst, gate)
                 src.delayed.append((link.delay_ns or 0, link.physical, dst, gate, handler))
                 self.deliveries[f"{link.describe()} #{len(self.deliveries)}"] = handler
         written = {id(self.ports[(id(t), ch)]) for r in self.graph.reactions for ref in r.effects
@@ -280,11 +289,11 @@ class Environment:
         for ref in r.triggers:
             if ref.kind == "startup":
                 if r.mode is None or r.mode.initial:
-                    self.sched.startup.append(reaction)
+                    self.startup.append(reaction)
                 else:  # runs when its mode is first entered
                     self.first_entry.setdefault((id(inst), r.mode.name), []).append(reaction)
             elif ref.kind == "shutdown":
-                self.sched.shutdown.append(reaction)
+                self.shutdown.append(reaction)
             elif ref.kind == "reset":
                 self.reset_reactions.setdefault(id(inst), []).append((r.mode, reaction))
             elif ref.kind == "port":
@@ -339,11 +348,6 @@ class Environment:
         self.sched.exit_status = 1
         self.sched.request_stop()
 
-    def _start_timers(self) -> None:
-        sched = self.sched
-        for timer in self.timers.values():
-            sched.events.push(Tag(sched.start_time + timer.offset, 0), timer.fire, timer.event())
-
     def _mode_entry(self, inst: Instance) -> Callable[[str, str], None]:
         """On entering mode `mode`: with reset, reinitialise its state, restart its timers, reset
         the reactors inside it, and trigger its `reset` reactions at the next microstep."""
@@ -353,7 +357,7 @@ class Environment:
             if mode not in state.visited:
                 state.visited.add(mode)
                 for reaction in self.first_entry.get((id(inst), mode), []):
-                    sched.events.push(Tag(sched.current.time, sched.current.microstep + 1),
+                    sched.push(Tag(sched.current.time, sched.current.microstep + 1),
                                       lambda _v, r=reaction: sched.enqueue(r))
             if kind != "reset":
                 return
@@ -367,7 +371,7 @@ class Environment:
                         self._reset_subtree(child)
             for owner_mode, reaction in self.reset_reactions.get(id(inst), []):
                 if owner_mode is None or owner_mode.name == mode:
-                    sched.events.push(Tag(sched.current.time, sched.current.microstep + 1),
+                    sched.push(Tag(sched.current.time, sched.current.microstep + 1),
                                       lambda _v, r=reaction: sched.enqueue(r))
 
         return enter

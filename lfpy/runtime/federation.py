@@ -424,7 +424,8 @@ def _reap(process: subprocess.Popen) -> None:
 
 class FederateScheduler(Scheduler):
     """A federate process's scheduler: it runs the reactions it is sent at the tag it is told; what
-    they ask of the schedule (actions, stops) is recorded and sent to the coordinator."""
+    they and its ports and actions ask of it (`Schedule`: set ports, scheduled actions, stops) is
+    recorded and sent to the coordinator."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from lfpy.runtime.modes import ModeState
+    from lfpy.runtime.plan import Gate, Schedule
     from lfpy.runtime.reaction import Reaction
-    from lfpy.runtime.scheduler import Scheduler
     from lfpy.runtime.tag import Tag
 
 
@@ -36,11 +35,10 @@ class Port:
     __slots__ = ("value", "is_present", "name", "_sched", "fanout", "copies", "others", "triggered", "delayed",
                  "trace_name", "_set_ports", "_queue", "_bucket", "_reader")
 
-    def __init__(self, name: str, sched: Scheduler) -> None:
+    def __init__(self, name: str) -> None:
         self.value: object = None
         self.is_present = False
         self.name = name
-        self._sched = sched
         # Ports fed through zero-delay connections that are not aliases of this one (see
         # `Environment._connect`): they take the value at once.
         self.fanout: list[Port] = []
@@ -51,9 +49,11 @@ class Port:
         # Reactions triggered by this port or by any port it feeds without delay.
         self.triggered: list[Reaction] = []
         # (delay_ns, physical, destination, mode gate, event handler) for `after` and `~>` connections.
-        self.delayed: list[tuple[int, bool, Port, tuple[ModeState, str] | None, Callable[[object], None]]] = []
+        self.delayed: list[tuple[int, bool, Port, Gate | None, Delivery]] = []
         self.trace_name = name
-        self._set_ports: list[Port] = sched.set_ports
+        # The scheduler, and what `set` uses of it: attached by `specialize`.
+        self._sched: Schedule
+        self._set_ports: list[Port] = []
         # (reaction, its bucket's append) for each reader: queueing is one call.
         self._queue: tuple[tuple[Reaction, Callable[[Reaction], None]], ...] = ()
         self._bucket: list[Reaction] = []  # with `SoleReaderPort`: its one reader's level bucket
@@ -84,11 +84,14 @@ class Port:
         arrival = self._sched.arrival
         return arrival if arrival is not None else self._sched.physical()
 
-    def specialize(self, pool: bool, sole: set[int]) -> None:
-        """Pick the class for this port (see the module's docstring); call once after binding.
-        `sole` holds the ids of reactions that nothing but one port channel can trigger."""
+    def specialize(self, sched: Schedule, pool: bool, sole: set[int]) -> None:
+        """Attach the port to the scheduler that runs it and pick its class (see the module's
+        docstring); call once after binding. `sole` holds the ids of reactions that nothing but one
+        port channel can trigger."""
+        self._sched = sched
+        self._set_ports = sched.set_ports
         self.others = tuple(self.fanout) + tuple(self.copies)
-        buckets = self._sched.buckets
+        buckets = sched.buckets
         self._queue = tuple((r, buckets[r.level].append) for r in self.triggered)
         if pool:
             self.__class__ = PoolPort
@@ -188,6 +191,23 @@ class FederatePort(PoolPort):
         self.share(value)
         self.is_present = True
         self._set_ports.append(self)
+
+
+class Delivery:
+    """The event handler of an `after` or physical connection: it sets the port at the far end (in
+    a mode, the delivery waits while the mode is inactive, like an action's event). Its value is
+    (payload, the mode's inactive time when it was sent)."""
+
+    __slots__ = ("port", "gate")
+
+    def __init__(self, port: Port, gate: Gate | None) -> None:
+        self.port = port
+        self.gate = gate
+
+    def __call__(self, value: object) -> None:
+        if self.gate is not None and not self.port._sched.admit(self.gate, self, value):
+            return
+        self.port.set(value[0])  # type: ignore[index]
 
 
 class Multiport(list):

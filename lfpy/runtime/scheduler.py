@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
 from lfpy.runtime.failure import SourceMap, output_closed, report_failure
-from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.signals import StopOnSignals
@@ -49,6 +48,7 @@ from lfpy.runtime.timers import Timer
 
 if TYPE_CHECKING:
     from lfpy.runtime.federation import Federation
+    from lfpy.runtime.plan import Gate, Plan
 
 
 class StopNow(Exception):
@@ -56,9 +56,13 @@ class StopNow(Exception):
 
 
 class Scheduler:
-    def __init__(self, levels: int, workers: int, fast: bool, timeout: int | None, keepalive: bool) -> None:
+    """Built complete from a bound program's `Plan`; implements `Schedule`, what ports, actions and
+    timers ask of it."""
+
+    def __init__(self, plan: Plan, workers: int, fast: bool, timeout: int | None, keepalive: bool) -> None:
         self.events = EventQueue()
-        self.buckets: list[list[Reaction]] = [[] for _ in range(max(levels, 1))]
+        self.push = self.events.push
+        self.buckets: list[list[Reaction]] = [[] for _ in range(max(plan.levels, 1))]
         self.workers = workers
         self.fast = fast
         self.timeout = timeout
@@ -67,17 +71,21 @@ class Scheduler:
         self.cond = threading.Condition()
         self.physical_pending: list[tuple[Action, int, object]] = []
         self.set_ports: list[Port] = []
-        self.has_delayed = False  # whether any port has `after` or `~>` connections
-        # (bucket, whether more than one reaction has its level): `Environment` fills it in.
-        self.levels: list[tuple[list[Reaction], bool]] = [(b, True) for b in self.buckets]
+        self.has_delayed = plan.delayed  # whether any port has `after` or `~>` connections
+        per_level = [0] * len(self.buckets)
+        for reaction in plan.reactions:
+            per_level[reaction.level] += 1
+        # (bucket, whether more than one reaction has its level: then a level's queue is sorted)
+        self.levels = [(bucket, n > 1) for bucket, n in zip(self.buckets, per_level, strict=True)]
+        self.timers = plan.timers
         self.fired: list[Action | Timer] = []
         self.start_time = 0
         self.current = Tag(0, 0)
         self.stop_tag = Tag(FOREVER, 0)
         self.tag_number = 0
-        self.startup: list[Reaction] = []
-        self.shutdown: list[Reaction] = []
-        self.mode_states: list[ModeState] = []
+        self.startup = plan.startup
+        self.shutdown = plan.shutdown
+        self.mode_states = plan.mode_states
         self.exit_status = 0
         self.halted = False
         self.stopping = False
@@ -90,13 +98,13 @@ class Scheduler:
         self.reported: set[tuple[str, str, str]] = set()  # failures reported (guarded by `lock`)
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
-        self.on_start: Callable[[], None] | None = None  # schedules timers once the start time is known
+        self.on_start: Callable[[], None] | None = None  # once the start time is known (federation.py)
         # Physical time as the program sees it is `time.time_ns() - clock_offset`: a resumed run goes
         # on from the physical time elapsed when its checkpoint was written (`resume_elapsed`).
         self.clock_offset = 0
         self.resume_elapsed: int | None = None
         self.checkpoint_requests: list[str] = []
-        self.on_checkpoint: Callable[[list[str]], None] | None = None  # writes them (Environment)
+        self.on_checkpoint = plan.write_checkpoints
         # A federated program in processes: runs other federates' reactions there (federation.py).
         self.federation: Federation | None = None
         self.federation_id = "Unidentified Federation"  # `lf.get_federation_id()`
@@ -209,20 +217,10 @@ class Scheduler:
                                (box, self._inactive(action.gate) if action.gate is not None else 0)))
 
     @staticmethod
-    def _inactive(gate: tuple[ModeState, str] | None) -> int:
+    def _inactive(gate: Gate | None) -> int:
         return gate[0].inactive_total.get(gate[1], 0) if gate is not None else 0
 
-    def deliver(self, port: Port, gate: tuple[ModeState, str] | None) -> Callable[[object], None]:
-        """An event handler that sets `port` (the far end of an `after` or physical connection);
-        in a mode, the delivery waits while the mode is inactive, like an action's event."""
-        def handler(value: object) -> None:
-            if gate is not None and not self.admit(gate, handler, value):
-                return
-            port.set(value[0])  # type: ignore[index]
-
-        return handler
-
-    def admit(self, gate: tuple[ModeState, str], handler: Callable[[object], None], value: object) -> bool:
+    def admit(self, gate: Gate, handler: Callable[[object], None], value: object) -> bool:
         """Whether an event of a mode-local timer or action may happen now. Its value is (payload,
         the mode's inactive time when scheduled). If the mode is inactive, the event waits; if the
         mode was inactive since the event was scheduled, the event moves later by that time."""
@@ -234,7 +232,7 @@ class Scheduler:
         shift = state.inactive_total.get(mode, 0) - inactive
         if shift > 0:
             tag = Tag(self.current.time + shift, self.current.microstep)
-            self.events.push(tag, handler, (payload, inactive + shift))
+            self.push(tag, handler, (payload, inactive + shift))
             return False
         return True
 
@@ -274,6 +272,8 @@ class Scheduler:
             self.current = Tag(self.start_time, 0)
             if self.timeout is not None:
                 self.stop_tag = Tag(self.start_time + self.timeout, 0)
+            for timer in self.timers:
+                self.push(Tag(self.start_time + timer.offset, 0), timer.fire, timer.event())
             if self.on_start is not None:
                 self.on_start()
         if self.workers > 1:
@@ -497,7 +497,7 @@ class Scheduler:
                 tag = Tag(when, 0) if when > now.time else Tag(now.time, now.microstep + 1)
             else:
                 tag = Tag(now.time, now.microstep + 1) if delay == 0 else Tag(now.time + delay, 0)
-            self.events.push(tag, handler, (port.value, self._inactive(gate) if gate is not None else 0))
+            self.push(tag, handler, (port.value, self._inactive(gate) if gate is not None else 0))
 
     def running(self) -> Reaction | None:
         """The reaction with a deadline this thread is running (for `check_deadline`)."""
@@ -599,7 +599,7 @@ class Scheduler:
         for state in self.mode_states:
             if state.pending is not None:
                 try:
-                    state.switch(self.current, self.events.push)
+                    state.switch(self.current, self.push)
                 except Exception as exc:  # a state initialiser of the mode failed: user code
                     report_failure(None, f"entering mode '{state.current}' of {state.owner} failed", exc,
                                    self.source_map, self.reported)

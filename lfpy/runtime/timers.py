@@ -8,24 +8,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lfpy.runtime.modes import ModeState
+    from lfpy.runtime.plan import Gate, Schedule
     from lfpy.runtime.reaction import Reaction
-    from lfpy.runtime.scheduler import Scheduler
     from lfpy.runtime.tag import Tag
 
 
 class Timer:
     __slots__ = ("name", "offset", "period", "triggered", "_sched", "is_present", "generation", "gate")
 
-    def __init__(self, name: str, sched: Scheduler, offset: int, period: int) -> None:
+    def __init__(self, name: str, offset: int, period: int) -> None:
         self.name = name
         self.offset = offset
         self.period = period
         self.triggered: list[Reaction] = []
-        self._sched = sched
+        self._sched: Schedule  # the scheduler that runs it (`attach`)
         self.is_present = False
         self.generation = 0  # bumped when a mode reset restarts the timer; stale events are dropped
-        self.gate: tuple[ModeState, str] | None = None  # the mode the timer lives in
+        self.gate: Gate | None = None  # the mode the timer lives in
+
+    def attach(self, sched: Schedule) -> None:
+        self._sched = sched
 
     def event(self) -> tuple[int, int]:
         """The value of this timer's next event: its generation and its mode's inactive time."""
@@ -39,7 +41,7 @@ class Timer:
     def start_at(self, tag: Tag) -> None:
         """Fire first at `tag`, then every period; an event queued before is dropped."""
         self.stop()
-        self._sched.events.push(tag, self.fire, self.event())
+        self._sched.push(tag, self.fire, self.event())
 
     def fire(self, value: object) -> None:
         generation, _inactive = value  # type: ignore[misc]
@@ -51,4 +53,4 @@ class Timer:
         self._sched.fire(self)
         if self.period > 0:
             tag = self._sched.current
-            self._sched.events.push(type(tag)(tag.time + self.period, 0), self.fire, self.event())
+            self._sched.push(type(tag)(tag.time + self.period, 0), self.fire, self.event())

@@ -170,7 +170,7 @@ class Transients:
         if k in self.fed.away or k in self.leaving or tag >= self.sched.stop_tag:
             return  # gone already, or leaving with everyone at the program's shutdown
         self.leaving[k] = tag
-        self.sched.events.push(tag, self._leave, k)
+        self.sched.push(tag, self._leave, k)
 
     def _leave(self, k: object) -> None:
         """Event handler at federate k's leave tag: its shutdown reactions run at this tag."""
@@ -206,7 +206,7 @@ class Transients:
         if tag >= self.sched.stop_tag:
             return
         self.joining.add(k)
-        self.sched.events.push(tag, self._join, k)
+        self.sched.push(tag, self._join, k)
 
     def _join(self, k: object) -> None:
         """Event handler at federate k's join tag: a new process, its startup reactions, its timers."""
