@@ -44,6 +44,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.shared_memory import SharedMemory
 from pathlib import Path
 from statistics import median
 
@@ -288,38 +289,59 @@ def env_pool(env_id: str, n: int, seed: int) -> tuple[object, object]:
 # ------------------------------------------------------------------------------------- free-running
 
 FREE_RUNNING = """
-import sys, time, gymnasium, numpy
+import os, sys, time, gymnasium, numpy
 if sys.argv[1].startswith("ALE/"):
     import ale_py
     gymnasium.register_envs(ale_py)
 env = gymnasium.make(sys.argv[1])
 env.reset(seed=int(sys.argv[3]))
 env.action_space.seed(int(sys.argv[3]))
+lockstep = len(sys.argv) > 4  # shared counters: each process's steps taken, waited for at every step
+if lockstep:
+    counts = numpy.memmap("/dev/shm/" + sys.argv[4], dtype=numpy.int64, mode="r+", shape=(int(sys.argv[6]),))
+    me = int(sys.argv[5])
 print("ready", flush=True)
 sys.stdin.readline()
 start = time.perf_counter()
-for _ in range(int(sys.argv[2])):
+for step in range(1, int(sys.argv[2]) + 1):
     obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
     float(numpy.sum(obs)) + float(reward)
     if terminated or truncated:
         env.reset()
+    if lockstep:
+        counts[me] = step
+        while counts.min() < step:
+            os.sched_yield()
 print(start, time.perf_counter(), flush=True)
 """
 
 
-def free_running_steps_per_second(env_id: str, n: int, steps: int, seed: int) -> float:
+def free_running_steps_per_second(env_id: str, n: int, steps: int, seed: int, lockstep: bool = False) -> float:
     """What `n` processes stepping at once reach, never synchronised: the bound for `n` processes that
-    synchronise. They start together once all are up (perf_counter is the machine's monotonic clock, the same in each)."""
+    synchronise. They start together once all are up (perf_counter is the machine's monotonic clock, the same in
+    each). With `lockstep`, each waits for all the others after every step, polling counters in shared memory
+    (yielding the CPU between polls): what synchronising every step costs by itself, with no scheduler and no
+    messages (for n <= CPUs)."""
     per_process = max(steps // n, 1)
-    procs = [subprocess.Popen([sys.executable, "-c", FREE_RUNNING, env_id, str(per_process), str(seed + i)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-             for i in range(n)]
-    for p in procs:
-        assert p.stdout.readline() == "ready\n"
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    spans = [tuple(map(float, p.communicate()[0].split())) for p in procs]
+    counters = SharedMemory(create=True, size=8 * n) if lockstep else None
+    try:
+        if counters is not None:
+            counters.buf[:] = bytes(8 * n)
+        extra = [[counters.name, str(i), str(n)] if counters is not None else [] for i in range(n)]
+        procs = [subprocess.Popen([sys.executable, "-c", FREE_RUNNING, env_id, str(per_process), str(seed + i),
+                                   *extra[i]],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                 for i in range(n)]
+        for p in procs:
+            assert p.stdout.readline() == "ready\n"
+        for p in procs:
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        spans = [tuple(map(float, p.communicate()[0].split())) for p in procs]
+    finally:
+        if counters is not None:
+            counters.close()
+            counters.unlink()
     return per_process * n / (max(end for _, end in spans) - min(start for start, _ in spans))
 
 
@@ -346,6 +368,7 @@ class Row:
     steps: dict[str, int]  # samples per measurement by kind of contender
     rates: dict[str, list[float]]  # contender name -> rate each round (absent: skipped)
     bound: list[float]
+    lockstep: list[float]  # N processes synchronised every step with nothing else (only for N <= CPUs)
     skipped: dict[str, str]
 
     def median(self, name: str) -> float:
@@ -403,23 +426,28 @@ def main() -> None:
                     tqdm.write(f"{env_id} x {n}: {contender.name} skipped: {reason}")
                     bar.update(repeat)
             rates: dict[str, list[float]] = {c.name: [] for c in live}
-            bound = []
+            bound: list[float] = []
+            lockstep: list[float] = []
             for round_ in range(repeat):
                 shift = round_ % (len(live) + 1)
                 order = (live + [None])[shift:] + (live + [None])[:shift]
                 for contender in order:
                     if contender is None:
                         bound.append(free_running_steps_per_second(env_id, n, steps, 0))
+                        if n <= CPUS:
+                            lockstep.append(free_running_steps_per_second(env_id, n, steps, 0, lockstep=True))
                     else:
                         rates[contender.name].append(contender.rate(samples(contender.kind, env_id, n, steps)))
                     bar.update()
             for contender in live:
                 contender.close()
-            row = Row(env_id, n, {kind: samples(kind, env_id, n, steps) for kind in KINDS}, rates, bound, skipped)
+            row = Row(env_id, n, {kind: samples(kind, env_id, n, steps) for kind in KINDS}, rates, bound, lockstep,
+                      skipped)
             rows.append(row)
             us, them = row.best(lfrl_names), row.best(peer_names)
             tqdm.write(f"{env_id:12s} x {n:2d}: " + "  ".join(f"{name} {row.median(name):,.0f}" for name in rates)
-                       + f"  free-running {median(bound):,.0f}  | {us} / {them}: {ratio_spread(row.ratios(us, them))}")
+                       + f"  free-running {median(bound):,.0f}" + (f"  lock-step {median(lockstep):,.0f}" if lockstep else "")
+                       + f"  | {us} / {them}: {ratio_spread(row.ratios(us, them))}")
     write_results(args, rows, lfrl_names, peer_names, repeat, machine.done())
 
 
@@ -434,14 +462,15 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         return f"{median(rates):,.0f} ({min(rates):,.0f}-{max(rates):,.0f})"
 
     lines = ["| environment | N | " + " | ".join(names) + " | lfrl / best peer | lfrl / Ray | free-running: N "
-             f"processes, never synchronised | samples per measurement ({' / '.join(KINDS)}) |",
-             "|---|---:|" + "---:|" * (len(names) + 4)]
+             "processes, never synchronised | lock-step: N processes waiting for each other every step, nothing else "
+             f"| samples per measurement ({' / '.join(KINDS)}) |",
+             "|---|---:|" + "---:|" * (len(names) + 5)]
     for row in rows:
         us, them = row.best(lfrl_names), row.best(peer_names)
         ray = row.ratios(us, "Ray") if "Ray" in row.rates else []
         lines.append(f"| {row.env_id} | {row.n} | " + " | ".join(cell(row, name) for name in names)
                      + f" | {ratio_spread(row.ratios(us, them))} ({them}) | {ratio_spread(ray)} | {median(row.bound):,.0f} "
-                     f"| {' / '.join(f'{row.steps[kind]:,}' for kind in KINDS)} |")
+                     f"| {f'{median(row.lockstep):,.0f}' if row.lockstep else '-'} | {' / '.join(f'{row.steps[kind]:,}' for kind in KINDS)} |")
     table = "\n".join(lines)
     skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
     print(table)
@@ -466,7 +495,10 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
         "The ratios are the median (min-max) over rounds "
         "of lfrl's faster way over the fastest peer (named) and over Ray, in the same round. Free-running is what N "
         "processes stepping on their own reach, started together: the bound for N processes that synchronise every "
-        "step (with more processes than CPUs, one process stepping a vector can do better). Each measurement takes "
+        "step (with more processes than CPUs, one process stepping a vector can do better). Lock-step (N <= CPUs) is "
+        "the same N processes each waiting for all the others after every step, polling counters in shared "
+        "memory (yielding the CPU between polls): what synchronising every step costs by itself (the slower step of the N, every time), with no "
+        "scheduler and no messages. Each measurement takes "
         "the samples of the last column, by kind of contender: in one process or a few processes stepping vectors "
         "(lfrl's two ways, SyncVectorEnv, EnvPool), across a process per environment at every step (AsyncVectorEnv, "
         "SubprocVecEnv), and Ray; their "
@@ -483,13 +515,14 @@ def summary(row: Row, lfrl_names: list[str], peer_names: list[str]) -> Summary:
     vs_peer = median(row.ratios(us, them)) if them else None
     pong2 = row.env_id == "ALE/Pong-v5" and row.n == 2
     of_bound = row.median(us) / median(row.bound)
+    lockstep = f"; lock-step {median(row.lockstep) / median(row.bound):.0%}" if row.lockstep else ""
     met = vs_peer >= 1 and (of_bound >= 0.9 if pong2 else True) if vs_peer is not None else None
     return Summary(
         f"sampling ({row.env_id}, {row.n} envs)", "samples/s", row.median(us),
         ray=row.median("Ray") if "Ray" in row.rates else None, peer=row.median(them) if them else None,
         peer_name=them, vs_ray=median(row.ratios(us, "Ray")) if "Ray" in row.rates else None, vs_peer=vs_peer,
         target=">= the best peer" + (", >= 90% of free-running" if pong2 else ""), met=met,
-        note=f"({us}; {of_bound:.0%} of free-running)")
+        note=f"({us}; {of_bound:.0%} of free-running{lockstep})")
 
 
 def plot(rows: list[Row], names: list[str], path: Path) -> None:
