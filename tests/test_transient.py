@@ -123,6 +123,57 @@ def test_a_transient_federate_leaves_joins_and_is_swapped_at_fixed_tags(tmp_path
     assert_no_federates_left(tmp_path)
 
 
+def test_a_transient_federate_that_joins_again_starts_in_its_initial_modes(tmp_path: Path) -> None:
+    """Mid answers in mode A, then in mode B, where it leaves; launched again, it is in A again."""
+    modal = PROGRAM.replace("""reactor Middle {
+  input inp
+  output out
+  output join
+  output bye
+  output tick
+  timer t(20 msec, 0)
+  state count = 0
+  reaction(startup) -> join {=
+    start = lf.tag_start_effective()
+    join.set((start.time - lf.time.start(), start.microstep))
+  =}
+  reaction(t) -> tick {= tick.set(True) =}
+  reaction(inp) -> out {=
+    self.count += 1
+    out.set((inp.value, self.count))
+    if self.count == 2:
+      lf.stop()
+  =}
+  reaction(shutdown) -> bye {= bye.set(self.count) =}
+}""", """reactor Middle {
+  input inp
+  output out
+  output join
+  output bye
+  output tick
+  reaction(startup) -> join {= join.set(None) =}
+  initial mode A {
+    reaction(inp) -> out, reset(B) {=
+      out.set(("A", inp.value))
+      B.set()
+    =}
+  }
+  mode B {
+    reaction(inp) -> out {=
+      out.set(("B", inp.value))
+      lf.stop()
+    =}
+  }
+}""").replace("""    if self.launches == 2:""", """    if self.launches == 1:""")
+    assert modal != PROGRAM
+    result = run_lf(tmp_path, modal, name="Transient.lf")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "0 0 join None", "0 0 in ('A', 0)", "100 0 in ('B', 1)",
+        "250 1 join None", "300 0 in ('A', 3)", "400 0 in ('B', 4)"]
+    assert_no_federates_left(tmp_path)
+
+
 def test_the_launcher_says_what_is_wrong(tmp_path: Path) -> None:
     assert run_lf(tmp_path, PROGRAM, name="Transient.lf").returncode == 0
     launcher = tmp_path / "fed-gen" / "Transient" / "bin" / "federate__mid"

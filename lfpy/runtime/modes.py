@@ -53,6 +53,17 @@ class ModeState:
             self.on_enter(mode, kind)
 
 
+    def restart(self) -> None:
+        """As at the start of the program: the initial mode, nothing pending, nothing remembered of
+        other modes (a transient federate that joins again starts anew)."""
+        self.current = self.initial
+        self.pending = None
+        self.visited = {self.initial}
+        self.left_at.clear()
+        self.inactive_total.clear()
+        self.suspended.clear()
+
+
 class ModeHandle:
     """`M` in `reaction(...) -> reset(M)`: `M.set()` requests the transition at the end of the tag."""
 

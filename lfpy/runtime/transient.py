@@ -17,6 +17,7 @@ swapped: the running process leaves at (g, m+1) and the new one joins at (g, m+2
 Both are deterministic when the launcher runs inside a reaction, as in LF's tests: the launcher
 waits for lfrl's answer and the reaction for the launcher, so the request is in before the tag ends.
 A launch from elsewhere joins at the tag after the one during which its request arrived.
+A federate that joins again starts anew: its modal reactors are in their initial modes.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from lfpy.runtime.tag import Tag
 if TYPE_CHECKING:
     from lfpy.runtime.actions import Action
     from lfpy.runtime.federation import Federate, Federation
+    from lfpy.runtime.modes import ModeState
     from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.timers import Timer
 
@@ -67,10 +69,12 @@ class Transients:
         self.members = set(self.index.values())
         self.timers: dict[int, list[Timer]] = {}
         self.actions: dict[int, list[Action]] = {}
+        self.modes: dict[int, list[ModeState]] = {}
         for k in self.members:
             instances = listed[k].instances
             self.timers[k] = [env.timers[id(t)] for i in instances for t in i.timers.values()]
             self.actions[k] = [env.actions[id(a)] for i in instances for a in i.actions.values()]
+            self.modes[k] = [env.mode_states[id(i)] for i in instances if id(i) in env.mode_states]
         self.startup: dict[int, list[Reaction]] = {k: [r for r in sched.startup if r.federate == k]
                                                    for k in self.members}
         self.shutdown: dict[int, list[Reaction]] = {k: [r for r in sched.shutdown if r.federate == k]
@@ -209,13 +213,16 @@ class Transients:
         self.sched.push(tag, self._join, k)
 
     def _join(self, k: object) -> None:
-        """Event handler at federate k's join tag: a new process, its startup reactions, its timers."""
+        """Event handler at federate k's join tag: a new process, its modal reactors in their initial
+        modes, its startup reactions, its timers."""
         assert isinstance(k, int)
         self.joining.discard(k)
         sched = self.sched
         now = sched.current
         if not self.fed.restart(k, now):
             return
+        for state in self.modes[k]:
+            state.restart()
         for r in self.startup[k]:
             sched.enqueue(r)
         for timer in self.timers[k]:
