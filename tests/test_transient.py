@@ -4,6 +4,7 @@ that do not depend on timing or the number of workers."""
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,59 @@ def test_a_transient_federate_that_joins_again_starts_in_its_initial_modes(tmp_p
     assert result.stdout.splitlines() == [
         "0 0 join None", "0 0 in ('A', 0)", "100 0 in ('B', 1)",
         "250 1 join None", "300 0 in ('A', 3)", "400 0 in ('B', 4)"]
+    assert_no_federates_left(tmp_path)
+
+
+def test_a_launch_from_outside_joins_at_once_while_the_program_waits_for_physical_time(tmp_path: Path) -> None:
+    """Launched from a shell 0.3 s in, while the program waits for its next tick at 2 s: Late is swapped
+    at the tag of physical time then, not at the next tick."""
+    source = """target Python { timeout: 2500 msec }
+reactor Clock {
+  output out
+  timer t(0, 2 sec)
+  reaction(startup) {= print(lf.get_federation_id(), flush=True) =}
+  reaction(t) -> out {= out.set(round(lf.time.logical_elapsed() / 1e6)) =}
+}
+reactor Late {
+  output join
+  reaction(startup) -> join {=
+    start = lf.tag_start_effective()
+    join.set((start.time - lf.time.start(), start.microstep))
+  =}
+}
+reactor Log {
+  input tick
+  input join
+  reaction(tick) {= print("tick", tick.value, flush=True) =}
+  reaction(join) {=
+    elapsed, microstep = join.value
+    print("join", "at 0" if elapsed == 0 else "before 2 s" if elapsed < 2_000_000_000 else elapsed,
+          microstep, lf.tag().microstep, elapsed == lf.time.logical_elapsed(), flush=True)
+  =}
+}
+federated reactor {
+  clock = new Clock()
+  log = new Log()
+  @transient
+  late = new Late()
+  clock.out -> log.tick
+  late.join -> log.join
+}
+"""
+    path = tmp_path / "Outside.lf"
+    path.write_text(source)
+    program = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    federation_id = program.stdout.readline().strip()
+    time.sleep(0.3)
+    launcher = tmp_path / "fed-gen" / "Outside" / "bin" / "federate__late"
+    done = subprocess.run([launcher, "-i", federation_id], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out, err = program.communicate(timeout=60)
+    assert program.returncode == 0, err
+    # A swap: the running process leaves at the tag of physical time (microstep 0), the new one joins
+    # at its next microstep.
+    assert out.splitlines() == ["tick 0", "join at 0 0 0 True", "join before 2 s 1 1 True", "tick 2000"]
     assert_no_federates_left(tmp_path)
 
 

@@ -70,6 +70,7 @@ class Scheduler:
         self.lock = threading.Lock()
         self.cond = threading.Condition()
         self.physical_pending: list[tuple[Action, int, object]] = []
+        self.soon: list[Callable[[], None]] = []  # to run between tags (`call_soon`), guarded by `cond`
         self.set_ports: list[Port] = []
         self.has_delayed = plan.delayed  # whether any port has `after` or `~>` connections
         per_level = [0] * len(self.buckets)
@@ -160,6 +161,19 @@ class Scheduler:
         with self.cond:
             self.physical_pending.append((action, when, value))
             self.cond.notify()
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        """Run `fn` on the scheduler's thread between two tags, soon; any thread (it wakes the
+        scheduler from its wait for physical time)."""
+        with self.cond:
+            self.soon.append(fn)
+            self.cond.notify()
+
+    def _run_soon(self) -> None:
+        with self.cond:
+            calls, self.soon = self.soon, []
+        for fn in calls:
+            fn()
 
     def _drain_physical(self) -> None:
         """Turn physical actions scheduled by other threads into events (scheduler thread)."""
@@ -306,6 +320,8 @@ class Scheduler:
         while not self.halted:
             if self.physical_pending:
                 self._drain_physical()
+            if self.soon:
+                self._run_soon()
             if self.stop_signal is not None and not self.stopping:
                 self._stop_on_signal()
             stop = self.stop_tag
@@ -337,7 +353,7 @@ class Scheduler:
 
     def _wait_until(self, tag: Tag) -> bool:
         """Sleep until physical time reaches `tag`; False if a physical action, a stop request
-        from another thread or a signal came first."""
+        from another thread, a `call_soon` or a signal came first."""
         while True:
             remaining = tag.time - self.physical()
             if tag.time >= FOREVER:
@@ -345,12 +361,12 @@ class Scheduler:
             if remaining <= 0:
                 return True
             with self.cond:
-                if self.physical_pending or self.stop_tag < tag or self.stop_signal is not None:
+                if self.physical_pending or self.soon or self.stop_tag < tag or self.stop_signal is not None:
                     return False
                 # At most half a second at once: a signal that arrives just before the wait
                 # starts cannot wake it (see signals.py).
                 self.cond.wait(min(remaining / 1e9, 0.5))
-                if self.physical_pending or self.stop_tag < tag or self.stop_signal is not None:
+                if self.physical_pending or self.soon or self.stop_tag < tag or self.stop_signal is not None:
                     return False
 
     def _process(self, tag: Tag, startup: bool = False) -> None:

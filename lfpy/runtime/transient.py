@@ -16,8 +16,9 @@ swapped: the running process leaves at (g, m+1) and the new one joins at (g, m+2
 
 Both are deterministic when the launcher runs inside a reaction, as in LF's tests: the launcher
 waits for lfrl's answer and the reaction for the launcher, so the request is in before the tag ends.
-A launch from elsewhere joins at the tag after the one during which its request arrived.
-A federate that joins again starts anew: its modal reactors are in their initial modes.
+A launch from elsewhere joins at the tag after the one during which its request arrived or, when it
+arrives while the program waits for physical time, at the tag of physical time then (as a physical
+action's event). A federate that joins again starts anew: its modal reactors are in their initial modes.
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ class Transients:
                     else:
                         with self.lock:
                             self.join_requests.append(k)
+                        self.sched.call_soon(self._join_between_tags)
                         reply = "ok"
                     conn.sendall(reply.encode())
                 except OSError:
@@ -169,6 +171,16 @@ class Transients:
             self._plan_leave(k, after)
         for k in joins:
             self._plan_join(k, after)
+
+    def _join_between_tags(self) -> None:
+        """Joins asked for outside any tag (a launch from a shell or a thread while the program
+        waits for physical time): at the tag of physical time now, as a physical action's event.
+        Those asked for by a reaction are planned at the end of its tag (`end_tag`), before this."""
+        with self.lock:
+            joins, self.join_requests = self.join_requests, []
+        now, when = self.sched.current, self.sched.physical()
+        for k in joins:
+            self._plan_join(k, Tag(when, 0) if when > now.time else _next(now))
 
     def _plan_leave(self, k: int, tag: Tag) -> None:
         if k in self.fed.away or k in self.leaving or tag >= self.sched.stop_tag:
