@@ -165,9 +165,6 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         return 1
     props = built.elaborated.target_properties
     federated = built.elaborated.main.reactor.federated and len(federates(built.elaborated)) > 1
-    if federated and saved is not None:
-        diags.error(Loc(path, 1, 1), "--resume: checkpoints of federated programs are not supported")
-        return 1
     owned = federation.instances_of(built.elaborated, 0) if federated else None
     try:
         env = Environment(
@@ -182,16 +179,17 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     except Exception as exc:  # a state variable's or parameter's initial value failed
         return _report_user_failure(built, exc, "initializing the reactors")
     env.sched.source_map = _source_map(built)
+    elsewhere: dict[str, dict] | None = None  # saved state of the reactors in federates' processes
     if saved is not None:
         try:
-            checkpoint.restore(env, saved[1], saved[0])
+            elsewhere = checkpoint.restore(env, saved[1], saved[0])
         except checkpoint.CheckpointError as exc:
             diags.error(Loc(str(resume), 1, 1), str(exc))
             return 1
     trace_path = os.environ.get("LFPY_TRACE")
     trace: list | None = [] if trace_path else None
     if federated:
-        status = _run_federated(env, built, trace, diags)
+        status = _run_federated(env, built, trace, diags, elsewhere)
     else:
         status = env.run(trace)
     if trace_path and trace is not None:
@@ -228,10 +226,13 @@ def load(built: Built) -> dict[str, object] | None:
     return namespace
 
 
-def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics) -> int:
-    """Run a federated program with its federates in processes (federation.py)."""
+def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics,
+                   restored: dict[str, dict] | None) -> int:
+    """Run a federated program with its federates in processes (federation.py); `restored`: resumed
+    from a checkpoint, the saved state of the reactors in the federates' processes."""
     lf_file = built.elaborated.main.reactor.loc
     fed = federation.Federation(env, lf_file.file, trace is not None)
+    fed.restored = restored
     env.sched.federation = fed
     # A Ctrl-C while the federates start is a stop as during the run: once they are up, the
     # startup reactions run and then the shutdown reactions (a second one ends at once).

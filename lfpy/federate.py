@@ -1,7 +1,8 @@
-"""A federate's process: `python -m lfpy.federate PROGRAM.lf INDEX REQUESTS ANSWERS OWN`, started by
-the coordinator of a federated program (lfpy/runtime/federation.py) with the three pipe ends it
-talks on. It builds the whole program as the coordinator did, initialises the reactors of federate
-INDEX, says it is ready, and runs the reactions it is sent until told to exit."""
+"""A federate's process: `python -m lfpy.federate PROGRAM.lf INDEX REQUESTS ANSWERS OWN [--restoring]`,
+started by the coordinator of a federated program (lfpy/runtime/federation.py) with the three pipe
+ends it talks on. It builds the whole program as the coordinator did, initialises the reactors of
+federate INDEX (with --restoring, a run resumed from a checkpoint, their state comes from the
+coordinator instead), says it is ready, and runs the reactions it is sent until told to exit."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> int:
     try:
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
                           keepalive=None, package_dir=str(package_root(Path(path))),
-                          owned=federation.instances_of(built.elaborated, index),
+                          restoring="--restoring" in argv[5:], owned=federation.instances_of(built.elaborated, index),
                           scheduler=federation.FederateScheduler)
     except Exception as exc:  # a state variable's or parameter's initial value failed
         _report_user_failure(built, exc, "initializing the reactors")

@@ -194,3 +194,51 @@ main reactor {
     assert result.returncode == 1
     assert result.stderr.strip() == \
         "modal.ckpt: error: checkpoint not written: checkpoints of programs with modes are not supported"
+
+
+FEDERATED = PROGRAM.replace("main reactor {", "federated reactor {")  # s in lfrl's process, k[0] and k[1] in their own
+
+
+@pytest.mark.parametrize("asker", ["s", "k[1]"])
+def test_a_federated_program_resumes_exactly_as_its_uninterrupted_run(tmp_path: Path, asker: str) -> None:
+    """The checkpoint holds the state of the reactors in every federate's process (the sinks' totals);
+    asked for by the federate in lfrl's process (s, at 3 s) or by one in a process of its own (k[1],
+    when the fourth value reaches it at 3.5 s)."""
+    assert FEDERATED != PROGRAM
+    source = FEDERATED if asker == "s" else FEDERATED.replace(
+        "if self.count == self.ckpt:", "if False:").replace("    echo.set(round(self.total, 9))\n", """\
+    echo.set(round(self.total, 9))
+    if self.bank_index == 1 and inp.value[0] == 4:
+      lf.request_checkpoint(os.path.join(lf.source_directory(), "at4.ckpt"))
+""").replace("preamble {=\n  import random\n=}", "preamble {=\n  import os, random\n=}")
+    since = [3_000_000_000, 0] if asker == "s" else [3_500_000_000, 0]
+    main = run_lf(tmp_path / "main", PROGRAM, trace=tmp_path / "main.jsonl")
+    whole = run_lf(tmp_path, source, trace=tmp_path / "whole.jsonl")
+    assert whole.returncode == 0, whole.stderr
+    assert trace(tmp_path / "whole.jsonl") == trace(tmp_path / "main.jsonl")  # the same results as a main reactor
+    assert main.stdout == whole.stdout
+    resumed = run_lf(tmp_path, source, "--resume", str(tmp_path / "at4.ckpt"), trace=tmp_path / "resumed.jsonl")
+    assert resumed.returncode == 0, resumed.stderr
+    after = [entry for entry in trace(tmp_path / "whole.jsonl") if entry[:2] > since]
+    assert len(after) > 10
+    assert trace(tmp_path / "resumed.jsonl") == after
+    echoes = [entry[2:] for entry in after if entry[2].endswith(".echo")]
+    assert echoes[-2:] == [["Test.k[0].echo", "2.157622544"], ["Test.k[1].echo", "4.315245089"]]
+
+
+def test_a_federate_state_that_cannot_be_saved_is_named_and_the_run_stops(tmp_path: Path) -> None:
+    source = FEDERATED.replace("  state total = 0.0\n", "  state total = 0.0\n  state guard = {= threading.Lock() =}\n"
+                               ).replace("import random", "import random, threading")
+    result = run_lf(tmp_path, source)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (f"{tmp_path / 'at4.ckpt'}: error: checkpoint not written: cannot save 'guard' of "
+                                     "Test.k[0] (a _thread.lock): TypeError: cannot pickle '_thread.lock' object")
+    assert not (tmp_path / "at4.ckpt").exists()
+
+
+def test_programs_with_transient_federates_cannot_be_checkpointed(tmp_path: Path) -> None:
+    source = FEDERATED.replace("  k = new[2] Sink()", "  @transient\n  k = new[2] Sink()")
+    result = run_lf(tmp_path, source)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (f"{tmp_path / 'at4.ckpt'}: error: checkpoint not written: checkpoints of "
+                                     "programs with transient federates are not supported")

@@ -121,14 +121,20 @@ def run_and_kill_at(program: Path, checkpoint: Path) -> None:
     assert checkpoint.exists(), process.stderr.read() if process.stderr else ""
 
 
-@pytest.mark.parametrize("algo,values", [
-    ("dqn", {**DQN, "total_steps": 3000, "prioritized": True, "checkpoint_every": 500}),
-    ("sac", {**SAC, "total_steps": 1500, "checkpoint_every": 300}),
+@pytest.mark.parametrize("algo,values,federated", [
+    ("dqn", {**DQN, "total_steps": 3000, "prioritized": True, "checkpoint_every": 500}, False),
+    ("sac", {**SAC, "total_steps": 1500, "checkpoint_every": 300}, False),
+    ("dqn", {**DQN, "total_steps": 3000, "prioritized": True, "checkpoint_every": 500}, True),
 ])
-def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path, algo: str,
-                                                                         values: dict) -> None:
+def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path, algo: str, values: dict,
+                                                                         federated: bool) -> None:
+    """Killed (SIGKILL) once its first checkpoint is written, then resumed from it; `federated`: the
+    killed program is the federated reactor, every reactor in a process of its own."""
     whole = last_lines(run(generate(tmp_path, algo, name="whole", **values)))
     program = generate(tmp_path, algo, name="killed", **values)
+    if federated:
+        program.write_text(program.read_text().replace("\nmain reactor {", "\nfederated reactor {"))
+        assert "\nfederated reactor {" in program.read_text()
     first = program.parent / "runs" / f"{algo}-{'CartPole' if algo == 'dqn' else 'Pendulum'}-v1-seed0" / \
         "checkpoints" / f"step-{values['checkpoint_every']:09d}.ckpt"
     run_and_kill_at(program, first)

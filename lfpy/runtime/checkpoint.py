@@ -17,8 +17,12 @@ program's identity, the tag, the payload's size and SHA-256), then the payload (
 is written under a temporary name in the same folder and renamed, so a crash never leaves a
 partial checkpoint under the final name. A checkpoint is code (pickle): resume only from your own.
 
-Not supported (refused with a reason when asked for): programs with modes, and programs with
-physical actions (what schedules them lives outside the program).
+A federated program in processes (federation.py) is checkpointed whole: lfrl's process keeps the
+schedule and asks each federate for the state of its reactors (`capture_reactors`); a resumed run
+gives each federate's process its part (`restore_reactors`) before it starts.
+
+Not supported (refused with a reason when asked for): programs with modes, programs with physical
+actions (what schedules them lives outside the program), and programs with transient federates.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from lfpy.runtime.tag import Tag
 
 if TYPE_CHECKING:
+    from lfpy.graph import Instance
     from lfpy.runtime.environment import Environment
 
 MAGIC = b"LFPYCKPT"
@@ -150,6 +155,29 @@ def _reactor_state(env: Environment, inst_id: int) -> dict[str, Any]:
     return {k: v for k, v in vars(obj).items() if k not in params and not k.startswith("_lf_")}
 
 
+def _here(env: Environment) -> list[Instance]:
+    """The instances whose state lives in this process (in a federated program, a federate's)."""
+    return [inst for inst in env.graph.instances if env.owned is None or id(inst) in env.owned]
+
+
+def capture_reactors(env: Environment) -> bytes:
+    """The state of the reactors that live in this process, pickled (a federate's part of a
+    checkpoint). Raises CheckpointError naming what cannot be saved."""
+    reactors = {inst.full_name: _reactor_state(env, id(inst)) for inst in _here(env)}
+    try:
+        return pickle.dumps(reactors, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise CheckpointError(_unpicklable(reactors, [], exc)) from None
+
+
+def restore_reactors(env: Environment, reactors: dict[str, dict[str, Any]]) -> None:
+    """Put saved reactor state (by instance name) into the reactors that live in this process."""
+    for inst in _here(env):
+        obj = env.objects[id(inst)]
+        for attr, value in reactors.get(inst.full_name, {}).items():
+            setattr(obj, attr, value)
+
+
 def capture(env: Environment) -> bytes:
     """The program's state now (between two tags, on the scheduler's thread), pickled.
     Raises CheckpointError naming what cannot be saved."""
@@ -164,7 +192,10 @@ def capture(env: Environment) -> bytes:
         if key is None:  # pragma: no cover - every handler of a program without modes is named
             raise CheckpointError(f"an event at ({time}, {microstep}) cannot be saved")
         events.append((time, microstep, seq, key, value))
-    reactors = {inst.full_name: _reactor_state(env, id(inst)) for inst in env.graph.instances}
+    reactors = {inst.full_name: _reactor_state(env, id(inst)) for inst in _here(env)}
+    if env.remote_capture is not None:  # the reactors that live in the federates' processes
+        reactors.update(env.remote_capture())
+    reactors = {inst.full_name: reactors[inst.full_name] for inst in env.graph.instances}  # one order
     state = {
         "tag": tuple(sched.current), "start_time": sched.start_time, "stop_tag": tuple(sched.stop_tag),
         "tag_number": sched.tag_number, "elapsed": sched.physical() - sched.start_time,
@@ -202,9 +233,11 @@ def _handler_id(handler: Any) -> tuple[int, str]:
     return (id(owner), handler.__func__.__name__) if owner is not None else (id(handler), "")
 
 
-def restore(env: Environment, payload: bytes, tag: Tag) -> None:
+def restore(env: Environment, payload: bytes, tag: Tag) -> dict[str, dict[str, Any]]:
     """Put the state of a checkpoint (`read`'s payload) into a freshly built environment whose
-    reactors were made without running their initialisers. Raises CheckpointError."""
+    reactors were made without running their initialisers; returns the saved state of the reactors
+    that live in other processes (a federated program's federates), by instance name. Raises
+    CheckpointError."""
     reason = unsupported(env)
     if reason is not None:
         raise CheckpointError(reason)
@@ -214,10 +247,7 @@ def restore(env: Environment, payload: bytes, tag: Tag) -> None:
         raise CheckpointError(f"cannot restore the program's state: {type(exc).__name__}: {exc}") from None
     sched = env.sched
     handlers = env.event_handlers()
-    for inst in env.graph.instances:
-        obj = env.objects[id(inst)]
-        for attr, value in state["reactors"].get(inst.full_name, {}).items():
-            setattr(obj, attr, value)
+    restore_reactors(env, state["reactors"])
     for name, action in env.actions_by_name.items():
         action.last_tag, action.pending = state["actions"][name]
     for name, timer in env.timers_by_name.items():
@@ -231,3 +261,5 @@ def restore(env: Environment, payload: bytes, tag: Tag) -> None:
     sched.tag_number = state["tag_number"]
     sched.trace_events[:] = state["trace_events"]
     sched.resume_elapsed = state["elapsed"]
+    here = {inst.full_name for inst in _here(env)}
+    return {name: attrs for name, attrs in state["reactors"].items() if name not in here}

@@ -47,6 +47,9 @@ class Environment:
         self.restoring = restoring
         self.owned = owned
         self.remote_init: Callable[[Instance, str | None], None] | None = None
+        # In a federated program: the state of the reactors in the federates' processes, for a
+        # checkpoint (set by federation.py).
+        self.remote_capture: Callable[[], dict[str, dict[str, Any]]] | None = None
         self.ns = namespace
         # Reactions run in order of (inferred deadline, level), LF's priority: upstream reactions
         # have a smaller pair than what they feed, and equal pairs share a level, so they are

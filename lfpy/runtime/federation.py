@@ -38,6 +38,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
 from lfpy.runtime.failure import report_failure
 from lfpy.runtime.modes import ModeHandle, ModeState
@@ -162,6 +163,11 @@ class Federation:
         self.instance_index = {id(inst): i for i, inst in enumerate(env.graph.instances)}
         self.instance_federate = federate_of_instances(env.graph)
         env.remote_init = self._reset_remote
+        env.remote_capture = self._capture_remote
+        self.instance_names = [[inst.full_name for inst in f.instances] for f in listed]
+        # Resumed from a checkpoint: the saved state of each federate's reactors (`checkpoint.restore`),
+        # sent to its process before it starts; its reactors' initialisers do not run.
+        self.restored: dict[str, dict[str, Any]] | None = None
         self.processes: dict[int, subprocess.Popen] = {}
         self.requests: dict[int, PipeChannel] = {}
         self.segments = Segments()  # the requests': a value for several federates is written once a level
@@ -184,6 +190,8 @@ class Federation:
             self.spawn(k)
         for k in range(1, len(self.names)):
             self.await_ready(k)
+            if self.restored is not None:
+                self._send(k, ("restore", {name: self.restored.get(name, {}) for name in self.instance_names[k]}))
         if self.transients is not None:
             try:
                 self.transients.open()
@@ -206,8 +214,10 @@ class Federation:
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         asy_r, asy_w = os.pipe()
+        restoring = ["--restoring"] if self.env.restoring else []
         self.processes[k] = process = subprocess.Popen(
-            [sys.executable, "-m", "lfpy.federate", self.lf_path, str(k), str(req_r), str(ans_w), str(asy_w)],
+            [sys.executable, "-m", "lfpy.federate", self.lf_path, str(k), str(req_r), str(ans_w), str(asy_w),
+             *restoring],
             pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
         for fd in (req_r, ans_w, asy_w):
             os.close(fd)
@@ -251,6 +261,30 @@ class Federation:
         self._send(k, ("start", sched.start_time, sched.clock_offset, self.trace, tuple(effective),
                        sched.federation_id))
 
+    def _capture_remote(self) -> dict[str, dict[str, Any]]:
+        """For a checkpoint at the end of a tag: the state of every federate's reactors, asked of
+        their processes (which wait for the next tag). Raises CheckpointError naming what cannot be
+        saved."""
+        if self.transients is not None:
+            raise checkpoint.CheckpointError("checkpoints of programs with transient federates are not supported")
+        asked = [k for k in sorted(self.requests) if k not in self.away and self._send(k, ("capture",))]
+        reactors: dict[str, dict[str, Any]] = {}
+        problems = []
+        for k in asked:
+            try:
+                kind, data = self.answers[k].receive()  # type: ignore[misc]
+            except (EOFError, OSError):
+                self._lost(k)
+                problems.append(f"federate {self.names[k]} ended")
+                continue
+            if kind == "state":
+                reactors.update(pickle.loads(data))
+            else:
+                problems.append(data)
+        if problems:
+            raise checkpoint.CheckpointError(problems[0])
+        return reactors
+
     def _reset_remote(self, inst: Instance, mode: str | None) -> None:
         self.resets.setdefault(self.instance_federate[id(inst)], []).append((self.instance_index[id(inst)], mode))
 
@@ -267,6 +301,8 @@ class Federation:
                 self.sched.schedule_physical_at(self.slots[slot], when, value)  # type: ignore[arg-type]
             elif message[0] == "stop":  # type: ignore[index]
                 self._stop_requested(k)
+            elif message[0] == "checkpoint":  # type: ignore[index]
+                self.sched.request_checkpoint(message[1])  # type: ignore[index]
         channel.close()
         # A transient federate that has left ends as it was told to; a later process may be k now.
         if not self.stopping and k not in self.dead and self.processes.get(k) is process:
@@ -392,7 +428,7 @@ class Federation:
             except (EOFError, OSError):
                 self._lost(k)
                 continue
-            outputs, scheduled, physical, transitions, stop, failed, status, traced = answer  # type: ignore[misc]
+            outputs, scheduled, physical, transitions, stop, failed, status, traced, checkpoints = answer  # type: ignore[misc]
             if traced and sched.trace is not None:  # user trace points, with the tags they were recorded at
                 sched.trace.extend(traced)
             for slot, value in outputs:
@@ -407,6 +443,8 @@ class Federation:
                 sched.exit_status = 1
             if stop:
                 self._stop_requested(k)
+            for path in checkpoints:
+                sched.request_checkpoint(path)
             if status is not None:  # exit(n) in one of its reactions: the program ends at once
                 sched.exit_status = status
                 sched.halted = True
@@ -459,7 +497,10 @@ class FederateScheduler(Scheduler):
             self.send_async(("stop",))
 
     def request_checkpoint(self, path: str) -> None:
-        raise RuntimeError("checkpoints of federated programs are not supported; run the program as a main reactor")
+        if self._in_reaction():
+            self.checkpoint_requests.append(path)  # sent with the answer
+        else:
+            self.send_async(("checkpoint", path))
 
 
 def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChannel, own: PipeChannel) -> int:
@@ -502,6 +543,15 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
             if send_all:  # the coordinator traces: user trace points are recorded here and sent with each answer
                 sched.trace = []
             continue
+        if kind == "capture":  # a checkpoint: this federate's reactors' state
+            try:
+                answers.send(("state", checkpoint.capture_reactors(env)))
+            except checkpoint.CheckpointError as exc:
+                answers.send(("unsaved", str(exc)))
+            continue
+        if kind == "restore":  # resumed from a checkpoint: the state of this federate's reactors
+            checkpoint.restore_reactors(env, message[1])  # type: ignore[index]
+            continue
         _, time, microstep, batch, resets = message  # type: ignore[misc]
         sched.current = Tag(time, microstep)
         sched.arrival = sched.physical()
@@ -541,12 +591,13 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
             sched.trace.clear()
         if answers.shared is not None:
             answers.shared.next_round()  # the coordinator has mapped what it keeps of the last answer
+        checkpoints, sched.checkpoint_requests = sched.checkpoint_requests, []
         try:
             data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status,
-                                  traced))
+                                  traced, checkpoints))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
             _report_unsendable(env, table, [*outputs, *((s, v) for s, _d, v in scheduled)], exc)
-            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None, traced))
+            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None, traced, []))
         sched.scheduled.clear()
         sched.physical_scheduled.clear()
         sched.stop_requested = False

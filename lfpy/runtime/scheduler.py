@@ -99,7 +99,8 @@ class Scheduler:
         self.reported: set[tuple[str, str, str]] = set()  # failures reported (guarded by `lock`)
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
-        self.on_start: Callable[[], None] | None = None  # once the start time is known (federation.py)
+        # Once the start time is known, resumed or not (federation.py: it tells the federates).
+        self.on_start: Callable[[], None] | None = None
         # Physical time as the program sees it is `time.time_ns() - clock_offset`: a resumed run goes
         # on from the physical time elapsed when its checkpoint was written (`resume_elapsed`).
         self.clock_offset = 0
@@ -288,8 +289,8 @@ class Scheduler:
                 self.stop_tag = Tag(self.start_time + self.timeout, 0)
             for timer in self.timers:
                 self.push(Tag(self.start_time + timer.offset, 0), timer.fire, timer.event())
-            if self.on_start is not None:
-                self.on_start()
+        if self.on_start is not None:
+            self.on_start()
         if self.workers > 1:
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
         # How each tag's levels run, picked once: inline (one worker), on the pool, or with the
