@@ -275,12 +275,12 @@ class Federation:
                 kind, data = self.answers[k].receive()  # type: ignore[misc]
             except (EOFError, OSError):
                 self._lost(k)
-                problems.append(f"federate {self.names[k]} ended")
                 continue
             if kind == "state":
                 reactors.update(pickle.loads(data))
             else:
                 problems.append(data)
+        problems += [f"federate {self.names[k]} has ended" for k in range(1, len(self.names)) if k in self.away]
         if problems:
             raise checkpoint.CheckpointError(problems[0])
         return reactors
@@ -428,7 +428,8 @@ class Federation:
             except (EOFError, OSError):
                 self._lost(k)
                 continue
-            outputs, scheduled, physical, transitions, stop, failed, status, traced, checkpoints = answer  # type: ignore[misc]
+            (outputs, scheduled, physical, transitions, stop, failed, status, traced,  # type: ignore[misc]
+             checkpoints) = answer
             if traced and sched.trace is not None:  # user trace points, with the tags they were recorded at
                 sched.trace.extend(traced)
             for slot, value in outputs:
