@@ -926,3 +926,39 @@ def test_ports_actions_and_timers_need_only_the_schedule_interface() -> None:
     timer.fire((0, 0))  # an event of before the restart: dropped
     timer.fire((1, 0))
     assert sched.calls[-2:] == [("fire", timer), ("push", Tag(120, 0), timer.fire, (1, 0))]
+
+
+@pytest.mark.parametrize("form,connection,expected", [
+    ("main reactor", "x.o -> y.inp after 10 msec", "got 1 at 10 ms"),
+    ("federated reactor", "x.o -> y.inp after 10 msec", "got 1 at 10 ms"),
+    ("main reactor", "x.o ~> y.inp", "got 1 later"),
+    ("federated reactor", "x.o ~> y.inp", "got 1 later"),
+])
+def test_a_delayed_connection_from_an_output_fed_through_the_hierarchy_delivers(
+        tmp_path: Path, form: str, connection: str, expected: str) -> None:
+    """Outer's output is an alias of Inner's (no reaction sets it): its `after` and `~>` connections
+    go out when Inner's is set."""
+    source = FAST + """
+reactor Inner {
+  output o
+  reaction(startup) -> o {= o.set(1) =}
+}
+reactor Outer {
+  output o
+  i = new Inner()
+  i.o -> o
+}
+reactor Sink {
+  input inp
+  reaction(inp) {=
+    elapsed = lf.time.logical_elapsed()
+    print(f"got {inp.value} at 10 ms" if elapsed == MSEC(10) else f"got {inp.value} later" if elapsed > 0 else "now")
+  =}
+}
+""" + form + """ {
+  x = new Outer()
+  y = new Sink()
+  """ + connection + """
+}
+"""
+    assert lines(tmp_path, source) == [expected]

@@ -226,6 +226,13 @@ class Environment:
             self.reach[id(port)] = reach
             port.fanout = [p for p in reach if id(p) not in alias and id(p) not in mutable]
             port.copies = [p for p in reach if id(p) in mutable]
+        # A port that no reaction sets (an alias, or one fed by several connections in modes) is
+        # present when a port feeding it is set: its `after` and `~>` connections go out with that
+        # port's (`Scheduler.schedule_deliveries` looks at the ports set in the tag).
+        own = {id(port): list(port.delayed) for port in self.ports.values()}
+        for port in self.ports.values():
+            port.delayed = own[id(port)] + [entry for p in self.reach[id(port)]
+                                            if id(p) not in written and id(p) not in mutable for entry in own[id(p)]]
         for key, obj in list(self.port_objects.items()):
             if isinstance(obj, Multiport):
                 self.port_objects[key] = Multiport(alias.get(id(p), p) for p in obj)
