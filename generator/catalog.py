@@ -303,6 +303,9 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
               "next to the program, change it, and name it here", check="module"),
         Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
+        Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
+              "learner, buffer, evaluator and monitor share lfrl's); pays when stepping the environments and acting "
+              "cost more than a round's updates"),
         Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
     )
     if algo == "dqn":
@@ -379,7 +382,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
             raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", env_id)
         logdir = str(values["logdir"]) or f"runs/{algo}-{slug}-seed{values['seed']}"
-        config: dict[str, object] = {"algo": algo, **{k: v for k, v in values.items() if k != "logdir"},
+        config: dict[str, object] = {"algo": algo, **{k: v for k, v in values.items() if k not in ("logdir", "processes")},
                                      "logdir": logdir, "net_arch": [int(x) for x in str(values["net_arch"]).split(",")]}
         if algo != "dqn":
             config["n_critics"] = 1 if algo == "ddpg" else 2

@@ -234,11 +234,12 @@ def build_parser() -> argparse.ArgumentParser:
     new = sub.add_parser("new", help="scaffold a project (a cookiecutter template): asks, or takes flags")
     new.add_argument("--no-input", action="store_true", help="do not ask: take the flags and the defaults")
     new.add_argument("--project-name", help="the project's name (its folder is derived from it)")
-    new.add_argument("--template", help="sampling, qlearning or multiagent")
-    new.add_argument("--env-id", help="the environment id (sampling, qlearning)")
+    new.add_argument("--template", help="sampling, qlearning, multiagent, dqn, ddpg, td3 or sac")
+    new.add_argument("--env-id", help="the environment id (every template but multiagent)")
     new.add_argument("--workers", help="workers / actors / agents")
     new.add_argument("--seed", help="the seed")
-    new.add_argument("--processes", help="yes: sampling workers or Q-learning actors in processes of their own (a federated program)")
+    new.add_argument("--processes", help="yes: the workers or actors in processes of their own (a federated program; "
+                                          "every template but multiagent)")
     new.add_argument("-o", "--output", default=".", help="where to create the project folder (default: here)")
     new.set_defaults(func=cmd_new)
 

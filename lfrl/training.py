@@ -41,7 +41,6 @@ class RoundEnd:
 class Training:
     def __init__(self, config: dict[str, Any], folder: str) -> None:
         """`folder`: the program's, which relative paths (`logdir`, `load`) start from."""
-        torch.set_num_threads(int(config.get("torch_threads", 1)))
         self.config = config
         self.logdir = os.path.join(folder, config["logdir"])
         self.spec = envs.describe(config["env_id"])

@@ -282,6 +282,15 @@ def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> N
     assert result.stderr == "ERROR: cannot write the run's results to /proc/runs: No such file or directory\n"
 
 
+def test_processes_yes_puts_each_actor_in_a_process_with_the_same_weights(tmp_path: Path) -> None:
+    """`--processes yes`: a federated reactor whose actors collect in processes of their own, the
+    learner with its buffer, evaluator and monitor in lfrl's; the weights of `--processes no`."""
+    values = {**DQN, "actors": 2, "prioritized": True}
+    separate = generate(tmp_path, "dqn", name="processes", **values, processes=True)
+    assert "\nfederated reactor {\n  core = new Core()\n  actors = new[2] Actor(" in separate.read_text()
+    assert last_lines(run(separate)) == last_lines(run(generate(tmp_path, "dqn", name="one", **values)))
+
+
 def test_the_weights_are_the_same_with_every_reactor_in_a_process_of_its_own(tmp_path: Path) -> None:
     """The learner program as a federated reactor: actors, buffer, evaluator and monitor each in a
     process of their own (federation.py), the same weights as the main reactor's."""

@@ -91,8 +91,8 @@ def new(tmp_path: Path, *args: str, answers: str | None = None) -> subprocess.Co
     (["--project-name", ""], "--project-name '' has no letter or digit to name the project's folder with"),
     (["--template", "multiagent", "--env-id", "ALE/Pong-v5"],
      "--env-id is not an option of template 'multiagent' (its options: --template, --workers, --seed)"),
-    (["--template", "dqn", "--processes", "yes"],
-     "--processes is not an option of template 'dqn' (its options: --template, --env-id, --workers, --seed)"),
+    (["--template", "multiagent", "--processes", "yes"],
+     "--processes is not an option of template 'multiagent' (its options: --template, --workers, --seed)"),
     (["--template", "qlearning", "--workers", "0"], "--workers must be at least 1, got 0"),
 ])
 def test_new_refuses_what_cannot_be_a_project(tmp_path: Path, args: list[str], message: str) -> None:
