@@ -14,6 +14,30 @@ from tests.test_federation import assert_no_federates_left
 
 ROOT = Path(__file__).parent.parent
 
+# The transient federate of PROGRAM (mid); a test puts a modal one in its place.
+MIDDLE = """reactor Middle {
+  input inp
+  output out
+  output join
+  output bye
+  output tick
+  timer t(20 msec, 0)
+  state count = 0
+  reaction(startup) -> join {=
+    start = lf.tag_start_effective()
+    join.set((start.time - lf.time.start(), start.microstep))
+  =}
+  reaction(t) -> tick {= tick.set(True) =}
+  reaction(inp) -> out {=
+    self.count += 1
+    out.set((inp.value, self.count))
+    if self.count == 2:
+      lf.stop()
+  =}
+  reaction(shutdown) -> bye {= bye.set(self.count) =}
+}
+"""
+
 # Up sends n every 100 ms. Mid forwards what it gets with how many it has got, stops after two,
 # says when it started (lf.tag_start_effective) and when it leaves; its one-shot timer fires 20 ms
 # after each start. Exec launches Mid at 250 ms (Mid has left: it joins) and at 350 ms (Mid runs:
@@ -44,28 +68,7 @@ reactor Exec {
       raise RuntimeError(done.stderr)
   =}
 }
-reactor Middle {
-  input inp
-  output out
-  output join
-  output bye
-  output tick
-  timer t(20 msec, 0)
-  state count = 0
-  reaction(startup) -> join {=
-    start = lf.tag_start_effective()
-    join.set((start.time - lf.time.start(), start.microstep))
-  =}
-  reaction(t) -> tick {= tick.set(True) =}
-  reaction(inp) -> out {=
-    self.count += 1
-    out.set((inp.value, self.count))
-    if self.count == 2:
-      lf.stop()
-  =}
-  reaction(shutdown) -> bye {= bye.set(self.count) =}
-}
-reactor Down {
+""" + MIDDLE + """reactor Down {
   input join
   input inp
   input bye
@@ -126,27 +129,7 @@ def test_a_transient_federate_leaves_joins_and_is_swapped_at_fixed_tags(tmp_path
 
 def test_a_transient_federate_that_joins_again_starts_in_its_initial_modes(tmp_path: Path) -> None:
     """Mid answers in mode A, then in mode B, where it leaves; launched again, it is in A again."""
-    modal = PROGRAM.replace("""reactor Middle {
-  input inp
-  output out
-  output join
-  output bye
-  output tick
-  timer t(20 msec, 0)
-  state count = 0
-  reaction(startup) -> join {=
-    start = lf.tag_start_effective()
-    join.set((start.time - lf.time.start(), start.microstep))
-  =}
-  reaction(t) -> tick {= tick.set(True) =}
-  reaction(inp) -> out {=
-    self.count += 1
-    out.set((inp.value, self.count))
-    if self.count == 2:
-      lf.stop()
-  =}
-  reaction(shutdown) -> bye {= bye.set(self.count) =}
-}""", """reactor Middle {
+    modal = PROGRAM.replace(MIDDLE, """reactor Middle {
   input inp
   output out
   output join
@@ -165,7 +148,8 @@ def test_a_transient_federate_that_joins_again_starts_in_its_initial_modes(tmp_p
       lf.stop()
     =}
   }
-}""").replace("""    if self.launches == 2:""", """    if self.launches == 1:""")
+}
+""").replace("""    if self.launches == 2:""", """    if self.launches == 1:""")
     assert modal != PROGRAM
     result = run_lf(tmp_path, modal, name="Transient.lf")
     assert result.returncode == 0, result.stderr
