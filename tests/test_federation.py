@@ -489,6 +489,54 @@ def test_a_segment_is_written_again_only_once_no_receiver_maps_it() -> None:
     assert created() == set()
 
 
+def test_torch_tensors_cross_as_arrays_of_their_storage() -> None:
+    import threading
+
+    import torch
+
+    from lfpy.runtime.transport import SHARED_MIN, PipeChannel, Segments
+
+    segments = Segments()
+    read_fd, write_fd = os.pipe()
+    sender, receiver = PipeChannel(write_fd=write_fd, shared=segments), PipeChannel(read_fd=read_fd)
+    weights = torch.nn.Linear(300, 200)  # 240 KB of weights: out of band
+    base = torch.arange(24, dtype=torch.float64).reshape(4, 6)
+    message = {"params": tuple(weights.parameters()), "transposed": base.t(), "row": base[2], "base": base,
+               "half": torch.ones(3, dtype=torch.bfloat16), "flags": torch.tensor([True, False]),
+               "plain": torch.zeros(2, requires_grad=True)}
+    try:
+        segments.next_round()
+        framed = sender.dumps(message)
+        assert len(framed) < SHARED_MIN  # the weights are in shared memory, not in the message
+        sender.send_bytes(framed)
+        got = receiver.receive()
+        (w, b) = got["params"]
+        assert type(w) is torch.nn.Parameter and w.requires_grad and torch.equal(w, weights.weight)
+        assert torch.equal(b, weights.bias)
+        assert got["transposed"].stride() == (1, 6) and torch.equal(got["transposed"], base.t())
+        assert torch.equal(got["row"], base[2]) and got["half"].dtype == torch.bfloat16
+        assert got["flags"].tolist() == [True, False] and got["plain"].requires_grad
+        got["base"][2, 0] = -1.0  # views of one storage still share it, as torch's own pickling keeps them
+        assert got["row"][0] == -1.0 and got["transposed"][0, 2] == -1.0 and base[2, 0] == 12.0
+        w.data.zero_()  # the receiver's copy is its own
+        assert weights.weight.abs().sum() > 0
+
+        # A large message in band (no shared memory) arrives whole, read in as many pieces as the pipe takes.
+        sender.shared = None
+        big = torch.randn(1_000_000)
+        thread = threading.Thread(target=sender.send, args=(big,))
+        thread.start()
+        assert torch.equal(receiver.receive(), big)
+        thread.join()
+        sender.send(torch.ones(2, requires_grad=True) * 2)  # a leaf that requires grad, as torch's pickling makes it
+        doubled = receiver.receive()
+        assert doubled.tolist() == [2.0, 2.0] and doubled.requires_grad and doubled.is_leaf
+    finally:
+        sender.close()
+        receiver.close()
+        segments.close()
+
+
 def test_user_trace_points_of_federates_are_recorded_with_their_tags(tmp_path: Path) -> None:
     program = """target Python { fast: true, timeout: 20 msec }
 reactor Counter(bank_index = 0) {

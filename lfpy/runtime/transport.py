@@ -16,19 +16,25 @@ federate) write a buffer once per round (`Segments.next_round`), however many re
 The receiver maps the segment copy-on-write: no copy, and the arrays it gets are its own to change.
 While a receiver maps a segment it holds a shared lock on it (the mapping's file descriptor keeps
 it), so the sender writes a segment again only once no receiver holds on to any of its values.
+
+torch tensors (a learner's weights for its actors) travel as numpy arrays of their storage, out of
+band like any other array: torch's own pickling writes each storage with `torch.save` into the
+message, several times slower, and always in band.
 """
 
 from __future__ import annotations
 
 import fcntl
+import io
 import mmap
 import os
 import pickle
 import select
 import struct
+import sys
 import time
 from multiprocessing.shared_memory import SharedMemory
-from typing import Protocol
+from typing import Any, Protocol
 
 POLL_NS = 2_000_000  # how long a receiver polls before it sleeps
 SHARED_MIN = 64 * 1024  # buffers this large go through shared memory
@@ -128,6 +134,49 @@ def _remove(segment: SharedMemory, fd: int) -> None:
     segment.unlink()
 
 
+def _dumps(message: object, buffer_callback: Any) -> bytes:
+    out = io.BytesIO()
+    _Pickler(out, protocol=5, buffer_callback=buffer_callback).dump(message)
+    return out.getvalue()
+
+
+class _Pickler(pickle.Pickler):
+    """pickle's, with torch tensors as numpy arrays of their storages (see the module's docstring).
+    Tensors that share a storage in one message share it when unpickled, as with torch's pickling."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._storages: dict[int, object] = {}  # data_ptr -> the storage's bytes as a numpy array
+
+    def reducer_override(self, obj: object) -> Any:
+        torch = sys.modules.get("torch")  # a program that has not imported torch sends no tensors
+        if torch is None or type(obj) not in (torch.Tensor, torch.nn.Parameter):
+            return NotImplemented
+        t: Any = obj
+        if (t.device.type != "cpu" or t.layout != torch.strided or t.is_quantized or t.is_conj() or t.is_neg()
+                or t.__dict__):
+            return NotImplemented  # torch's own pickling: it handles these, or says why it cannot
+        storage = t.untyped_storage()
+        raw = self._storages.get(storage.data_ptr())
+        if raw is None:
+            raw = self._storages[storage.data_ptr()] = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+        return _tensor, (raw, str(t.dtype).removeprefix("torch."), tuple(t.shape), t.stride(), t.storage_offset(),
+                         t.requires_grad, type(t) is torch.nn.Parameter)
+
+
+def _tensor(raw: Any, dtype: str, shape: tuple[int, ...], stride: tuple[int, ...], offset: int, requires_grad: bool,
+            parameter: bool) -> Any:
+    """A tensor `_Pickler` sent: a view of its storage's bytes."""
+    import torch
+
+    if not raw.flags.writeable:  # torch tensors are writable; a read-only buffer would only warn
+        raw = raw.copy()
+    tensor = torch.from_numpy(raw).view(getattr(torch, dtype)).as_strided(shape, stride, offset)
+    if parameter:
+        return torch.nn.Parameter(tensor, requires_grad=requires_grad)
+    return tensor.requires_grad_(requires_grad)
+
+
 def _map(name: str) -> mmap.mmap:
     """A sender's segment, mapped copy-on-write (a page is copied only if this process writes it),
     with a shared lock that lasts as long as the mapping (which keeps a duplicate of the descriptor)."""
@@ -160,7 +209,7 @@ class PipeChannel:
         here, before anything is sent."""
         shared = self.shared
         if shared is None:
-            data = pickle.dumps(message, protocol=5)
+            data = _dumps(message, None)
             return _HEADER.pack(len(data), 0) + data
         spans: list[tuple[str, int, int]] = []
 
@@ -171,7 +220,7 @@ class PipeChannel:
             spans.append(shared.write(raw))
             return False
 
-        data = pickle.dumps(message, protocol=5, buffer_callback=out_of_band)
+        data = _dumps(message, out_of_band)
         if not spans:
             return _HEADER.pack(len(data), 0) + data
         envelope = pickle.dumps((data, spans), protocol=5)
@@ -192,35 +241,50 @@ class PipeChannel:
         maps = {name: _map(name) for name in {name for name, _o, _n in spans}}
         return pickle.loads(data, buffers=[memoryview(maps[name])[o:o + n] for name, o, n in spans])
 
-    def _frame(self) -> tuple[int, bytes]:
+    def _frame(self) -> tuple[int, bytes | bytearray]:
         """The next message's kind and bytes: one read for a small message (what a read brings of
-        the message after it waits in `_pending`)."""
+        the message after it waits in `_pending`); a large one is read into its own buffer, in as
+        many reads as the pipe takes."""
         buffer = self._pending
         while len(buffer) < _HEADER.size:
             buffer += self._read_some(4096)
         size, kind = _HEADER.unpack_from(buffer)
         end = _HEADER.size + size
+        if len(buffer) < end and size > 4096:
+            body = bytearray(size)
+            have = len(buffer) - _HEADER.size
+            body[:have] = buffer[_HEADER.size:]
+            self._pending = b""
+            view = memoryview(body)
+            while have < size:
+                have += self._wait_for(lambda rest=view[have:]: os.readv(self.read_fd, [rest]))  # type: ignore[arg-type]
+            return kind, body
         while len(buffer) < end:
-            buffer += self._read_some(max(end - len(buffer), 4096))
+            buffer += self._read_some(4096)
         self._pending = buffer[end:]
         return kind, buffer[_HEADER.size:end]
 
     def _read_some(self, most: int) -> bytes:
-        """Up to `most` bytes, at least one: polled for a while, then waited for."""
+        """Up to `most` bytes, at least one."""
+        return self._wait_for(lambda: os.read(self.read_fd, most))  # type: ignore[arg-type]
+
+    def _wait_for(self, read: Any) -> Any:
+        """What `read` (a non-blocking read of at least one byte) returns once the pipe has
+        something: polled for a while, then waited for; EOFError if the writer has gone."""
         assert self.read_fd is not None
         deadline = time.perf_counter_ns() + POLL_NS
         while True:
             try:
-                chunk = os.read(self.read_fd, most)
+                got = read()
             except BlockingIOError:
                 if time.perf_counter_ns() < deadline:
                     os.sched_yield()
                 else:
                     select.select([self.read_fd], [], [])
                 continue
-            if not chunk:
+            if not got:
                 raise EOFError
-            return chunk
+            return got
 
     def close(self) -> None:
         for fd in (self.read_fd, self.write_fd):
