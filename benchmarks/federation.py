@@ -7,7 +7,11 @@ reactor` (a process per federate), in rounds (this machine's speed drifts), side
 - ping-pong: two reactors send a counter back and forth, each hop a new microstep; the time per
   round trip is lfpy's cost of two tags, in one process or across two (the transport's latency);
 - parallel work: W reactors each run the same pure-Python loop (it holds the GIL) at every tag of a
-  timer; time per tag. As a main reactor the loops run one after the other; as federates at once.
+  timer; time per tag. As a main reactor the loops run one after the other; as federates at once;
+- an off-policy learner whose actors collect in processes: `lfrl gen dqn` on ALE/Pong-v5 with 2
+  actors, `--processes no` (the main reactor) and `--processes yes` (a federated reactor, each actor
+  a federate); the training time the program reports (collection and updates) and the whole run's
+  (startup, the final evaluation and the processes' ends included).
 Both forms must print the same results (the checksums), or no ratio is printed. Writes
 benchmarks/results/federation.md and federation.png.
 """
@@ -19,6 +23,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import median
 
@@ -106,19 +112,53 @@ main reactor {
 """
 
 
-def run(source: str, federated: bool) -> tuple[str, float]:
-    """Run the program in its main or federated form; (its result line without the time, the time)."""
-    if federated:
-        source = source.replace("main reactor", "federated reactor")
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / ("Fed.lf" if federated else "Main.lf")
-        path.write_text(source)
-        out = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path)], capture_output=True, text=True,
-                             cwd=ROOT, check=False)
-    match = re.search(r"result (.*); per \w+ ([\d.]+)", out.stdout)
-    if out.returncode != 0 or match is None:
-        raise SystemExit(f"{path.name} failed:\n{out.stdout}\n{out.stderr}")
-    return match.group(1), float(match.group(2))
+LFRL = [sys.executable, "-m", "generator.cli"]
+
+# A program's form -> (its result, {row: value}); the rows of one case come from the same runs.
+Case = Callable[[bool], tuple[str, dict[str, float]]]
+
+
+def program(name: str, source: str) -> Case:
+    """A case of an LF program above, in its main or federated form; its value: the time it prints."""
+
+    def run(federated: bool) -> tuple[str, dict[str, float]]:
+        text = source.replace("main reactor", "federated reactor") if federated else source
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / ("Fed.lf" if federated else "Main.lf")
+            path.write_text(text)
+            out = subprocess.run([*LFRL, "run", str(path)], capture_output=True, text=True, cwd=ROOT, check=False)
+        match = re.search(r"result (.*); per \w+ ([\d.]+)", out.stdout)
+        if out.returncode != 0 or match is None:
+            raise SystemExit(f"{path.name} failed:\n{out.stdout}\n{out.stderr}")
+        return match.group(1), {name: float(match.group(2))}
+
+    return run
+
+
+def learner(steps: int) -> tuple[list[str], Case]:
+    """DQN on Pong with 2 actors collecting steps/2 per round each, in lfrl's process or in their own."""
+    rows = ["DQN on ALE/Pong-v5, 2 actors: training (s)", "DQN on ALE/Pong-v5, 2 actors: whole run (s)"]
+
+    def run(federated: bool) -> tuple[str, dict[str, float]]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "dqn.lf"
+            subprocess.run([*LFRL, "gen", "dqn", "--env-id", "ALE/Pong-v5", "--actors", "2", "--total-steps", str(steps),
+                            "--learning-starts", str(steps // 4), "--train-freq", str(steps // 4), "--gradient-steps",
+                            "4", "--batch-size", "32", "--buffer-size", str(steps), "--eval-every", str(10 * steps),
+                            "--eval-episodes", "1", "--progress", "no",
+                            "--processes", "yes" if federated else "no", "-o", str(path)],
+                           check=True, cwd=ROOT, capture_output=True)
+            started = time.perf_counter()
+            out = subprocess.run([*LFRL, "run", str(path)], capture_output=True, text=True, cwd=ROOT, check=False)
+            whole = time.perf_counter() - started
+        training = re.search(rf"^{steps} environment steps and \d+ updates in ([\d.]+) s", out.stdout, re.M)
+        checksum = re.search(r"weights checksum (\S+)", out.stdout)
+        if out.returncode != 0 or training is None or checksum is None:
+            raise SystemExit(f"dqn ({'--processes yes' if federated else '--processes no'}) failed:\n"
+                             f"{out.stdout}\n{out.stderr}")
+        return f"weights {checksum.group(1)}", {rows[0]: float(training.group(1)), rows[1]: whole}
+
+    return rows, run
 
 
 def main() -> None:
@@ -129,20 +169,26 @@ def main() -> None:
     rounds = 2 if args.quick else args.rounds
     trips = 500 if args.quick else 3000
     tags = 5 if args.quick else 20
-    cases = [("ping-pong (round trip, us)", PING_PONG.replace("ROUNDS", str(trips)))]
+    dqn_steps = 4000 if args.quick else 8000
+    name = "ping-pong (round trip, us)"
+    cases: list[tuple[list[str], Case]] = [([name], program(name, PING_PONG.replace("ROUNDS", str(trips))))]
     for width in (1, 2):
-        cases.append((f"parallel work, {width} worker(s) (per tag, ms)",
-                      PARALLEL.replace("WIDTH", str(width)).replace("TAGS", str(tags)).replace("WORK", "200000")))
+        name = f"parallel work, {width} worker(s) (per tag, ms)"
+        source = PARALLEL.replace("WIDTH", str(width)).replace("TAGS", str(tags)).replace("WORK", "200000")
+        cases.append(([name], program(name, source)))
+    cases.append(learner(dqn_steps))
+    rows = [name for names, _run in cases for name in names]
     machine = Machine()
     times: dict[tuple[str, bool], list[float]] = {}
     results: dict[tuple[str, bool], set[str]] = {}
     with tqdm(total=rounds * len(cases) * 2, unit="run") as bar:
         for _ in range(rounds):
-            for name, source in cases:
+            for names, run in cases:
                 for federated in (False, True):
-                    result, value = run(source, federated)
-                    times.setdefault((name, federated), []).append(value)
-                    results.setdefault((name, federated), set()).add(result)
+                    result, values = run(federated)
+                    for name in names:
+                        times.setdefault((name, federated), []).append(values[name])
+                        results.setdefault((name, federated), set()).add(result)
                     bar.update()
     machine.done()
     lines = [
@@ -153,12 +199,16 @@ def main() -> None:
         "parentheses. *main* is the program "
         "as a `main reactor` (one process, one runtime thread), *federated* the same as a `federated reactor` "
         f"(a process per top-level instance). Ping-pong: {trips} round trips of two tags each. Parallel work: "
-        f"{tags} tags, each worker running the same pure-Python loop at each tag.",
+        f"{tags} tags, each worker running the same pure-Python loop at each tag. DQN: `lfrl gen dqn --env-id "
+        f"ALE/Pong-v5 --actors 2 --total-steps {dqn_steps}` (4 rounds of {dqn_steps // 4} environment steps, half by each actor, 4 updates after "
+        "each, one evaluation episode at the end), *main* with `--processes no`, *federated* with `--processes yes` "
+        "(each actor a federate); training is the time the program reports, the whole run includes the start "
+        "(every process imports torch and makes its environments), the evaluation and the end.",
         "",
         "| program | main | federated | federated / main | same results |",
         "|---|---:|---:|---:|---|",
     ]
-    for name, _source in cases:
+    for name in rows:
         main_t, fed_t = times[(name, False)], times[(name, True)]
         same = results[(name, False)] == results[(name, True)] and len(results[(name, False)]) == 1
         ratio = f"{median(fed_t) / median(main_t):.2f}x" if same else "(results differ: no ratio)"
@@ -169,19 +219,19 @@ def main() -> None:
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "federation.md").write_text(text)
-    _plot(cases, times)
+    _plot(rows, times)
     # No summary row: lfrl against itself (one process or several); the sampling rows use processes.
     write_summary("federation", "Federated programs in processes", machine, [], quick=args.quick)
 
 
-def _plot(cases: list[tuple[str, str]], times: dict[tuple[str, bool], list[float]]) -> None:
+def _plot(rows: list[str], times: dict[tuple[str, bool], list[float]]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(cases), figsize=(4 * len(cases), 3.5))
-    for ax, (name, _source) in zip(axes, cases, strict=True):
+    fig, axes = plt.subplots(1, len(rows), figsize=(3.6 * len(rows), 3.5))
+    for ax, name in zip(axes, rows, strict=True):
         values = [median(times[(name, False)]), median(times[(name, True)])]
         ax.bar(["main", "federated"], values, color=["#888888", "#2b7bba"])
         ax.set_title(name, fontsize=9)

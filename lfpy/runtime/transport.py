@@ -134,19 +134,13 @@ def _remove(segment: SharedMemory, fd: int) -> None:
     segment.unlink()
 
 
-def _dumps(message: object, buffer_callback: Any) -> bytes:
-    out = io.BytesIO()
-    _Pickler(out, protocol=5, buffer_callback=buffer_callback).dump(message)
-    return out.getvalue()
-
-
 class _Pickler(pickle.Pickler):
     """pickle's, with torch tensors as numpy arrays of their storages (see the module's docstring).
     Tensors that share a storage in one message share it when unpickled, as with torch's pickling."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._storages: dict[int, object] = {}  # data_ptr -> the storage's bytes as a numpy array
+        self.storages: dict[int, object] = {}  # data_ptr -> the storage's bytes as a numpy array (one message's)
 
     def reducer_override(self, obj: object) -> Any:
         torch = sys.modules.get("torch")  # a program that has not imported torch sends no tensors
@@ -157,9 +151,9 @@ class _Pickler(pickle.Pickler):
                 or t.__dict__):
             return NotImplemented  # torch's own pickling: it handles these, or says why it cannot
         storage = t.untyped_storage()
-        raw = self._storages.get(storage.data_ptr())
+        raw = self.storages.get(storage.data_ptr())
         if raw is None:
-            raw = self._storages[storage.data_ptr()] = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
+            raw = self.storages[storage.data_ptr()] = torch.empty(0, dtype=torch.uint8).set_(storage).numpy()
         return _tensor, (raw, str(t.dtype).removeprefix("torch."), tuple(t.shape), t.stride(), t.storage_offset(),
                          t.requires_grad, type(t) is torch.nn.Parameter)
 
@@ -200,6 +194,10 @@ class PipeChannel:
         self._pending = b""  # bytes read of the next message
         if read_fd is not None:
             os.set_blocking(read_fd, False)
+        # One pickler for every message (one sender at a time, as for the pipe): cheaper than a new one.
+        self._out = io.BytesIO()
+        self._pickler = _Pickler(self._out, protocol=5, buffer_callback=self._out_of_band)
+        self._spans: list[tuple[str, int, int]] = []  # where this message's large buffers are
 
     def send(self, message: object) -> None:
         self.send_bytes(self.dumps(message))
@@ -207,24 +205,30 @@ class PipeChannel:
     def dumps(self, message: object) -> bytes:
         """`message` framed for `send_bytes`: what pickling raises (an unpicklable value) is raised
         here, before anything is sent."""
-        shared = self.shared
-        if shared is None:
-            data = _dumps(message, None)
-            return _HEADER.pack(len(data), 0) + data
-        spans: list[tuple[str, int, int]] = []
-
-        def out_of_band(buffer: pickle.PickleBuffer) -> bool:
-            raw = buffer.raw()
-            if raw.nbytes < SHARED_MIN:
-                return True  # in band
-            spans.append(shared.write(raw))
-            return False
-
-        data = _dumps(message, out_of_band)
+        out, pickler = self._out, self._pickler
+        out.seek(0)
+        out.truncate()
+        self._spans = spans = []
+        pickler.clear_memo()
+        try:
+            pickler.dump(message)
+        finally:
+            pickler.storages.clear()
+        data = out.getvalue()
         if not spans:
             return _HEADER.pack(len(data), 0) + data
         envelope = pickle.dumps((data, spans), protocol=5)
         return _HEADER.pack(len(envelope), 1) + envelope
+
+    def _out_of_band(self, buffer: pickle.PickleBuffer) -> bool:
+        """Whether a buffer stays in the message (True), or goes to shared memory (False)."""
+        if self.shared is None:
+            return True
+        raw = buffer.raw()
+        if raw.nbytes < SHARED_MIN:
+            return True
+        self._spans.append(self.shared.write(raw))
+        return False
 
     def send_bytes(self, framed: bytes) -> None:
         assert self.write_fd is not None
