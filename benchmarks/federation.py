@@ -200,10 +200,11 @@ def main() -> None:
         "as a `main reactor` (one process, one runtime thread), *federated* the same as a `federated reactor` "
         f"(a process per top-level instance). Ping-pong: {trips} round trips of two tags each. Parallel work: "
         f"{tags} tags, each worker running the same pure-Python loop at each tag. DQN: `lfrl gen dqn --env-id "
-        f"ALE/Pong-v5 --actors 2 --total-steps {dqn_steps}` (4 rounds of {dqn_steps // 4} environment steps, half by each actor, 4 updates after "
-        "each, one evaluation episode at the end), *main* with `--processes no`, *federated* with `--processes yes` "
-        "(each actor a federate); training is the time the program reports, the whole run includes the start "
-        "(every process imports torch and makes its environments), the evaluation and the end.",
+        f"ALE/Pong-v5 --actors 2 --total-steps {dqn_steps}` (4 rounds of {dqn_steps // 4} environment steps, half "
+        "by each actor, 4 updates after each, one evaluation episode at the end), *main* with `--processes no`, "
+        "*federated* with `--processes yes` (each actor a federate); training is the time the program reports, the "
+        "whole run includes the start (every process imports torch and makes its environments), the evaluation and "
+        "the end.",
         "",
         "| program | main | federated | federated / main | same results |",
         "|---|---:|---:|---:|---|",
