@@ -24,7 +24,7 @@ from lfpy.runtime import checkpoint, federation
 from lfpy.runtime.environment import Environment
 from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.federation import federates
-from lfpy.runtime.signals import StopOnSignals
+from lfpy.runtime.signals import NotYetRunning, StopOnSignals
 from lfpy.runtime.tag import Tag
 
 
@@ -152,6 +152,31 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     built = build(path, diags)
     if built is None:
         return 1 if diags.has_errors else 0
+    # A federated program's other processes (a federated reactor of one federate has none) build and
+    # load it while this one does.
+    main = built.elaborated.main.reactor
+    count = len(federates(built.elaborated)) if main.federated else 1
+    launched = {k: federation.launch(main.loc.file, k, restoring=resume is not None) for k in range(1, count)}
+    if not launched:
+        return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None)
+    # A Ctrl-C from now on is a stop, as while the federates start and during the run: once they are
+    # up, the startup reactions run and then the shutdown reactions (a second one ends at once).
+    stops = StopOnSignals(NotYetRunning())
+    try:
+        with stops:
+            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops)
+    except KeyboardInterrupt:  # the second Ctrl-C
+        print("interrupted", file=sys.stderr, flush=True)
+        return stops.sched.interrupt_status
+    finally:
+        federation.abandon(launched)  # those the program did not get to use
+
+
+def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
+               fast: bool | None, resume: str | None, launched: dict[int, federation.Launched],
+               stops: StopOnSignals | None) -> int:
+    """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
+    handles Ctrl-C and SIGTERM meanwhile)."""
     identity = checkpoint.program_identity(built.source, _parameters(built.elaborated))
     saved: tuple[Tag, bytes] | None = None
     if resume is not None:
@@ -164,8 +189,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     if namespace is None:
         return 1
     props = built.elaborated.target_properties
-    federated = built.elaborated.main.reactor.federated and len(federates(built.elaborated)) > 1
-    owned = federation.instances_of(built.elaborated, 0) if federated else None
+    owned = federation.instances_of(built.elaborated, 0) if launched else None
     try:
         env = Environment(
             built.elaborated, namespace, built.class_names,
@@ -188,8 +212,9 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
             return 1
     trace_path = os.environ.get("LFPY_TRACE")
     trace: list | None = [] if trace_path else None
-    if federated:
-        status = _run_federated(env, built, trace, diags, elsewhere)
+    if stops is not None:
+        stops.hand_over(env.sched)
+        status = _run_federated(env, built, trace, diags, elsewhere, launched)
     else:
         status = env.run(trace)
     if trace_path and trace is not None:
@@ -202,6 +227,15 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
 def load(built: Built) -> dict[str, object] | None:
     """Run the generated module (its preambles) with the program's folders on the import path;
     its namespace, or None when a preamble failed (reported)."""
+    try:
+        return load_module(built)
+    except Exception as exc:  # a preamble failed at import time
+        _report_user_failure(built, exc, "preamble")
+        return None
+
+
+def load_module(built: Built) -> dict[str, object]:
+    """`load`, raising what a preamble raises."""
     props = built.elaborated.target_properties
     # A module that pickle can find: values of classes a preamble defines cross between federates.
     module = types.ModuleType("lf_program")
@@ -218,40 +252,35 @@ def load(built: Built) -> dict[str, object] | None:
     for entry in files if isinstance(files, list) else [files]:
         where = source_dir / str(entry)
         sys.path.insert(0, str(where if where.is_dir() else where.parent))
-    try:
-        exec(_relocated(built.code, built.line_map), namespace)
-    except Exception as exc:  # a preamble failed at import time
-        _report_user_failure(built, exc, "preamble")
-        return None
+    exec(_relocated(built.code, built.line_map), namespace)
     return namespace
 
 
 def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics,
-                   restored: dict[str, dict] | None) -> int:
-    """Run a federated program with its federates in processes (federation.py); `restored`: resumed
-    from a checkpoint, the saved state of the reactors in the federates' processes."""
+                   restored: dict[str, dict] | None, launched: dict[int, federation.Launched]) -> int:
+    """Run a federated program with its federates in processes (federation.py), started already
+    (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
+    federates' processes."""
     lf_file = built.elaborated.main.reactor.loc
     fed = federation.Federation(env, lf_file.file, trace is not None)
     fed.restored = restored
     env.sched.federation = fed
-    # A Ctrl-C while the federates start is a stop as during the run: once they are up, the
-    # startup reactions run and then the shutdown reactions (a second one ends at once).
-    with StopOnSignals(env.sched):
-        try:
-            fed.start()
-        except federation.FederationError as exc:
-            fed.kill()
-            diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))
-            return 1
-        except KeyboardInterrupt:
-            fed.kill()
-            print("interrupted", file=sys.stderr, flush=True)
-            return env.sched.interrupt_status
-        try:
-            status = env.run(trace)
-        except BaseException:
-            fed.kill()
-            raise
+    # Signals are handled by run_file's StopOnSignals, which acts on this scheduler now.
+    try:
+        fed.start(launched)
+    except federation.FederationError as exc:
+        fed.kill()
+        diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))
+        return 1
+    except KeyboardInterrupt:
+        fed.kill()
+        print("interrupted", file=sys.stderr, flush=True)
+        return env.sched.interrupt_status
+    try:
+        status = env.run(trace)
+    except BaseException:
+        fed.kill()
+        raise
     fed.close()
     return 1 if fed.dead and status == 0 else status
 

@@ -6,13 +6,15 @@ coordinator instead), says it is ready, and runs the reactions it is sent until 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import io
 import os
 import signal
 import sys
 from pathlib import Path
 
-from lfpy.build import _report_user_failure, _source_map, build, load
+from lfpy.build import Built, _report_user_failure, _source_map, build, load_module
 from lfpy.diagnostics import Diagnostics
 from lfpy.loader import package_root
 from lfpy.runtime import federation
@@ -31,6 +33,14 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
+def _failure_report(built: Built, exc: Exception, what: str) -> str:
+    """The report `_report_user_failure` prints, as text."""
+    report = io.StringIO()
+    with contextlib.redirect_stderr(report):
+        _report_user_failure(built, exc, what)
+    return report.getvalue()
+
+
 def main(argv: list[str]) -> int:
     path, index = argv[0], int(argv[1])
     requests = PipeChannel(read_fd=int(argv[2]))
@@ -38,16 +48,17 @@ def main(argv: list[str]) -> int:
     own = PipeChannel(write_fd=int(argv[4]))
     _die_with_parent()
     federation.whole_lines()
+    # What goes wrong before this federate is ready is sent to the coordinator, which shows it only
+    # if it got that far itself (a failing preamble is reported once, by the coordinator).
     diags = Diagnostics()
     built = build(path, diags, write=False)
     if built is None:
-        if diags.items:
-            print(diags.render_all(), file=sys.stderr)
-        answers.send(("failed",))
+        answers.send(("failed", diags.render_all() + "\n" if diags.items else ""))
         return 1
-    namespace = load(built)
-    if namespace is None:
-        answers.send(("failed",))
+    try:
+        namespace = load_module(built)
+    except Exception as exc:  # a preamble failed at import time
+        answers.send(("failed", _failure_report(built, exc, "preamble")))
         return 1
     try:
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
@@ -55,8 +66,7 @@ def main(argv: list[str]) -> int:
                           restoring="--restoring" in argv[5:], owned=federation.instances_of(built.elaborated, index),
                           scheduler=federation.FederateScheduler)
     except Exception as exc:  # a state variable's or parameter's initial value failed
-        _report_user_failure(built, exc, "initializing the reactors")
-        answers.send(("failed",))
+        answers.send(("failed", _failure_report(built, exc, "initializing the reactors")))
         return 1
     env.sched.source_map = _source_map(built)
     answers.send(("ready",))

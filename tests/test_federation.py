@@ -333,6 +333,83 @@ federated reactor {
     assert_no_federates_left(tmp_path)
 
 
+def test_federates_load_the_program_while_lfrl_does(tmp_path: Path) -> None:
+    # lfrl's process waits in its preamble until both federates have begun theirs: they were started
+    # as soon as the program compiled (before, only once lfrl's process had loaded it: 20 s here).
+    log = tmp_path / "loads.txt"
+    result = run_lf(tmp_path, f"""target Python
+preamble {{=
+  import os, sys, time
+  LOG = {str(log)!r}
+  if os.path.basename(sys.argv[0]) == "federate.py":
+    with open(LOG, "a") as f:
+      f.write("federate\\n")
+  else:
+    waited = 0.0
+    while (not os.path.exists(LOG) or open(LOG).read().count("federate") < 2) and waited < 20:
+      time.sleep(0.01)
+      waited += 0.01
+    with open(LOG, "a") as f:
+      f.write("lfrl\\n")
+=}}
+reactor R(bank_index = 0) {{
+  reaction(startup) {{= print("started", self.bank_index) =}}
+}}
+federated reactor {{
+  r = new[3] R()
+}}
+""")
+    assert result.returncode == 0, result.stderr
+    assert log.read_text().split() == ["federate", "federate", "lfrl"]
+    assert sorted(result.stdout.splitlines()) == ["started 0", "started 1", "started 2"]
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_while_lfrl_loads_a_federated_program_is_a_stop(tmp_path: Path, presses: int) -> None:
+    result = run_lf(tmp_path, """target Python
+preamble {=
+  import os, signal, sys
+  if os.path.basename(sys.argv[0]) != "federate.py":
+    for _ in range(PRESSES):
+      signal.raise_signal(signal.SIGINT)  # the federates are starting meanwhile
+=}
+reactor R(bank_index = 0) {
+  reaction(startup) {= print("started", self.bank_index) =}
+  reaction(shutdown) {= print("shut down", self.bank_index) =}
+}
+federated reactor {
+  r = new[3] R()
+}
+""".replace("PRESSES", str(presses)))
+    assert result.returncode == 130, result.stderr
+    if presses == 1:
+        assert sorted(result.stdout.splitlines()) == [f"{what} {i}" for what in ("shut down", "started")
+                                                      for i in range(3)]
+        assert result.stderr == ("Ctrl-C: stopping after this tag; shutdown reactions run "
+                                 "(press Ctrl-C again to end at once)\n")
+    else:  # the second ends it at once
+        assert (result.stdout, result.stderr) == ("", "interrupted\n")
+    assert_no_federates_left(tmp_path)
+
+
+def test_a_failing_preamble_of_a_federated_program_is_reported_once(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+preamble {=
+  raise RuntimeError("no GPU here")
+=}
+reactor R(bank_index = 0) {
+  reaction(startup) {= print("started", self.bank_index) =}
+}
+federated reactor {
+  r = new[3] R()
+}
+""")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("error: preamble failed") == 1, result.stderr
+    assert "Test.lf:3:3: error: preamble failed: RuntimeError: no GPU here" in result.stderr, result.stderr
+    assert_no_federates_left(tmp_path)
+
+
 def test_a_later_reaction_replaces_an_output_across_federates(tmp_path: Path) -> None:
     result = run_lf(tmp_path, """target Python
 reactor Twice {

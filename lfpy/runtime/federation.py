@@ -140,6 +140,44 @@ def whole_lines() -> None:
             stream.reconfigure(line_buffering=True, write_through=False)
 
 
+class Launched(NamedTuple):
+    """A federate's process as `launch` started it, with lfrl's ends of the pipes it talks on."""
+
+    process: subprocess.Popen
+    requests: int  # written here
+    answers: int  # read here
+    own: int  # what it sends on its own, read here
+
+
+def launch(lf_path: str, k: int, restoring: bool) -> Launched:
+    """Start federate k's process (`python -m lfpy.federate`). It builds the program and its
+    reactors on its own, so lfrl starts it as soon as the program compiles: meanwhile lfrl's own
+    process loads the program too. It reports a failure to start only to lfrl's process
+    (`Federation.await_ready`), which shows it if the federation got that far."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
+    req_r, req_w = os.pipe()
+    ans_r, ans_w = os.pipe()
+    own_r, own_w = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lfpy.federate", lf_path, str(k), str(req_r), str(ans_w), str(own_w),
+         *(["--restoring"] if restoring else [])],
+        pass_fds=(req_r, ans_w, own_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
+    for fd in (req_r, ans_w, own_w):
+        os.close(fd)
+    return Launched(process, req_w, ans_r, own_r)
+
+
+def abandon(launched: dict[int, Launched]) -> None:
+    """End federate processes `launch` started for a program that ends before they are used."""
+    for started in launched.values():
+        if started.process.poll() is None:
+            started.process.kill()
+        started.process.wait()
+        for fd in (started.requests, started.answers, started.own):
+            os.close(fd)
+
+
 class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
@@ -182,12 +220,14 @@ class Federation:
 
     # ------------------------------------------------------------ processes
 
-    def start(self) -> None:
-        """Start every federate but the first and wait until each has built its reactors; raises
-        FederationError naming the first that could not."""
+    def start(self, launched: dict[int, Launched] | None = None) -> None:
+        """Start every federate but the first (`launched`: those whose processes `launch` started
+        already) and wait until each has built its reactors; raises FederationError naming the first
+        that could not."""
         whole_lines()
-        for k in range(1, len(self.names)):
-            self.spawn(k)
+        launched = launched if launched is not None else {}
+        for k in range(1, len(self.names)):  # `launched` keeps those not adopted (none, unless this raises)
+            self.adopt(k, launched.pop(k) if k in launched else launch(self.lf_path, k, self.env.restoring))
         for k in range(1, len(self.names)):
             self.await_ready(k)
             if self.restored is not None:
@@ -207,39 +247,33 @@ class Federation:
 
         self.sched.on_start = on_start
 
-    def spawn(self, k: int) -> None:
-        """Start federate k's process (`python -m lfpy.federate`) with the pipes it talks on."""
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
-        req_r, req_w = os.pipe()
-        ans_r, ans_w = os.pipe()
-        asy_r, asy_w = os.pipe()
-        restoring = ["--restoring"] if self.env.restoring else []
-        self.processes[k] = process = subprocess.Popen(
-            [sys.executable, "-m", "lfpy.federate", self.lf_path, str(k), str(req_r), str(ans_w), str(asy_w),
-             *restoring],
-            pass_fds=(req_r, ans_w, asy_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
-        for fd in (req_r, ans_w, asy_w):
-            os.close(fd)
-        self.requests[k] = PipeChannel(write_fd=req_w, shared=self.segments)
-        self.answers[k] = PipeChannel(read_fd=ans_r)
-        threading.Thread(target=self._listen, args=(k, process, PipeChannel(read_fd=asy_r)), daemon=True,
-                         name=f"lf-federate-{k}").start()
+    def adopt(self, k: int, launched: Launched) -> None:
+        """Talk to federate k's process `launch` started: its channels, and a thread that listens to
+        what it sends on its own."""
+        self.processes[k] = launched.process
+        self.requests[k] = PipeChannel(write_fd=launched.requests, shared=self.segments)
+        self.answers[k] = PipeChannel(read_fd=launched.answers)
+        threading.Thread(target=self._listen, args=(k, launched.process, PipeChannel(read_fd=launched.own)),
+                         daemon=True, name=f"lf-federate-{k}").start()
 
     def await_ready(self, k: int) -> None:
-        """Wait until federate k has built its reactors; FederationError if it could not."""
+        """Wait until federate k has built its reactors; FederationError if it could not (with what
+        it reported, printed here: only a federate this process waits for has its errors shown)."""
         try:
             answer = self.answers[k].receive()
         except EOFError:
             raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
         if answer != ("ready",):
+            if answer[0] == "failed":  # type: ignore[index]
+                sys.stderr.write(answer[1])  # type: ignore[index]
+                sys.stderr.flush()
             raise FederationError(f"federate {self.names[k]} did not start (see the errors above)")
 
     def restart(self, k: int, effective: Tag) -> bool:
         """A new process of federate k (a transient federate joining at tag `effective`); False if it
         could not start (reported: the program stops)."""
         try:
-            self.spawn(k)
+            self.adopt(k, launch(self.lf_path, k, self.env.restoring))
             self.await_ready(k)
         except FederationError as exc:
             with self._lost_lock:  # its listener may have found it gone and said so already

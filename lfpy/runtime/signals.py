@@ -24,12 +24,28 @@ if TYPE_CHECKING:
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+class NotYetRunning:
+    """What `StopOnSignals` acts on before the scheduler exists (a federated program loading while
+    its federates start): it records the signal, which `hand_over` passes on."""
+
+    def __init__(self) -> None:
+        self.stop_signal: int | None = None
+        self.interrupt_status = 130
+        self.cond = threading.Condition()
+
+
 class StopOnSignals:
     """A context manager around `Scheduler.run`'s loop."""
 
-    def __init__(self, sched: Scheduler) -> None:
+    def __init__(self, sched: Scheduler | NotYetRunning) -> None:
         self.sched = sched
         self.previous: dict[int, object] = {}
+
+    def hand_over(self, sched: Scheduler) -> None:
+        """Act on `sched` from now on, which takes the stop a signal asked for so far."""
+        if sched.stop_signal is None:
+            sched.stop_signal = self.sched.stop_signal
+        self.sched = sched
 
     def __enter__(self) -> StopOnSignals:
         if threading.current_thread() is not threading.main_thread():
