@@ -209,10 +209,10 @@ class PipeChannel:
         out.seek(0)
         out.truncate()
         self._spans = spans = []
-        pickler.clear_memo()
         try:
             pickler.dump(message)
-        finally:
+        finally:  # the message's objects are not kept alive until the next one
+            pickler.clear_memo()
             pickler.storages.clear()
         data = out.getvalue()
         if not spans:
