@@ -220,14 +220,13 @@ class Federation:
 
     # ------------------------------------------------------------ processes
 
-    def start(self, launched: dict[int, Launched] | None = None) -> None:
-        """Start every federate but the first (`launched`: those whose processes `launch` started
-        already) and wait until each has built its reactors; raises FederationError naming the first
-        that could not."""
+    def start(self, launched: dict[int, Launched]) -> None:
+        """Take over the processes `launch` started for every federate but the first (they leave
+        `launched`) and wait until each has built its reactors; raises FederationError naming the
+        first that could not."""
         whole_lines()
-        launched = launched if launched is not None else {}
-        for k in range(1, len(self.names)):  # `launched` keeps those not adopted (none, unless this raises)
-            self.adopt(k, launched.pop(k) if k in launched else launch(self.lf_path, k, self.env.restoring))
+        for k in range(1, len(self.names)):
+            self.adopt(k, launched.pop(k))
         for k in range(1, len(self.names)):
             self.await_ready(k)
             if self.restored is not None:
