@@ -392,6 +392,22 @@ federated reactor {
     assert_no_federates_left(tmp_path)
 
 
+def test_a_failing_initialiser_in_lfrls_process_ends_the_started_federates(tmp_path: Path) -> None:
+    result = run_lf(tmp_path, """target Python
+reactor R(bank_index = 0) {
+  state table = {= {1: "b", 2: "c"}[self.bank_index] =}
+  reaction(startup) {= print("started", self.bank_index) =}
+}
+federated reactor {
+  r = new[3] R()
+}
+""")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.count(": error: ") == 1, result.stderr
+    assert "Test.lf:3:3: error: initializing the reactors failed" in result.stderr and "KeyError: 0" in result.stderr
+    assert_no_federates_left(tmp_path)
+
+
 def test_a_failing_preamble_of_a_federated_program_is_reported_once(tmp_path: Path) -> None:
     result = run_lf(tmp_path, """target Python
 preamble {=
