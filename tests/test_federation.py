@@ -315,21 +315,28 @@ federated reactor {
     assert_no_federates_left(tmp_path)
 
 
-def test_a_federate_that_cannot_start_is_reported_before_the_program_runs(tmp_path: Path) -> None:
+@pytest.mark.parametrize("failing", [1, 0], ids=["in-a-federate", "in-lfrls-process"])
+def test_a_reactor_that_cannot_be_initialised_is_reported_before_the_program_runs(tmp_path: Path,
+                                                                                  failing: int) -> None:
+    table = {k: "abc"[k] for k in range(3) if k != failing}
     result = run_lf(tmp_path, """target Python
 reactor R(bank_index = 0) {
-  state table = {= {0: "a", 2: "c"}[self.bank_index] =}
+  state table = {= TABLE[self.bank_index] =}
   reaction(startup) {= print("started", self.bank_index) =}
 }
 federated reactor {
   r = new[3] R()
 }
-""")
+""".replace("TABLE", repr(table)))
     assert result.returncode == 1
     assert result.stdout == ""
     assert "Test.lf:3:3: error: initializing the reactors failed" in result.stderr, result.stderr
-    assert "KeyError: 1" in result.stderr
-    assert re.search(r"Test.lf:6:1: error: federate r\[1\] did not start \(see the errors above\)", result.stderr)
+    assert f"KeyError: {failing}" in result.stderr
+    if failing:  # the federate's report, shown by lfrl's process, then which federate
+        assert re.search(r"Test.lf:6:1: error: federate r\[1\] did not start \(see the errors above\)",
+                         result.stderr)
+    else:  # the federates started meanwhile end without a word
+        assert result.stderr.count(": error: ") == 1, result.stderr
     assert_no_federates_left(tmp_path)
 
 
@@ -389,22 +396,6 @@ federated reactor {
                                  "(press Ctrl-C again to end at once)\n")
     else:  # the second ends it at once
         assert (result.stdout, result.stderr) == ("", "interrupted\n")
-    assert_no_federates_left(tmp_path)
-
-
-def test_a_failing_initialiser_in_lfrls_process_ends_the_started_federates(tmp_path: Path) -> None:
-    result = run_lf(tmp_path, """target Python
-reactor R(bank_index = 0) {
-  state table = {= {1: "b", 2: "c"}[self.bank_index] =}
-  reaction(startup) {= print("started", self.bank_index) =}
-}
-federated reactor {
-  r = new[3] R()
-}
-""")
-    assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr.count(": error: ") == 1, result.stderr
-    assert "Test.lf:3:3: error: initializing the reactors failed" in result.stderr and "KeyError: 0" in result.stderr
     assert_no_federates_left(tmp_path)
 
 
