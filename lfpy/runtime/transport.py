@@ -261,7 +261,7 @@ class PipeChannel:
             self._pending = b""
             view = memoryview(body)
             while have < size:
-                have += self._wait_for(lambda rest=view[have:]: os.readv(self.read_fd, [rest]))  # type: ignore[arg-type]
+                have += self._wait_for(os.readv, [view[have:]])
             return kind, body
         while len(buffer) < end:
             buffer += self._read_some(4096)
@@ -270,16 +270,16 @@ class PipeChannel:
 
     def _read_some(self, most: int) -> bytes:
         """Up to `most` bytes, at least one."""
-        return self._wait_for(lambda: os.read(self.read_fd, most))  # type: ignore[arg-type]
+        return self._wait_for(os.read, most)
 
-    def _wait_for(self, read: Any) -> Any:
-        """What `read` (a non-blocking read of at least one byte) returns once the pipe has
+    def _wait_for(self, read: Any, into: Any) -> Any:
+        """What `read(fd, into)` (`os.read` or `os.readv`, non-blocking) returns once the pipe has
         something: polled for a while, then waited for; EOFError if the writer has gone."""
         assert self.read_fd is not None
         deadline = time.perf_counter_ns() + POLL_NS
         while True:
             try:
-                got = read()
+                got = read(self.read_fd, into)
             except BlockingIOError:
                 if time.perf_counter_ns() < deadline:
                     os.sched_yield()
