@@ -63,7 +63,7 @@ from common import (
 )
 from tqdm import tqdm
 
-LFRL = [sys.executable, "-m", "generator.cli"]
+LFRL = [sys.executable, "-m", "lfrl"]
 SIZE = 2_500_000  # float32 values: 10 MB
 DISTINCT = 8  # arrays sent in turn
 WARMUP = 3  # rounds before the clock starts (segments, actors' first calls)

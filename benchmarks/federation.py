@@ -112,7 +112,7 @@ main reactor {
 """
 
 
-LFRL = [sys.executable, "-m", "generator.cli"]
+LFRL = [sys.executable, "-m", "lfrl"]
 
 # A program's form -> (its result, {row: value}); the rows of one case come from the same runs.
 Case = Callable[[bool], tuple[str, dict[str, float]]]

@@ -127,7 +127,7 @@ def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
         flags += ["--double", "no"]
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / f"{algo}.lf"
-        lfrl = [sys.executable, "-m", "generator.cli"]
+        lfrl = [sys.executable, "-m", "lfrl"]
         subprocess.run([*lfrl, "gen", algo, *flags, "-o", str(program)], check=True, cwd=ROOT, capture_output=True)
         start = time.perf_counter()
         subprocess.run([*lfrl, "run", str(program)], check=True, cwd=ROOT, capture_output=True)

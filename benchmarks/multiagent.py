@@ -78,7 +78,7 @@ SEED = 0
 # machine's speed drifts by tens of percent within a minute: more, shorter rounds beat fewer, longer ones.
 STEPS = {3: 2000, 6: 800, 10: 300}
 QUICK_SCALE = 0.3
-LFRL = [sys.executable, "-m", "generator.cli"]
+LFRL = [sys.executable, "-m", "lfrl"]
 NAMES = ("lfrl", "Ray", "batched single process")
 TARGET_RAY, TARGET_BOUND = 8.0, 0.9
 

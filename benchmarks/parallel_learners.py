@@ -27,7 +27,7 @@ from tqdm import tqdm
 
 def run(net: str, learners: int, threads: int, steps: int) -> tuple[float, str]:
     """(updates/s, weights checksum) of one run."""
-    lfrl = [sys.executable, "-m", "generator.cli"]
+    lfrl = [sys.executable, "-m", "lfrl"]
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / "sac.lf"
         subprocess.run([*lfrl, "gen", "sac", "--net-arch", net, "--learners", str(learners), "--total-steps",

@@ -79,7 +79,7 @@ from common import (
 )
 
 sys.path.insert(0, str(ROOT))  # this checkout's lfrl, as `lfrl run` from ROOT imports it
-LFRL = [sys.executable, "-m", "generator.cli"]
+LFRL = [sys.executable, "-m", "lfrl"]
 ENV_ID = "CartPole-v1"
 SEED = 0
 ROUNDS, QUICK_ROUNDS = 500, 40

@@ -369,7 +369,7 @@ def run_lf(bench: Bench, size: dict[str, int], folder: Path) -> tuple[str, float
     if not path.exists():
         path.parent.mkdir(parents=True)
         path.write_text(lf_source(bench, size))
-    out = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path)], capture_output=True, text=True,
                          cwd=ROOT, check=False, timeout=WAIT_S)
     check = re.search(r"^check: (.*)$", out.stdout, re.M)
     elapsed = re.search(r"^elapsed: ([\d.]+)$", out.stdout, re.M)

@@ -52,7 +52,7 @@ import numpy as np
 from common import CPUS, RESULTS, ROOT, Machine, Summary, ratio_spread, ray_session, write_summary
 from tqdm import tqdm
 
-LFRL = [sys.executable, "-m", "generator.cli"]
+LFRL = [sys.executable, "-m", "lfrl"]
 warnings.filterwarnings("ignore", message=".*precision lowered by casting")  # EnvPool's float64 Box bounds
 
 # Samples per measurement, by environment and N: about a second for the contenders that step in

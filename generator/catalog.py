@@ -8,6 +8,7 @@ program and its imports stand on their own (for lfpy and for the real lfc alike)
 from __future__ import annotations
 
 import importlib
+import importlib.resources
 import math
 import os
 import re
@@ -22,9 +23,18 @@ import jinja2
 from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze
 
-ROOT = Path(__file__).resolve().parent.parent
-TEMPLATES = ROOT / "templates"
-LIBRARY = ROOT / "lf" / "lib"
+
+def _data(package: str) -> Path:
+    """The folder of a data package installed with lfrl (templates/ and lf/lib/ of the source tree,
+    installed inside this package), found through importlib.resources."""
+    folder = importlib.resources.files(package)
+    if not isinstance(folder, Path) or not folder.is_dir():  # a zipped install: cookiecutter needs files
+        raise RuntimeError(f"lfrl's {package} is not a folder on disk ({folder}); install lfrl unzipped")
+    return folder
+
+
+TEMPLATES = _data("generator.templates")
+LIBRARY = _data("generator.library")
 
 
 # Checks of values that name paths (relative to the program's folder), all written into string
@@ -45,7 +55,8 @@ class Param:
     min: float | None = None
     max: float | None = None
     # 'env_id' (a gymnasium environment id), one of PATHS ('file', 'folder', 'input'), 'net_arch' (layer
-    # sizes such as 256,256), 'auto_or_number' ("auto" or a number), 'module' (a Python module name)
+    # sizes such as 256,256), 'auto_or_number' ("auto" or a number), 'ent_coef' (SAC's: auto, auto_X or a
+    # number), 'module' (a Python module name)
     check: str | None = None
     default_text: str | None = None  # how --help shows a default computed from other values
 
@@ -81,10 +92,9 @@ class Param:
                 raise TemplateError(f"{self.flag}: expected yes or no, got {text!r}")
             return lowered in ("true", "1", "yes")
         if self.type is int:
-            try:
-                value: object = int(text)
-            except ValueError:
-                raise TemplateError(f"{self.flag}: expected a whole number, got {text!r}") from None
+            value: object = whole_number(text)
+            if value is None:
+                raise TemplateError(f"{self.flag}: expected a whole number, got {text!r}")
         elif self.type is float:
             try:
                 value = float(text)
@@ -119,14 +129,38 @@ class Param:
         if self.check == "net_arch" and not re.fullmatch(r"[1-9][0-9]{0,5}(,[1-9][0-9]{0,5})*", str(value)):
             raise TemplateError(f"{self.flag}: hidden layer sizes separated by commas, such as 256,256, got {value!r}")
         if self.check == "auto_or_number" and value != "auto":
-            try:
-                number = float(str(value))
-            except ValueError:
-                number = math.nan
-            if not math.isfinite(number):
+            number = finite_number(str(value))
+            if number is None:
                 raise TemplateError(f"{self.flag}: expected auto or a number, got {value!r}")
+        if self.check == "ent_coef":
+            # Stable-Baselines3's forms: a fixed coefficient, auto (tuned from 1), auto_X (tuned from X).
+            text = str(value)
+            number = finite_number(text[5:] if text.startswith("auto_") else text) if text != "auto" else 1.0
+            if number is None:
+                raise TemplateError(f"{self.flag}: expected auto, auto_X (tuned, starting at X) or a number, got "
+                                    f"{value!r}")
+            if number <= 0:
+                raise TemplateError(f"{self.flag}: the entropy coefficient must be positive, got {value!r}")
         if self.check == "module" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", str(value)):
             raise TemplateError(f"{self.flag}: expected a Python module name such as my_networks, got {value!r}")
+
+
+def whole_number(text: str) -> int | None:
+    """`text` as a whole number, also when written as a float (`1e5`, `2000.0`, as users type
+    Stable-Baselines3's budgets); None if it is not one."""
+    try:
+        return int(text)
+    except ValueError:
+        number = finite_number(text)
+        return int(number) if number is not None and number.is_integer() else None
+
+
+def finite_number(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def check_env_id(env_id: str, flag: str) -> None:
@@ -336,8 +370,8 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
             )
         if algo == "sac":
             specific += (
-                Param("ent_coef", str, "auto", "entropy coefficient alpha: auto (tuned, starting at 1) or a number",
-                      check="auto_or_number"),
+                Param("ent_coef", str, "auto", "entropy coefficient alpha: auto (tuned, starting at 1), auto_X (tuned, "
+                      "starting at X) or a number", check="ent_coef"),
                 Param("target_entropy", str, "auto", "entropy target of auto tuning: auto (-action dimensions) or "
                       "a number", check="auto_or_number"),
             )
@@ -389,7 +423,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
         if algo == "ddpg":  # TD3 without its three additions
             config.update(policy_delay=1, target_policy_noise=0.0, target_noise_clip=0.0)
         for key in ("ent_coef", "target_entropy"):
-            if key in config and config[key] != "auto":
+            if key in config and not str(config[key]).startswith("auto"):
                 config[key] = float(str(config[key]))
         return {"algo": algo, "algo_title": LEARNER_TITLES[algo], "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
                 "config": config, "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
@@ -591,26 +625,3 @@ def _place(tpl: Template, source: str, out: Path) -> None:
     (out.parent / "lib").mkdir(exist_ok=True)
     for path, data in _files(tpl, source, out):
         path.write_bytes(data)
-
-
-# `lfrl new` asks for one count; each template names its parallel members differently.
-MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "agents",
-                "dqn": "actors", "ddpg": "actors", "td3": "actors", "sac": "actors"}
-
-
-def project_values(program: str, env_id: str, workers: str, seed: str, processes: str = "no") -> dict[str, object]:
-    """The template values of a project's answers (strings), validated; progress bars on (`make
-    run` shows them; the project's tests compare standard output only). Answers that the program
-    has no parameter for are left out (`lfrl new` refuses them as flags); asking for child
-    processes where the program has none is an error."""
-    tpl = template(program)
-    params = {p.name: p for p in tpl.params}
-    if "processes" not in params and processes == "yes":
-        raise TemplateError(f"--processes is not an option of template {program!r}")
-    answers = {"env_id": env_id, MEMBER_COUNT[program]: workers, "seed": seed, "processes": processes}
-    values: dict[str, object] = {name: params[name].parse(text) for name, text in answers.items() if name in params}
-    if "progress" in params:
-        values["progress"] = True
-    if tpl.derive is not None:
-        tpl.derive({**tpl.defaults(), **values})  # cross-parameter checks, before anything is written
-    return values

@@ -5,14 +5,23 @@ giving one as a flag is an error."""
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
 
 import jinja2
 from slugify import slugify
 
-from generator.catalog import MEMBER_COUNT, TemplateError, template
+from generator.catalog import TemplateError, template
 
+# `lfrl new` asks for one count; each template names its parallel members differently.
+MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "agents",
+                "dqn": "actors", "ddpg": "actors", "td3": "actors", "sac": "actors"}
 FLAGS = {"project_name": "--project-name", "program": "--template", "env_id": "--env-id", "workers": "--workers",
          "seed": "--seed", "processes": "--processes"}
 # Answers that only some templates take: the template's parameter of the same name.
@@ -22,6 +31,27 @@ OPTIONAL = ("env_id", "processes")
 def project_slug(name: str) -> str:
     """The project's folder name, as the template computes it (cookiecutter's `slugify` filter)."""
     return slugify(name, separator="_")
+
+
+def install_source() -> str:
+    """What a generated project's `make setup` gives pip to install this lfrl (its Makefile's
+    LFRL_SOURCE): the folder or file it was installed from (PEP 610's direct_url.json), a version
+    from the package index, or the source tree it runs from when it is not installed."""
+    try:
+        dist = metadata.distribution("lfrl")
+    except metadata.PackageNotFoundError:
+        return str(Path(__file__).resolve().parent.parent)
+    text = dist.read_text("direct_url.json")
+    if not text:
+        return f"lfrl=={dist.version}"
+    origin = json.loads(text)
+    url = origin.get("url", "")
+    if "vcs_info" in origin:
+        commit = origin["vcs_info"].get("commit_id")
+        return f"lfrl @ {origin['vcs_info']['vcs']}+{url}" + (f"@{commit}" if commit else "")
+    if url.startswith("file:"):
+        return urllib.request.url2pathname(urllib.parse.urlparse(url).path)
+    return f"lfrl @ {url}"
 
 
 def takes(program: str, key: str) -> bool:
@@ -45,7 +75,7 @@ def check_answer(key: str, value: str, program: str) -> None:
     try:
         param.parse(value)
     except TemplateError as exc:  # the template's flag (--actors, say) is `lfrl new`'s --workers
-        raise TemplateError(str(exc).replace(param.flag, FLAGS[key], 1)) from None
+        raise TemplateError(in_new_terms(str(exc), program)) from None
 
 
 def default_answer(key: str, program: str, defaults: dict[str, object]) -> object:
@@ -102,3 +132,39 @@ def ask(given: dict[str, str], defaults: dict[str, object], read: Callable[[str]
             answers[key] = answer
             break
     return answers
+
+
+def project_values(program: str, env_id: str, workers: str, seed: str, processes: str = "no") -> dict[str, object]:
+    """The template values of a project's answers (strings), validated; progress bars on (`make
+    run` shows them; the project's tests compare standard output only). Answers that the program
+    has no parameter for are left out (`lfrl new` refuses them as flags); asking for child
+    processes where the program has none is an error. Refusals name `lfrl new`'s flags."""
+    tpl = template(program)
+    params = {p.name: p for p in tpl.params}
+    if "processes" not in params and processes == "yes":
+        raise TemplateError(f"--processes is not an option of template {program!r}")
+    answers = {"env_id": env_id, MEMBER_COUNT[program]: workers, "seed": seed, "processes": processes}
+    try:
+        values: dict[str, object] = {name: params[name].parse(text) for name, text in answers.items()
+                                     if name in params}
+        if "progress" in params:
+            values["progress"] = True
+        if tpl.derive is not None:
+            tpl.derive({**tpl.defaults(), **values})  # cross-parameter checks, before anything is written
+    except TemplateError as exc:
+        raise TemplateError(in_new_terms(str(exc), program)) from None
+    return values
+
+
+def in_new_terms(message: str, program: str) -> str:
+    """A template's refusal as `lfrl new` says it: the template's count (`--actors`) is `--workers`,
+    and a value `lfrl new` does not ask for is the template's default."""
+    def flag(match: re.Match[str]) -> str:
+        name = match.group(1).replace("-", "_")
+        if name == MEMBER_COUNT[program]:
+            return "--workers"
+        if name in FLAGS or name == "program":
+            return match.group(0)
+        return f"the {program} template's {match.group(0)}"
+
+    return re.sub(r"(?<![\w-])--([a-z][a-z0-9-]*)", flag, message)

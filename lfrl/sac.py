@@ -7,8 +7,9 @@ Policy: a = tanh(u), u ~ N(mean(s), std(s)^2) with log std clipped to [-20, 2];
 log pi(a|s) = log N(u) - sum log(1 - tanh(u)^2), the last term as 2 (log 2 - u - softplus(-2u)).
 Critics: y = r + discount (1 - done) (min_i Q_target_i(s', a') - alpha log pi(a'|s')), a' ~ pi(s');
 loss 0.5 sum_i mean_j w_j (Q_i(s_j, a_j) - y_j)^2. Actor: mean_j (alpha log pi(a_j|s_j) - min_i Q_i(s_j, a_j)).
-Temperature (`ent_coef` "auto"): log alpha follows -mean(log alpha (log pi + target entropy)), with
-target entropy -dim(A) unless given; a number instead fixes alpha. Targets move by `tau` each update.
+Temperature (`ent_coef` "auto", or "auto_X" to start from X rather than 1): log alpha follows
+-mean(log alpha (log pi + target entropy)), with target entropy -dim(A) unless given; a number instead
+fixes alpha. Targets move by `tau` each update.
 """
 
 from __future__ import annotations
@@ -75,9 +76,11 @@ class SAC(Learner):
         self.actor = nets.gaussian_actor(spec, arch, self.generator)
         self.critics = nets.critics(spec, arch, 2, self.generator)
         self.critics_target = frozen_copy(self.critics)
-        ent_coef = config.get("ent_coef", "auto")
-        self.auto = ent_coef == "auto"
-        self.temperature = Temperature(1.0 if self.auto else float(ent_coef)).requires_grad_(self.auto)
+        # Stable-Baselines3's forms: "auto" (tuned from 1), "auto_X" (tuned from X), or a fixed number.
+        ent_coef = str(config.get("ent_coef", "auto"))
+        self.auto = ent_coef.startswith("auto")
+        initial = float(ent_coef[5:]) if ent_coef.startswith("auto_") else 1.0 if self.auto else float(ent_coef)
+        self.temperature = Temperature(initial).requires_grad_(self.auto)
         target_entropy = config.get("target_entropy", "auto")
         self.target_entropy = -float(spec.action_dim) if target_entropy == "auto" else float(target_entropy)
         self.critic_params, self.actor_params = list(self.critics.parameters()), list(self.actor.parameters())

@@ -49,6 +49,6 @@ def run_lf(tmp_path: Path, source: str, *args: str, name: str = "Test.lf",
     env = dict(os.environ)
     if trace is not None:
         env["LFPY_TRACE"] = str(trace)
-    return subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), *args], capture_output=True,
                           text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120,
                           preexec_fn=default_signals)

@@ -171,7 +171,7 @@ def test_python_errors_when_compiling_point_at_the_lf_file(tmp_path: Path, sourc
 def test_a_main_reactor_takes_any_file_name(tmp_path: Path) -> None:
     for name in ("my-program.lf", "2 fast.lf", "a.b.lf"):
         path = write(tmp_path, "target Python\nmain reactor {\n  reaction(startup) {= print('hi') =}\n}\n", name)
-        result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path)], capture_output=True,
+        result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path)], capture_output=True,
                                 text=True, cwd=Path(__file__).parent.parent, timeout=120)
         assert (result.returncode, result.stdout, result.stderr) == (0, "hi\n", ""), name
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli import main, parse_duration, positive_int
+from lfrl.cli import main, parse_duration, positive_int
 
 
 @pytest.mark.parametrize(
     ("text", "ns"),
-    [("10s", 10_000_000_000), ("500ms", 500_000_000), ("500 ms", 500_000_000), ("2", 2_000_000_000),
+    [("10s", 10_000_000_000), ("500ms", 500_000_000), ("500 ms", 500_000_000), ("0", 0),
      ("1.5min", 90_000_000_000), ("250us", 250_000), ("7ns", 7),
      # LF's own spellings, as in a target's `timeout: 3 sec`
      ("3sec", 3_000_000_000), ("500msec", 500_000_000), ("500 msec", 500_000_000), ("2 minutes", 120_000_000_000),
@@ -27,6 +27,7 @@ def test_parse_duration(text: str, ns: int) -> None:
     ("ten", "invalid duration 'ten'; write e.g. 10s, 500 msec, 2 min"),
     ("3 parsecs", "invalid duration '3 parsecs'; write e.g. 10s, 500 msec, 2 min"),
     ("-1s", "invalid duration '-1s': must not be negative"),
+    ("2", "invalid duration '2': a time needs a unit, as in LF; write e.g. 2s, 2 msec or 2 min"),
 ])
 def test_parse_duration_rejects(text: str, message: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=message):
@@ -47,7 +48,7 @@ def test_run_refuses_zero_workers(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def run_lfrl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "lfrl", *args], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent)
 
 
@@ -98,7 +99,7 @@ def test_deep_nesting_is_a_diagnostic(tmp_path: Path) -> None:
 def test_compile_with_lfc_missing_says_so(tmp_path: Path) -> None:
     program = tmp_path / "Hi.lf"
     program.write_text("target Python\nmain reactor Hi {\n  reaction(startup) {= print('hi') =}\n}\n")
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "compile", "--lfc", str(program)],
+    result = subprocess.run([sys.executable, "-m", "lfrl", "compile", "--lfc", str(program)],
                             capture_output=True, text=True, cwd=Path(__file__).parent.parent,
                             env={"PATH": "/nonexistent"})
     assert result.returncode == 1
@@ -126,7 +127,7 @@ def test_compile_of_a_library_file_generates_nothing(tmp_path: Path) -> None:
 
 
 def test_version() -> None:
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "--version"], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "lfrl", "--version"], capture_output=True, text=True,
                             timeout=60)
     assert (result.returncode, result.stdout, result.stderr) == (0, "lfrl 0.1.0\n", "")
 
@@ -135,7 +136,7 @@ def test_an_unwritable_trace_is_refused_before_the_run(tmp_path: Path) -> None:
     path = tmp_path / "Hi.lf"
     path.write_text("target Python\nmain reactor {\n  reaction(startup) {= print('ran') =}\n}\n")
     env = {**os.environ, "LFPY_TRACE": str(tmp_path / "nonexistent" / "t.jsonl")}
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path)], capture_output=True, text=True,
                             env=env, timeout=120)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == (f"lfrl run: error: LFPY_TRACE: cannot write {tmp_path / 'nonexistent' / 't.jsonl'}: "
@@ -149,10 +150,51 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_after_shutdown(tmp_path: P
     path.write_text("target Python { fast: true }\nmain reactor {\n  timer t(0, 1 msec)\n  state n = 0\n"
                     "  reaction(t) {=\n    self.n += 1\n    print(f'line {self.n}', flush=True)\n  =}\n"
                     f"  reaction(shutdown) {{= open({str(saved)!r}, 'w').write('saved') =}}\n}}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stderr is not None
     assert [proc.stdout.readline(), proc.stdout.readline()] == ["line 1\n", "line 2\n"]
     proc.stdout.close()  # what `head -2` does after its second line
     assert proc.wait(timeout=60) == 141
     assert proc.stderr.read() == "" and saved.read_text() == "saved"
+
+
+def usage_and_error(result: subprocess.CompletedProcess[str]) -> tuple[str, str]:
+    """The first line of a usage message and the error line after it."""
+    lines = result.stderr.splitlines()
+    return lines[0], lines[-1]
+
+
+def test_an_unknown_or_abbreviated_flag_shows_that_subcommands_usage() -> None:
+    result = run_lfrl("run", "x.lf", "--bogus")
+    assert result.returncode == 2
+    assert usage_and_error(result) == ("usage: lfrl run [-h] [--workers WORKERS] [--timeout TIMEOUT] [--fast] [--lfc]",
+                                       "lfrl run: error: unrecognized arguments: --bogus")
+    result = run_lfrl("run", "x.lf", "--work", "2")  # no abbreviation stands for --workers
+    assert usage_and_error(result)[1] == "lfrl run: error: unrecognized arguments: --work 2"
+    result = run_lfrl("gen", "dqn", "--total-st", "5", "-o", "never.lf")
+    assert result.returncode == 2
+    assert usage_and_error(result) == ("usage: lfrl gen dqn [-h] -o OUTPUT [--force] [--env-id TEXT] [--total-steps N]",
+                                       "lfrl gen dqn: error: unrecognized arguments: --total-st 5")
+
+
+def test_gen_help_shows_its_usage_and_the_templates() -> None:
+    result = run_lfrl("gen", "--help")
+    assert (result.returncode, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "usage: lfrl gen [-h] [--list] [TEMPLATE [--param value ...] -o FILE.lf]"
+    assert "templates (lfrl gen TEMPLATE --help shows one's parameters):" in lines
+    assert [line.split()[0] for line in lines[lines.index("templates (lfrl gen TEMPLATE --help shows one's "
+                                                          "parameters):") + 1:]] == \
+        ["sampling", "qlearning", "multiagent", "dqn", "ddpg", "td3", "sac"]
+    result = run_lfrl("gen", "sac", "--help")
+    assert result.returncode == 0 and result.stdout.startswith("usage: lfrl gen sac [-h] -o OUTPUT")
+    assert ("--ent-coef TEXT entropy coefficient alpha: auto (tuned, starting at 1), auto_X (tuned, starting at X) "
+            "or a number [default auto]") in " ".join(result.stdout.split())
+
+
+def test_a_timeout_without_a_unit_is_refused_as_lf_refuses_it() -> None:
+    result = run_lfrl("run", "x.lf", "--timeout", "10")
+    assert result.returncode == 2
+    assert usage_and_error(result)[1] == ("lfrl run: error: argument --timeout: invalid duration '10': a time needs "
+                                          "a unit, as in LF; write e.g. 10s, 10 msec or 10 min")

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.catalog import CATALOG
-from generator.cli import main
+from lfrl.cli import main
 
 EXAMPLES = int(os.environ.get("LFRL_FUZZ_EXAMPLES", "60"))
 VALUES = ["0", "-1", "1", "2", "3", "7", "101", "10000", "1e3", "2.5", "abc", "", " ", "yes", "no", "maybe", "True",

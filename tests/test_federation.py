@@ -223,7 +223,7 @@ main reactor {
   t = new[3] Tick()
 }
 """))
-    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, preexec_fn=default_signals,
                             start_new_session=True)
     assert proc.stdout is not None
@@ -305,7 +305,7 @@ federated reactor {
   b = new[3] Busy()
 }
 """)
-    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, preexec_fn=default_signals)
     assert proc.stdout is not None
     assert proc.stdout.readline() == "running\n"

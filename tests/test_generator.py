@@ -17,7 +17,7 @@ ROOT = Path(__file__).parent.parent
 
 
 def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "lfrl", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
 
 
@@ -51,6 +51,29 @@ def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None
 ])
 def test_flag_texts_are_parsed_and_checked(flag: str, text: str, message: str) -> None:
     param = next(p for p in CATALOG["sampling"].params if p.name == flag)
+    with pytest.raises(TemplateError) as info:
+        param.parse(text)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("template", "flag", "text", "value"), [
+    ("sac", "total_steps", "1e5", 100_000), ("sac", "total_steps", "2000.0", 2000), ("sac", "total_steps", "1_000", 1000),
+    ("sac", "ent_coef", "auto_0.1", "auto_0.1"), ("sac", "ent_coef", "0.2", "0.2"), ("sac", "ent_coef", "auto", "auto"),
+])
+def test_stable_baselines3_spellings_are_accepted(template: str, flag: str, text: str, value: object) -> None:
+    param = next(p for p in CATALOG[template].params if p.name == flag)
+    assert param.parse(text) == value
+
+
+@pytest.mark.parametrize(("flag", "text", "message"), [
+    ("total_steps", "12.5", "--total-steps: expected a whole number, got '12.5'"),
+    ("total_steps", "inf", "--total-steps: expected a whole number, got 'inf'"),
+    ("ent_coef", "-0.1", "--ent-coef: the entropy coefficient must be positive, got '-0.1'"),
+    ("ent_coef", "auto_-1", "--ent-coef: the entropy coefficient must be positive, got 'auto_-1'"),
+    ("ent_coef", "auto_", "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got 'auto_'"),
+])
+def test_sac_flag_texts_are_checked(flag: str, text: str, message: str) -> None:
+    param = next(p for p in CATALOG["sac"].params if p.name == flag)
     with pytest.raises(TemplateError) as info:
         param.parse(text)
     assert str(info.value) == message
@@ -175,7 +198,7 @@ def test_a_closed_pipe_ends_the_listing_quietly() -> None:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        result = subprocess.run([sys.executable, "-m", "generator.cli", "gen", "--list"], stdout=write_end,
+        result = subprocess.run([sys.executable, "-m", "lfrl", "gen", "--list"], stdout=write_end,
                                 stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=300)
     finally:
         os.close(write_end)
@@ -199,7 +222,7 @@ def test_an_environment_of_ones_own_module_is_accepted(tmp_path: Path) -> None:
         "gymnasium.register('Corridor-v0', entry_point='gymnasium.envs.classic_control:CartPoleEnv',"
         " max_episode_steps=20)\n")
     out = tmp_path / "S.lf"
-    made = subprocess.run([sys.executable, "-m", "generator.cli", "gen", "sampling", "--env-id", "myenvs:Corridor-v0",
+    made = subprocess.run([sys.executable, "-m", "lfrl", "gen", "sampling", "--env-id", "myenvs:Corridor-v0",
                            "--steps", "40", "--progress", "no", "--processes", "yes", "-o", str(out)],
                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert made.returncode == 0, made.stderr
@@ -213,7 +236,7 @@ def test_an_environment_of_ones_own_module_is_accepted(tmp_path: Path) -> None:
                                  "folder or on PYTHONPATH"),
         ("myenvs:Hallway-v0", "--env-id: unknown environment id 'myenvs:Hallway-v0' (module 'myenvs' does not "
                               "register it)")]:
-        bad = subprocess.run([sys.executable, "-m", "generator.cli", "gen", "sampling", "--env-id", env_id, "-o",
+        bad = subprocess.run([sys.executable, "-m", "lfrl", "gen", "sampling", "--env-id", env_id, "-o",
                               str(tmp_path / "T.lf")], capture_output=True, text=True, cwd=tmp_path, timeout=300)
         assert (bad.returncode, bad.stderr) == (1, f"lfrl gen: error: {message}\n")
 

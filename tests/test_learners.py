@@ -310,3 +310,12 @@ def test_a_run_log_restored_from_a_pickle_cuts_its_files_back(tmp_path: Path) ->
                                                        ["10", "0", "10.0", "10"], ["22", "0", "12.0", "12"]]
     assert (tmp_path / "run" / "evaluations.csv").read_text().splitlines()[1:] == []
     assert (tmp_path / "run" / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(("ent_coef", "alpha", "tuned"), [("auto", 1.0, True), ("auto_0.1", 0.1, True), ("0.2", 0.2, False)])
+def test_sac_takes_stable_baselines3s_entropy_coefficients(ent_coef: str, alpha: float, tuned: bool) -> None:
+    spec = envs.describe("Pendulum-v1")
+    learner = sac.SAC(spec, config("sac", ent_coef=ent_coef), 0)
+    assert float(learner.temperature.log_alpha.exp()) == pytest.approx(alpha)
+    assert learner.auto == tuned
+    assert any(p is learner.temperature.log_alpha for p in learner.params) == tuned

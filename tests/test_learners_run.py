@@ -25,7 +25,7 @@ SAC = {**SMALL, "total_steps": 600, "learning_starts": 100, "batch_size": 32, "n
 
 
 def command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "generator.cli", *args]
+    return [sys.executable, "-m", "lfrl", *args]
 
 
 def run(program: Path, *args: str) -> list[str]:

@@ -25,7 +25,7 @@ def tree(folder: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent", "sac"])
 def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
-    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--project-name", f"Demo {program}",
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", f"Demo {program}",
                 "--template", program, "-o", str(tmp_path)], ROOT)
     assert made.returncode == 0, made.stderr
     project = tmp_path / f"demo_{program}"
@@ -43,7 +43,7 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
 def test_cookiecutter_renders_the_same_tree_as_lfrl_new(tmp_path: Path) -> None:
     values = ["project_name=Same Tree", "program=sampling", "workers=3", "seed=5", "processes=yes"]
     ours, theirs = tmp_path / "ours", tmp_path / "theirs"
-    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--project-name", "Same Tree",
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", "Same Tree",
                 "--template", "sampling", "--workers", "3", "--seed", "5", "--processes", "yes", "-o", str(ours)],
                ROOT)
     assert made.returncode == 0, made.stderr
@@ -56,23 +56,33 @@ def test_cookiecutter_renders_the_same_tree_as_lfrl_new(tmp_path: Path) -> None:
 
 
 def test_bad_values_stop_with_the_reason(tmp_path: Path) -> None:
-    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--workers", "0", "-o", str(tmp_path)],
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--workers", "0", "-o", str(tmp_path)],
                ROOT)
     assert made.returncode == 1
     assert "--workers must be at least 1, got 0" in made.stderr
     assert "Traceback" not in made.stderr
-    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--processes", "maybe", "-o",
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--processes", "maybe", "-o",
                 str(tmp_path)], ROOT)
     assert made.returncode == 1 and "--processes" in made.stderr, made.stderr
     assert list(tmp_path.iterdir()) == []
     (tmp_path / "taken").write_text("a file where the output folder would go")
-    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "-o", str(tmp_path / "taken")], ROOT)
-    assert (made.returncode, made.stderr) == (1, "lfrl new: error: Unable to create directory at "
-                                                 f"{tmp_path / 'taken' / 'my_rl_project'}\n")
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "-o", str(tmp_path / "taken")], ROOT)
+    assert (made.returncode, made.stderr) == (1, f"lfrl new: error: -o {tmp_path / 'taken'}: a file, not a folder; "
+                                                 "give the folder to create the project in\n")
+    (tmp_path / "here" / "my_rl_project").mkdir(parents=True)
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "-o", str(tmp_path / "here")], ROOT)
+    assert (made.returncode, made.stderr) == (1, f"lfrl new: error: {tmp_path / 'here' / 'my_rl_project'} already "
+                                                 "exists; choose another --project-name or -o\n")
+    # a template's own value that --workers does not fit is named as the template's, the count as --workers
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--template", "dqn", "--workers", "3", "-o",
+                str(tmp_path)], ROOT)
+    assert (made.returncode, made.stderr) == (1, "lfrl new: error: the dqn template's --train-freq 256 is not a "
+                                                 "multiple of --workers 3 (each actor takes an equal share of a "
+                                                 "round's steps)\n")
 
 
 def test_make_run_shows_the_progress_bar(tmp_path: Path) -> None:
-    made = run([sys.executable, "-m", "generator.cli", "new", "--no-input", "--project-name", "Bar", "-o",
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", "Bar", "-o",
                 str(tmp_path)], ROOT)
     assert made.returncode == 0, made.stderr
     ran = run(["make", "run", f"VENV={BIN.parent}"], tmp_path / "bar")
@@ -82,7 +92,7 @@ def test_make_run_shows_the_progress_bar(tmp_path: Path) -> None:
 
 
 def new(tmp_path: Path, *args: str, answers: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator.cli", "new", *args, "-o", str(tmp_path)],
+    return subprocess.run([sys.executable, "-m", "lfrl", "new", *args, "-o", str(tmp_path)],
                           capture_output=True, text=True, cwd=ROOT, timeout=300, input=answers)
 
 
@@ -106,7 +116,7 @@ def test_new_keeps_the_project_inside_the_output_folder(tmp_path: Path) -> None:
     result = new(out, "--no-input", "--project-name", "../escape")
     assert (result.returncode, result.stdout) == (0, f"created {out / 'escape'}\n"), result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
-    empty = subprocess.run([sys.executable, "-m", "generator.cli", "new", "--no-input", "-o", ""],
+    empty = subprocess.run([sys.executable, "-m", "lfrl", "new", "--no-input", "-o", ""],
                            capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert (empty.returncode, empty.stderr) == (1, "lfrl new: error: -o: empty; give the folder to create the project "
                                                    "in (default: here)\n")

@@ -499,7 +499,7 @@ main reactor {
 }
 """
     path = write(tmp_path, source, "Term.lf")
-    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent,
                             preexec_fn=default_signals)
     assert proc.stdout is not None and proc.stdout.readline() == "ticking\n"
@@ -515,8 +515,8 @@ def test_ctrl_c_between_two_reactions_ends_the_program_with_130(tmp_path: Path, 
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Ctrl-C can arrive in the scheduler's own code, where no reaction is running: here, while
     it orders a level of two reactions (a bank's startup reactions)."""
-    from generator.cli import main
     from lfpy.runtime import scheduler
+    from lfrl.cli import main
 
     def interrupted(_r: object) -> int:
         raise KeyboardInterrupt

@@ -70,7 +70,7 @@ def test_the_lf_philosophers_are_denied_alike_on_any_number_of_threads(tmp_path:
     path.write_text(savina.lf_source(BENCHES["Philosophers"], {"philosophers": 5, "meals": 6}))
     denials = []
     for workers in ("1", "2"):
-        out = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(path), "--workers", workers],
+        out = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), "--workers", workers],
                              capture_output=True, text=True, cwd=ROOT, timeout=120, check=True)
         denials.append([line for line in out.stdout.splitlines() if line.startswith(("check:", "denials:"))])
     assert denials[0] == denials[1]

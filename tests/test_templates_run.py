@@ -21,7 +21,7 @@ ROOT = Path(__file__).parent.parent
 
 
 def run(out: Path, threads: int) -> list[str]:
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out), "--workers", str(threads)],
+    result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out), "--workers", str(threads)],
                             capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
@@ -84,7 +84,7 @@ def test_atari_vectors_give_the_same_checksums_on_one_and_two_threads(tmp_path: 
 def test_a_hand_written_driver_refuses_steps_that_do_not_split_into_vector_steps(tmp_path: Path) -> None:
     out = write("sampling", {"progress": False, "workers": 2, "envs_per_worker": 4, "steps": 40}, tmp_path / "S.lf")
     out.write_text(out.read_text().replace("steps = 40", "steps = 41"))
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 1 and "samples from" not in result.stdout
     assert result.stderr.splitlines()[0].endswith(
@@ -203,7 +203,7 @@ def test_an_environment_that_cannot_be_made_is_one_error_and_no_summary(tmp_path
 
 
 def lfrl_run(out: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out), *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "lfrl", "run", str(out), *args], capture_output=True,
                           text=True, cwd=ROOT, timeout=300)
 
 
@@ -304,7 +304,7 @@ def test_a_failing_worker_process_is_one_error_and_the_summary_still_prints(tmp_
     assert line in source
     # Worker 1's process cannot make its environment; worker 0 steps CartPole in lfrl's process.
     out.write_text(source.replace(line, line.replace("CartPole-v1", "NoSuchEnv-v0")))
-    result = subprocess.run([sys.executable, "-m", "generator.cli", "run", str(out)], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if ": error: " in line]
@@ -320,7 +320,7 @@ def test_a_failing_worker_process_is_one_error_and_the_summary_still_prints(tmp_
 @pytest.mark.parametrize("after", [0.0, 2.0], ids=["while-the-child-starts", "while-it-steps"])
 def test_ctrl_c_stops_the_program_with_its_summary_and_ends_its_worker_processes(tmp_path: Path, after: float) -> None:
     out = write("sampling", {"progress": False, "workers": 2, "steps": 10**9, "processes": True}, tmp_path / "Sampling.lf")
-    proc = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(out)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=ROOT, start_new_session=True,
                             preexec_fn=default_signals)
     children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")

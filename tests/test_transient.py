@@ -197,7 +197,7 @@ federated reactor {
 """
     path = tmp_path / "Outside.lf"
     path.write_text(source)
-    program = subprocess.Popen([sys.executable, "-m", "generator.cli", "run", str(path)], stdout=subprocess.PIPE,
+    program = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=ROOT)
     federation_id = program.stdout.readline().strip()
     time.sleep(0.3)

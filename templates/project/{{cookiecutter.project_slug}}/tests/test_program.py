@@ -14,7 +14,7 @@ RUN = QUICK if QUICK.exists() else PROGRAM
 
 
 def lfrl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "generator.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "lfrl", *args], capture_output=True, text=True, timeout=600)
 
 
 def test_program_checks() -> None:

@@ -1,4 +1,5 @@
-"""The `lfrl` command line: check, graph, compile and run LF programs (Python target)."""
+"""The `lfrl` command line: check, graph, compile and run LF programs (Python target); render program
+templates (`gen`) and scaffold projects (`new`) with the generator package."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from lfpy.diagnostics import Diagnostics
 
 
 def parse_duration(text: str) -> int:
-    """`10s`, `500 ms`, `3sec`, `500 msec`, `2.5 min` (every unit LF spells) or a bare number of
-    seconds, in nanoseconds."""
+    """`10s`, `500 ms`, `3sec`, `500 msec`, `2.5 min` (every unit LF spells), in nanoseconds. As in
+    LF, a time needs its unit; only 0 may go without."""
     from lfpy.runtime.tag import NS_PER_UNIT
 
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
@@ -24,6 +26,10 @@ def parse_duration(text: str) -> int:
         negative = text.strip().startswith("-")
         raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative" if negative else
                                          f"invalid duration {text!r}; write e.g. 10s, 500 msec, 2 min")
+    if not unit and float(match.group(1)) != 0:
+        number = match.group(1)
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: a time needs a unit, as in LF; write e.g. "
+                                         f"{number}s, {number} msec or {number} min")
     return round(float(match.group(1)) * NS_PER_UNIT[unit or "s"])
 
 
@@ -103,9 +109,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
-
     from generator.catalog import CATALOG, TemplateError, check_output, template, write
 
+    if args.help:
+        args.gen_parser.print_help()
+        print("\ntemplates (lfrl gen TEMPLATE --help shows one's parameters):")
+        for tpl in CATALOG.values():
+            print(f"  {tpl.name:12s} {tpl.description}")
+        return 0
     if args.list or args.template is None:
         for tpl in CATALOG.values():
             print(f"{tpl.name:12s} {tpl.description}")
@@ -114,7 +125,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
         return 0
     try:
         tpl = template(args.template)
-        parser = argparse.ArgumentParser(prog=f"lfrl gen {tpl.name}", description=tpl.description)
+        parser = argparse.ArgumentParser(prog=f"lfrl gen {tpl.name}", description=tpl.description, allow_abbrev=False)
         parser.add_argument("-o", "--output", required=True, help="the .lf file to write (lib/ goes beside it)")
         parser.add_argument("--force", action="store_true",
                             help="overwrite the program and its lib/ files if they exist with other contents")
@@ -139,14 +150,26 @@ def cmd_new(args: argparse.Namespace) -> int:
     import json
     import logging
 
-    from cookiecutter.exceptions import CookiecutterException, FailedHookException, OutputDirExistsException
+    from cookiecutter.exceptions import CookiecutterException, FailedHookException
     from cookiecutter.main import cookiecutter
 
-    from generator.catalog import TEMPLATES, TemplateError, project_values
-    from generator.project import ask, check_answer, check_options, default_answer, for_cookiecutter
+    from generator.catalog import TEMPLATES, TemplateError
+    from generator.project import (
+        ask,
+        check_answer,
+        check_options,
+        default_answer,
+        for_cookiecutter,
+        project_slug,
+        project_values,
+    )
 
     if not args.output.strip():
         print("lfrl new: error: -o: empty; give the folder to create the project in (default: here)", file=sys.stderr)
+        return 1
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        print(f"lfrl new: error: -o {args.output}: a file, not a folder; give the folder to create the project in",
+              file=sys.stderr)
         return 1
     given = {key: str(value) for key, value in (("project_name", args.project_name), ("program", args.template),
                                                 ("env_id", args.env_id), ("workers", args.workers),
@@ -163,6 +186,9 @@ def cmd_new(args: argparse.Namespace) -> int:
         check_options(answers["program"], given)
         project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
                        answers["processes"])
+        folder = os.path.join(args.output, project_slug(answers["project_name"]))
+        if os.path.lexists(folder):
+            raise TemplateError(f"{folder} already exists; choose another --project-name or -o")
     except TemplateError as exc:
         print(f"lfrl new: error: {exc}", file=sys.stderr)
         return 1
@@ -175,14 +201,10 @@ def cmd_new(args: argparse.Namespace) -> int:
     try:
         out = cookiecutter(str(TEMPLATES / "project"), no_input=True, extra_context=for_cookiecutter(answers),
                            output_dir=args.output)
-    except FailedHookException as exc:
-        for folder in made:
+    except FailedHookException:  # the hook has printed its reason
+        for made_folder in made:
             with contextlib.suppress(OSError):
-                os.rmdir(folder)  # only if empty
-        print(f"lfrl new: error: the project could not be generated ({exc})", file=sys.stderr)
-        return 1
-    except OutputDirExistsException as exc:
-        print(f"lfrl new: error: {exc}; choose another --project-name or --output", file=sys.stderr)
+                os.rmdir(made_folder)  # only if empty
         return 1
     except CookiecutterException as exc:
         print(f"lfrl new: error: {exc}", file=sys.stderr)
@@ -203,35 +225,43 @@ def _version() -> str:
         return "(not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The `lfrl` parser and its subcommands' parsers by name. No parser takes an abbreviation of a
+    flag: `--total` is not `--total-steps`."""
     parser = argparse.ArgumentParser(
-        prog="lfrl", description="Deterministic, parallel RL with Lingua Franca (Python target).")
+        prog="lfrl", description="Deterministic, parallel RL with Lingua Franca (Python target).", allow_abbrev=False)
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
     parser.add_argument("--version", action="version", version=f"lfrl {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands: dict[str, argparse.ArgumentParser] = {}
 
-    check = sub.add_parser("check", help="parse and check an LF file; print every diagnostic")
+    def command(name: str, func: Callable[[argparse.Namespace], int], help: str, **kwargs: Any
+                ) -> argparse.ArgumentParser:
+        commands[name] = sub.add_parser(name, help=help, description=help, allow_abbrev=False, **kwargs)
+        commands[name].set_defaults(func=func)
+        return commands[name]
+
+    check = command("check", cmd_check, "parse and check an LF file; print every diagnostic")
     check.add_argument("file", help="the .lf file")
-    check.set_defaults(func=cmd_check)
 
-    graph = sub.add_parser("graph", help="print the elaborated instances, connections and reaction levels")
+    graph = command("graph", cmd_graph, "print the elaborated instances, connections and reaction levels")
     graph.add_argument("file", help="the .lf file with a main reactor")
     graph.add_argument("--dot", action="store_true", help="print Graphviz dot instead of text")
-    graph.set_defaults(func=cmd_graph)
 
-    comp = sub.add_parser("compile", help="generate src-gen/<Main>/ next to the program's package root")
+    comp = command("compile", cmd_compile, "generate src-gen/<Main>/ next to the program's package root")
     comp.add_argument("file", help="the .lf file with a main reactor")
     comp.add_argument("--lfc", action="store_true", help="use the real LF compiler (lfc) found on PATH")
-    comp.set_defaults(func=cmd_compile)
 
-    gen = sub.add_parser("gen", help="render a program template: lfrl gen TEMPLATE [--param value ...] -o FILE.lf",
-                         add_help=False)
-    gen.add_argument("template", nargs="?", help="the template (lfrl gen --list shows them)")
+    # A template's own parameters (and its --help) are parsed by cmd_gen, once the template is known.
+    gen = command("gen", cmd_gen, "render a program template: lfrl gen TEMPLATE [--param value ...] -o FILE.lf",
+                  add_help=False, usage="lfrl gen [-h] [--list] [TEMPLATE [--param value ...] -o FILE.lf]")
+    gen.add_argument("-h", "--help", action="store_true", help="show this help and the templates")
+    gen.add_argument("template", nargs="?", help="the template (lfrl gen --list shows them with their parameters)")
     gen.add_argument("--list", action="store_true", help="list the templates and their parameters")
-    gen.add_argument("rest", nargs=argparse.REMAINDER, help="the template's parameters and -o FILE.lf")
-    gen.set_defaults(func=cmd_gen)
+    gen.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the template's parameters
+    gen.set_defaults(gen_parser=gen)
 
-    new = sub.add_parser("new", help="scaffold a project (a cookiecutter template): asks, or takes flags")
+    new = command("new", cmd_new, "scaffold a project (a cookiecutter template): asks, or takes flags")
     new.add_argument("--no-input", action="store_true", help="do not ask: take the flags and the defaults")
     new.add_argument("--project-name", help="the project's name (its folder is derived from it)")
     new.add_argument("--template", help="sampling, qlearning, multiagent, dqn, ddpg, td3 or sac")
@@ -240,26 +270,27 @@ def build_parser() -> argparse.ArgumentParser:
     new.add_argument("--seed", help="the seed")
     new.add_argument("--processes", help="yes: the workers or actors in processes of their own (a federated program; "
                                           "every template but multiagent)")
-    new.add_argument("-o", "--output", default=".", help="where to create the project folder (default: here)")
-    new.set_defaults(func=cmd_new)
+    new.add_argument("-o", "--output", default=".", help="the folder to create the project folder in (default: here)")
 
-    run = sub.add_parser("run", help="compile if needed and run an LF program")
+    run = command("run", cmd_run, "compile if needed and run an LF program")
     run.add_argument("file", help="the .lf file with a main reactor")
     run.add_argument("--workers", type=positive_int, help="worker threads (overrides the target property)")
     run.add_argument("--timeout", type=parse_duration, help="logical time to stop at (shutdown reactions run), e.g. 10s, 500ms, 3 sec, "
-                                                           "2 minutes; the RL programs' logical time follows physical "
-                                                           "time")
+                                                           "2 minutes (a unit is needed, as in LF); the RL programs' "
+                                                           "logical time follows physical time")
     run.add_argument("--fast", action="store_true", help="do not wait for physical time")
     run.add_argument("--lfc", action="store_true", help="build with the real LF compiler (lfc) found on PATH")
     run.add_argument("--resume", metavar="CHECKPOINT",
                      help="go on from a checkpoint the program wrote (lf.request_checkpoint): same results as "
                           "the uninterrupted run")
-    run.set_defaults(func=cmd_run)
-    return parser
+    return parser, commands
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser, commands = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # with the usage of the subcommand they were given to, not lfrl's
+        commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

@@ -1,0 +1,7 @@
+"""`python -m lfrl`: the `lfrl` command."""
+
+import sys
+
+from lfrl.cli import main
+
+sys.exit(main())
