@@ -210,6 +210,12 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
         except checkpoint.CheckpointError as exc:
             diags.error(Loc(str(resume), 1, 1), str(exc))
             return 1
+        try:
+            checkpoint.call_resumed(env)
+        except SystemExit as exc:  # lf_print_error_and_exit: it has said why
+            return exc.code if isinstance(exc.code, int) else 1
+        except Exception as exc:
+            return _report_user_failure(built, exc, "resuming the reactors")
     trace_path = os.environ.get("LFPY_TRACE")
     trace: list | None = [] if trace_path else None
     if stops is not None:

@@ -242,3 +242,101 @@ def test_programs_with_transient_federates_cannot_be_checkpointed(tmp_path: Path
     assert result.returncode == 1
     assert result.stderr.strip() == (f"{tmp_path / 'at4.ckpt'}: error: checkpoint not written: checkpoints of "
                                      "programs with transient federates are not supported")
+
+
+# A reactor that keeps a file open: its state saves only how much it wrote (`Appender`'s pickled
+# form); `resumed()`, called by lfpy once the state is back and before the first tag, reopens the
+# file next to the program and cuts it back to where the checkpoint left it.
+RESUMING = """
+target Python {
+  fast: true
+}
+
+reactor Writer(name = "log.txt") {
+  preamble {=
+    class Appender:
+      def __init__(self, path):
+        self.file = open(path, "w")
+        self.written = 0
+
+      def __getstate__(self):
+        return {"written": self.written}
+
+      def reopen(self, path):
+        self.file = open(path, "r+")
+        self.file.truncate(self.written)
+        self.file.seek(self.written)
+
+      def add(self, line):
+        self.file.write(line)
+        self.file.flush()
+        self.written = self.file.tell()
+  =}
+  input inp
+  state out = {= None =}
+
+  reaction(startup) {=
+    self.out = self.Appender(os.path.join(lf.source_directory(), self.name))
+  =}
+
+  method resumed() {=
+    self.out.reopen(os.path.join(lf.source_directory(), self.name))
+    print(f"{self.name} resumed at {self.out.written} bytes", flush=True)
+  =}
+
+  reaction(inp) {=
+    self.out.add(f"{inp.value}\\n")
+    if inp.value == 3:
+      lf.request_checkpoint(os.path.join(lf.source_directory(), "at3.ckpt"))
+  =}
+
+  reaction(shutdown) {=
+    self.out.file.close()
+  =}
+}
+
+reactor Count {
+  output out
+  timer t(0, 1 sec)
+  state n = 0
+  reaction(t) -> out {=
+    self.n += 1
+    out.set(self.n)
+    if self.n == 5:
+      request_stop()
+  =}
+}
+
+MAIN reactor {
+  c = new Count()
+  w = new Writer()
+  c.out -> w.inp
+}
+"""
+
+
+@pytest.mark.parametrize("main", ["main", "federated"])
+def test_a_reactors_resumed_method_runs_once_before_the_first_tag_of_a_resumed_run(tmp_path: Path,
+                                                                                    main: str) -> None:
+    """`federated`: the writer is a federate in a process of its own, and resumes there."""
+    program = RESUMING.replace("MAIN", main)
+    whole = run_lf(tmp_path, program)
+    assert (whole.returncode, whole.stdout) == (0, ""), whole.stderr  # a run from the start never calls it
+    assert (tmp_path / "log.txt").read_text() == "1\n2\n3\n4\n5\n"
+    (tmp_path / "log.txt").write_text("1\n2\n3\nwritten after the checkpoint, then the program died\n")
+    resumed = run_lf(tmp_path, program, "--resume", str(tmp_path / "at3.ckpt"))
+    assert (resumed.returncode, resumed.stdout) == (0, "log.txt resumed at 6 bytes\n"), resumed.stderr
+    assert (tmp_path / "log.txt").read_text() == "1\n2\n3\n4\n5\n"
+
+
+@pytest.mark.parametrize("main", ["main", "federated"])
+def test_a_resumed_method_that_fails_stops_the_run_before_it_goes_on(tmp_path: Path, main: str) -> None:
+    program = RESUMING.replace("MAIN", main)
+    assert run_lf(tmp_path, program).returncode == 0
+    (tmp_path / "log.txt").unlink()  # what `resumed` opens is gone
+    resumed = run_lf(tmp_path, program, "--resume", str(tmp_path / "at3.ckpt"))
+    assert (resumed.returncode, resumed.stdout) == (1, "")
+    lines = resumed.stderr.splitlines()
+    assert lines[0].startswith(f"{tmp_path / 'Test.lf'}:17:21: error: resuming the reactors failed: "
+                               "FileNotFoundError: [Errno 2] No such file or directory: "), resumed.stderr
+    assert not (tmp_path / "log.txt").exists()

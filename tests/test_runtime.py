@@ -962,3 +962,57 @@ reactor Sink {
 }
 """
     assert lines(tmp_path, source) == [expected]
+
+
+# Why the program stops, as shutdown reactions see it (lf.stop_reason(), an lfpy extension).
+STOPPING = """target Python { fast: true, timeout: 10 sec }
+main reactor {
+  timer t(0, 1 sec)
+  state n = 0
+  reaction(t) {=
+    self.n += 1
+    if self.n == 1:
+      print(f"before: {lf.stop_reason()}")
+    if self.n == STOP_AT:
+      request_stop()
+    if self.n == SIGNAL_AT:
+      import signal
+      signal.raise_signal(signal.SIGINT)
+  =}
+  reaction(shutdown) {= print(f"{lf.stop_reason()} after {self.n}") =}
+}
+"""
+
+
+@pytest.mark.parametrize(("stop_at", "signal_at", "status", "said"), [
+    (0, 0, 0, "timeout after 11"), (3, 0, 0, "requested after 3"), (0, 4, 130, "SIGINT after 4")])
+def test_shutdown_reactions_are_told_why_the_program_stops(tmp_path: Path, stop_at: int, signal_at: int, status: int,
+                                                          said: str) -> None:
+    result = run_lf(tmp_path, STOPPING.replace("STOP_AT", str(stop_at)).replace("SIGNAL_AT", str(signal_at)))
+    assert (result.returncode, result.stdout) == (status, f"before: None\n{said}\n"), result.stderr
+
+
+def test_an_error_is_printed_on_a_line_of_its_own_under_a_progress_bar(tmp_path: Path) -> None:
+    """A progress bar leaves its line unfinished: the runtime's error starts on a clean line (tqdm
+    clears the bar first, and draws it again below)."""
+    source = """target Python { fast: true }
+main reactor {
+  timer t(0, 1 sec)
+  state bar = {= None =}
+  reaction(t) {=
+    import sys, tqdm
+    if self.bar is None:
+      self.bar = tqdm.tqdm(total=10, file=sys.stderr, mininterval=0)
+    self.bar.update(1)
+    if self.bar.n == 3:
+      raise ValueError("boom")
+  =}
+  reaction(shutdown) {= self.bar.close() =}
+}
+"""
+    result = run_lf(tmp_path, source)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()  # a carriage return ends a line too: a bar's redraw is a line
+    assert any("3/10" in line for line in lines)  # the bar was drawn
+    (line,) = [line for line in lines if "error:" in line]
+    assert line == f"{tmp_path / 'Test.lf'}:11:7: error: reaction 'reaction_1' of Test failed: ValueError: boom"

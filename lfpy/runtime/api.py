@@ -7,9 +7,10 @@ The generated module star-imports the constants; `lf` and `request_stop` are bou
 from __future__ import annotations
 
 import os
-import sys
+import signal
 from typing import TYPE_CHECKING
 
+from lfpy.runtime.failure import print_message
 from lfpy.runtime.reactor import ReactorBase
 from lfpy.runtime.tag import BILLION, FOREVER, NEVER, UNIT_FUNCTIONS, Tag, tag_compare
 
@@ -46,11 +47,11 @@ def lf_print(*args: object) -> None:
 
 
 def lf_print_warning(message: object) -> None:
-    print(f"WARNING: {message}", file=sys.stderr, flush=True)
+    print_message(f"WARNING: {message}")
 
 
 def lf_print_error(message: object) -> None:
-    print(f"ERROR: {message}", file=sys.stderr, flush=True)
+    print_message(f"ERROR: {message}")
 
 
 def lf_print_error_and_exit(message: object) -> None:
@@ -91,6 +92,19 @@ class LfApi:
         """Write the program's whole state to `path` at the end of this tag, for `lfrl run --resume`
         (an lfpy extension; see lfpy/runtime/checkpoint.py)."""
         self._s.request_checkpoint(os.fspath(path))
+
+    def stop_reason(self) -> str | None:
+        """Why the program is stopping, in its shutdown reactions: "timeout", "SIGINT" (Ctrl-C),
+        "SIGTERM", or "requested" (request_stop(), a failure, or nothing left to happen); None
+        before (an lfpy extension; in a federate's own process, None)."""
+        s = self._s
+        if not s.stopping:
+            return None
+        if s.stop_signal is not None:
+            return signal.Signals(s.stop_signal).name
+        if s.timeout is not None and s.current.time >= s.start_time + s.timeout:
+            return "timeout"
+        return "requested"
 
     def source_directory(self) -> str:
         return self._source_dir

@@ -7,8 +7,8 @@ reaction of the tag has run (`Scheduler._end_tag`). It holds every reactor's sta
 other than parameters: state variables and anything reactions stored), the event queue (timer
 events, scheduled actions, values travelling on `after` connections), the tag, and the program's
 identity. Resuming builds the same program, puts that state back instead of running initialisers
-and startup reactions, and goes on with the next event, so the rest of the run is the
-uninterrupted run's. Objects go through pickle: an object that cannot be pickled (an open file, a
+and startup reactions, calls each reactor's method `resumed()` if it has one (`call_resumed`), and
+goes on with the next event, so the rest of the run is the uninterrupted run's. Objects go through pickle: an object that cannot be pickled (an open file, a
 lock) makes the checkpoint fail with its reactor and attribute named; objects that hold such
 things define `__getstate__`/`__setstate__` (see `lfrl.logs`).
 
@@ -176,6 +176,18 @@ def restore_reactors(env: Environment, reactors: dict[str, dict[str, Any]]) -> N
         obj = env.objects[id(inst)]
         for attr, value in reactors.get(inst.full_name, {}).items():
             setattr(obj, attr, value)
+
+
+def call_resumed(env: Environment) -> None:
+    """Once a resumed program's state is back, before its first tag: every reactor of this process
+    that has a method `resumed` has it called, in instance order, to redo what its startup reaction
+    did outside its state (reopen its files, apply process-wide settings). An lfpy extension, spelled
+    as an ordinary LF method: lfc's runtimes, which have no checkpoints, never call it. Raises what
+    the method raises."""
+    for inst in _here(env):
+        method = getattr(env.objects[id(inst)], "resumed", None)
+        if callable(method):
+            method()
 
 
 def capture(env: Environment) -> bytes:

@@ -3,7 +3,6 @@ ports with their fan-out, actions, timers, reactions with their arguments, and m
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -22,6 +21,7 @@ from lfpy.graph import (
 from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
 from lfpy.runtime.api import LfApi
+from lfpy.runtime.failure import print_message
 from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.plan import Plan
 from lfpy.runtime.ports import ContainedPorts, Delivery, Multiport, Port
@@ -354,7 +354,7 @@ class Environment:
                 self._checkpoint_failed(path, f"cannot write {exc.filename or path}: {exc.strerror or exc}")
 
     def _checkpoint_failed(self, path: str, reason: str) -> None:
-        print(f"{path}: error: checkpoint not written: {reason}", file=sys.stderr, flush=True)
+        print_message(f"{path}: error: checkpoint not written: {reason}")
         self.sched.exit_status = 1
         self.sched.request_stop()
 

@@ -50,6 +50,17 @@ class SourceMap:
         return at + col - indent + 1
 
 
+def print_message(text: str) -> None:
+    """Print `text` to standard error on lines of its own, above any tqdm progress bar on the
+    terminal: a bar leaves its line unfinished, and an error glued to it would be hard to read."""
+    tqdm = sys.modules.get("tqdm")
+    if tqdm is None:
+        print(text, file=sys.stderr, flush=True)
+        return
+    with tqdm.tqdm.external_write_mode(file=sys.stderr):  # clears the bars, then draws them again below
+        print(text, file=sys.stderr, flush=True)
+
+
 def report_failure(fallback: Position | None, what: str, exc: BaseException, source_map: SourceMap | None,
                    reported: set[tuple[str, str, str]] | None = None) -> None:
     """Print the report to stderr, placed at the innermost frame in a `.lf` file (where the error
@@ -76,8 +87,7 @@ def report_failure(fallback: Position | None, what: str, exc: BaseException, sou
     key = (place, type(exc).__name__, str(exc))
     if reported is not None:
         if key in reported:
-            print(f"{place}: error: {what}: {type(exc).__name__}, the same failure as above", file=sys.stderr,
-                  flush=True)
+            print_message(f"{place}: error: {what}: {type(exc).__name__}, the same failure as above")
             return
         reported.add(key)
     lines = [f"{place}: error: {what}: {type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
@@ -87,7 +97,7 @@ def report_failure(fallback: Position | None, what: str, exc: BaseException, sou
         if text:
             lines.append(f"    {text}")
     lines.append(f"{type(exc).__name__}: {exc}")
-    print("\n".join(lines), file=sys.stderr, flush=True)
+    print_message("\n".join(lines))
 
 
 def output_closed() -> bool:

@@ -27,6 +27,7 @@ shutdown reactions still run in the others.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
-from lfpy.runtime.failure import report_failure
+from lfpy.runtime.failure import print_message, report_failure
 from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
 from lfpy.runtime.scheduler import Scheduler
@@ -229,8 +230,9 @@ class Federation:
             self.adopt(k, launched.pop(k))
         for k in range(1, len(self.names)):
             self.await_ready(k)
-            if self.restored is not None:
+            if self.restored is not None:  # the federate answers again once its reactors have resumed
                 self._send(k, ("restore", {name: self.restored.get(name, {}) for name in self.instance_names[k]}))
+                self.await_ready(k)
         if self.transients is not None:
             try:
                 self.transients.open()
@@ -279,7 +281,7 @@ class Federation:
                 if k in self.dead:
                     return False
                 self.dead[k] = "did not start"
-            print(f"error: {exc}; the program stops", file=sys.stderr, flush=True)
+            print_message(f"error: {exc}; the program stops")
             self.sched.exit_status = 1
             self.sched.request_stop()
             return False
@@ -369,8 +371,7 @@ class Federation:
             self.away.add(k)
             self.sched.exit_status = 1
             self.sched.request_stop()
-            print(f"error: federate {self.names[k]} (process {self.processes[k].pid}) {how}; the program stops",
-                  file=sys.stderr, flush=True)
+            print_message(f"error: federate {self.names[k]} (process {self.processes[k].pid}) {how}; the program stops")
 
     def _send(self, k: int, message: object) -> bool:
         try:
@@ -485,6 +486,23 @@ class Federation:
         self.sent = []
 
 
+def _resumed(env: Environment) -> tuple:
+    """A federate's answer once its reactors' state is back: ("ready",) when their `resumed` methods
+    have run, else ("failed", what went wrong, reported as the runtime reports a failure)."""
+    errors = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(errors):
+            checkpoint.call_resumed(env)
+    except SystemExit:  # lf_print_error_and_exit: what it printed says why
+        return ("failed", errors.getvalue())
+    except Exception as exc:
+        with contextlib.redirect_stderr(errors):
+            report_failure(None, "resuming the reactors failed", exc, env.sched.source_map)
+        return ("failed", errors.getvalue())
+    sys.stderr.write(errors.getvalue())
+    return ("ready",)
+
+
 def _reap(process: subprocess.Popen) -> None:
     """Wait for a federate process told to exit; kill it if it has not within 10 s."""
     try:
@@ -585,6 +603,7 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
             continue
         if kind == "restore":  # resumed from a checkpoint: the state of this federate's reactors
             checkpoint.restore_reactors(env, message[1])  # type: ignore[index]
+            answers.send(_resumed(env))
             continue
         _, time, microstep, batch, resets = message  # type: ignore[misc]
         sched.current = Tag(time, microstep)

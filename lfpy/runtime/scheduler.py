@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
-from lfpy.runtime.failure import SourceMap, output_closed, report_failure
+from lfpy.runtime.failure import SourceMap, output_closed, print_message, report_failure
 from lfpy.runtime.ports import Port
 from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.signals import StopOnSignals
@@ -347,8 +347,7 @@ class Scheduler:
         """The first Ctrl-C or SIGTERM: stop at the next microstep, as `request_stop()` would."""
         name = "Ctrl-C" if self.stop_signal == signal.SIGINT else "SIGTERM"
         again = "press Ctrl-C again" if self.stop_signal == signal.SIGINT else "send it again"
-        print(f"{name}: stopping after this tag; shutdown reactions run ({again} to end at once)",
-              file=sys.stderr, flush=True)
+        print_message(f"{name}: stopping after this tag; shutdown reactions run ({again} to end at once)")
         with self.lock:
             self.stop_tag = min(self.stop_tag, Tag(self.current.time, self.current.microstep + 1))
 
