@@ -132,7 +132,7 @@ def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
         start = time.perf_counter()
         subprocess.run([*lfrl, "run", str(program)], check=True, cwd=ROOT, capture_output=True)
         run = Run("lfrl", algo, seed, time.perf_counter() - start, threads=int(config["torch_threads"]))
-        with open(Path(tmp) / config["logdir"] / "evaluations.csv") as rows:
+        with open(Path(tmp) / config["logdir"] / f"{program.stem}_1" / "evaluations.csv") as rows:  # its first run
             run.evaluations = [{"step": int(r["step"]), "mean": float(r["mean_return"]), "training": float(r["time"])}
                                for r in csv.DictReader(rows)]
     return run

@@ -264,16 +264,20 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     return {"obs_dim": obs_dim}
 
 
-MULTIAGENT_ENVS = ("simple_spread_v3",)
+# mpe2's scenarios with simple_spread's parallel API: N agents (`N=`), all with the same observations
+# and discrete actions, so that one policy shape serves every agent. The others have a fixed number
+# of agents, or agents of two kinds (adversaries, speakers and listeners).
+MULTIAGENT_ENVS = ("simple_spread_v3", "simple_formation_v1", "simple_line_v1")
 
 
 def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
-    """Observation and action sizes of the agents (mpe2 environments give all agents the same)."""
+    """Observation and action sizes of the agents (in these scenarios, the same for every agent)."""
     import importlib
 
     name = str(values["env_name"])
     if name not in MULTIAGENT_ENVS:
-        raise TemplateError(f"--env-name: {name!r} is not supported; choose one of: {', '.join(MULTIAGENT_ENVS)}")
+        raise TemplateError(f"--env-name: {name!r} is not supported; choose one of: {', '.join(MULTIAGENT_ENVS)} "
+                            "(mpe2's scenarios of N agents that all observe and act alike)")
     try:
         module = importlib.import_module(f"mpe2.{name}")
     except ImportError as exc:
@@ -281,12 +285,13 @@ def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
     env = module.parallel_env(N=int(values["agents"]))  # type: ignore[call-overload]
     try:
         env.reset(seed=0)
-        agent = env.agents[0]
-        obs_dim = int(env.observation_space(agent).shape[0])
-        n_actions = int(env.action_space(agent).n)
+        spaces = {(env.observation_space(a).shape, int(env.action_space(a).n)) for a in env.agents}
     finally:
         env.close()
-    return {"obs_dim": obs_dim, "n_actions": n_actions}
+    if len(spaces) != 1:  # pragma: no cover - guarded by MULTIAGENT_ENVS
+        raise TemplateError(f"--env-name: the agents of {name!r} observe or act differently")
+    ((shape, n_actions),) = spaces
+    return {"obs_dim": int(shape[0]), "n_actions": n_actions}
 
 
 LEARNER_TITLES = {"dqn": "Double DQN", "ddpg": "DDPG", "td3": "TD3", "sac": "SAC"}
@@ -298,8 +303,9 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
     its default environment; Stable-Baselines3's names where it has one)."""
     d = defaults.get
     common = (
-        Param("env_id", str, d("env_id"), "gymnasium environment id, ALE/... for Atari, or module:EnvId for your own "
-              f"({'discrete' if algo == 'dqn' else 'continuous'} actions)", check="env_id"),
+        Param("env_id", str, d("env_id"), "gymnasium environment id with discrete actions, ALE/... for Atari, or "
+              "module:EnvId for your own" if algo == "dqn" else "gymnasium environment id with continuous actions (a "
+              "bounded box), or module:EnvId for your own", check="env_id"),
         Param("total_steps", int, d("total_steps"), "environment steps in all (the budget)", min=0, max=10**10),
         Param("learning_rate", float, d("learning_rate"), "Adam's learning rate (every network)", min=1e-8, max=1.0),
         Param("buffer_size", int, d("buffer_size"), "replay buffer capacity, in transitions", min=1, max=10**8),
@@ -326,10 +332,12 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("stop_at", float, None, "stop once an evaluation's mean return reaches this"),
         Param("seed", int, 0, "seed of every random stream of the run (learner, actors, evaluator, buffer)", min=0,
               max=2**31 - 1),
-        Param("logdir", str, "", "log folder, relative to the program's folder", check="folder",
-              default_text="runs/ALGO-ENV-seedSEED"),
-        Param("checkpoint_every", int, 0, "environment steps between checkpoints in LOGDIR/checkpoints (0: none); "
-              "lfrl run PROGRAM --resume FILE goes on from one", min=0, max=10**10),
+        Param("logdir", str, "runs", "the folder of the runs' folders, relative to the program's: each run writes "
+              "into a new one, LOGDIR/PROGRAM_N (PROGRAM: the .lf file's name; N: one more than the highest there)",
+              check="folder"),
+        Param("checkpoint_every", int, 0, "environment steps between checkpoints in the run's folder, in "
+              "checkpoints/ (0: none); lfrl run PROGRAM --resume FILE goes on from one, in the same folder",
+              min=0, max=10**10),
         Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
               "--total-steps 0 the run only evaluates them", check="input"),
         Param("capture_video", bool, False, "at the end, draw one evaluation episode of the last evaluated "
@@ -414,9 +422,10 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                                 "round takes")
         if total == 0 and not values["load"]:
             raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", env_id)
-        logdir = str(values["logdir"]) or f"runs/{algo}-{slug}-seed{values['seed']}"
-        config: dict[str, object] = {"algo": algo, **{k: v for k, v in values.items() if k not in ("logdir", "processes")},
+        logdir = str(values["logdir"]) or "runs"
+        program = str(values.get("program") or algo)  # the .lf file's name: the runs' folders are named for it
+        config: dict[str, object] = {"algo": algo, "program": program,
+                                     **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program")},
                                      "logdir": logdir, "net_arch": [int(x) for x in str(values["net_arch"]).split(",")]}
         if algo != "dqn":
             config["n_critics"] = 1 if algo == "ddpg" else 2
@@ -427,14 +436,14 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                 config[key] = float(str(config[key]))
         return {"algo": algo, "algo_title": LEARNER_TITLES[algo], "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
                 "config": config, "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
-                "logdir": logdir}
+                "logdir": logdir, "program": program}
 
     return derive
 
 
 def learner_template(algo: str, description: str, quick: dict[str, object], **defaults: object) -> Template:
     return Template(algo, "learner.lf.j2", description, learner_params(algo, **defaults), LEARNER_LIBRARIES,
-                    derive_learner(algo), {"progress": False, "eval_episodes": 2, "logdir": "runs/quick", **quick})
+                    derive_learner(algo), {"progress": False, "eval_episodes": 2, **quick})
 
 
 CATALOG: dict[str, Template] = {
@@ -489,7 +498,8 @@ CATALOG: dict[str, Template] = {
             "multiagent", "multiagent.lf.j2",
             "multi-agent inference: M agents with their own MLP policies in a PettingZoo (mpe2) environment",
             (
-                Param("env_name", str, "simple_spread_v3", "mpe2 environment (parallel API)"),
+                Param("env_name", str, "simple_spread_v3", "mpe2 scenario of N agents that all observe and act "
+                      "alike (parallel API): " + ", ".join(MULTIAGENT_ENVS)),
                 Param("agents", int, 3, "agents, each with its own policy", min=1, max=64),
                 Param("steps", int, 200, "environment steps", min=1, max=10**9),
                 Param("hidden", int, 64, "hidden units of each policy", min=1, max=65536),
@@ -531,10 +541,12 @@ def template(name: str) -> Template:
     return CATALOG[name]
 
 
-def render(name: str, values: dict[str, object] | None = None) -> str:
-    """The LF source of template `name` with `values` (others at their defaults), validated."""
+def render(name: str, values: dict[str, object] | None = None, program: str | None = None) -> str:
+    """The LF source of template `name` with `values` (others at their defaults), validated;
+    `program`: the name of the program it is for (its file's, without .lf; the template's name if
+    not given), which names the learners' run folders."""
     tpl = template(name)
-    merged = tpl.defaults()
+    merged = tpl.defaults() | {"program": program or name}
     for key, value in (values or {}).items():
         param = next((p for p in tpl.params if p.name == key), None)
         if param is None:
@@ -564,7 +576,7 @@ def write(name: str, values: dict[str, object] | None, out: Path, force: bool = 
     A file there with other contents is overwritten only with `force`; the file named by a `save`
     value must be writable (checked here, before anything runs)."""
     tpl = template(name)
-    source = render(name, values)
+    source = render(name, values, program=out.stem)
     for param in tpl.params:
         value = (values or {}).get(param.name)
         if param.check in PATHS and value:

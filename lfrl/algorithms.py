@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
-
-from lfrl import dqn, sac, td3
+from lfrl import dqn, sac, settings, td3
 from lfrl.envs import EnvSpec
 from lfrl.learner import Learner
 from lfrl.policy import Policy
@@ -20,16 +18,11 @@ ALGORITHMS: dict[str, tuple[type[Learner], type[Policy]]] = {
 
 
 def make_learner(config: dict[str, Any], spec: EnvSpec, seed: int) -> Learner:
-    use_threads(config)
+    settings.apply(config)
     return ALGORITHMS[config["algo"]][0](spec, config, seed)
 
 
 def make_policy(config: dict[str, Any], spec: EnvSpec) -> Policy:
-    use_threads(config)
+    settings.apply(config)
     return ALGORITHMS[config["algo"]][1](spec, config)  # type: ignore[call-arg]
 
-
-def use_threads(config: dict[str, Any]) -> None:
-    """torch's threads per operation (`torch_threads`), in every process that runs networks: actors in
-    processes of their own (`--processes yes`) would otherwise each take one per CPU and contend."""
-    torch.set_num_threads(int(config.get("torch_threads", 1)))

@@ -79,6 +79,10 @@ class DQN(Learner):
     def sync_targets(self) -> None:
         self.q_target.load_state_dict(self.q.state_dict())
 
+    def exploration_rate(self, env_steps: int) -> float:
+        """Epsilon, as the actors use it (all random before learning starts)."""
+        return 1.0 if env_steps < int(self.config["learning_starts"]) else epsilon(self.config, env_steps)
+
     def grads(self, batch: Batch, share: float) -> Gradients:
         obs, next_obs = batch["obs"], batch["next_obs"]
         with torch.no_grad():

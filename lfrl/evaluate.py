@@ -6,6 +6,7 @@ not one per episode). `record` draws an episode into an animated GIF, to watch t
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from lfrl.algorithms import make_policy
 class Evaluation:
     env_steps: int  # environment steps of training when the evaluated weights were current
     returns: tuple[float, ...]
+    lengths: tuple[int, ...] = ()  # of the same episodes
 
     @property
     def mean(self) -> float:
@@ -29,6 +31,10 @@ class Evaluation:
     @property
     def std(self) -> float:
         return float(np.std(self.returns))
+
+    @property
+    def mean_length(self) -> float:
+        return float(np.mean(self.lengths)) if self.lengths else math.nan
 
 
 class Evaluator:
@@ -45,6 +51,7 @@ class Evaluator:
         self.evaluated = True
         obs = [env.reset(seed=seed)[0] for env, seed in zip(self.envs, self.seeds, strict=True)]
         returns = [0.0] * len(self.envs)
+        lengths = [0] * len(self.envs)
         playing = list(range(len(self.envs)))
         while playing:
             actions = self.policy.to_env(self.policy.exploit(np.stack([obs[i] for i in playing])))
@@ -52,10 +59,11 @@ class Evaluator:
             for i, action in zip(playing, actions, strict=True):
                 obs[i], reward, terminated, truncated, _ = self.envs[i].step(action)
                 returns[i] += float(reward)
+                lengths[i] += 1
                 if not (terminated or truncated):
                     still.append(i)
             playing = still
-        return Evaluation(env_steps, tuple(returns))
+        return Evaluation(env_steps, tuple(returns), tuple(lengths))
 
     def record(self, path: str, width: int = 320, max_frames: int = 1000) -> int:
         """The first evaluation episode of the policy last evaluated, as an animated GIF at `path`

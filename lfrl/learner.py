@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lfrl import settings
 from lfrl.envs import EnvSpec
 
 Batch = dict[str, torch.Tensor]
@@ -81,6 +82,11 @@ class Learner:
         self.max_grad_norm = float(config.get("max_grad_norm") or 0.0)
         self.prioritized = bool(config.get("prioritized"))
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Back from a checkpoint: this process runs networks again, with the run's settings."""
+        vars(self).update(state)
+        settings.apply(self.config)
+
     def importance(self, batch: Batch) -> torch.Tensor | None:
         """Prioritized replay's importance weights of a batch; None for uniform replay (all 1)."""
         return batch["weights"].to(torch.float32) if self.prioritized else None
@@ -113,6 +119,11 @@ class Learner:
 
     def begin_round(self, env_steps: int) -> None:
         """Called once per round before its updates, with the environment steps taken so far."""
+
+    def exploration_rate(self, env_steps: int) -> float | None:
+        """The actors' rate of random actions after `env_steps` (DQN's epsilon), for the logs; None
+        for algorithms that explore otherwise."""
+        return None
 
     def policy_weights(self) -> tuple[torch.Tensor, ...]:
         """The acting network's parameters, in `Policy.load`'s order. These are the live tensors, not

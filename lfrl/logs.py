@@ -1,16 +1,22 @@
-"""A run's results in its log folder, in the forms users already read, and its progress bar:
+"""A run's results, in a folder of its own, in the forms users already read, and its progress bar.
+
+Every run writes into a new folder `LOGDIR/PROGRAM_N` (LOGDIR relative to the program's folder,
+`runs` unless `--logdir` says otherwise; N one more than the highest there, as Stable-Baselines3
+numbers its runs), so a second run never touches the first one's files:
 
 - `hyperparameters.json`: every value the run was generated with;
 - `episodes.csv` (step, actor, return, length, time), `evaluations.csv` (step, mean_return,
-  std_return, episodes, time) and `training.csv` (step, updates, time, steps_per_s, updates_per_s
-  and the learner's losses, one row per `log_every` environment steps); time is seconds of training;
-- TensorBoard event files (`tensorboard --logdir LOGDIR`), with Stable-Baselines3's tag names;
-- `learning_curve.png` at the end: evaluation returns and episode returns over environment steps
-  (drawn by a child process, lfrl.curve).
+  std_return, mean_length, episodes, time) and `training.csv` (step, updates, time, steps_per_s,
+  updates_per_s and the learner's losses, one row per `log_every` environment steps); time is
+  seconds of training;
+- a TensorBoard event file (`tensorboard --logdir runs`) with Stable-Baselines3's tag names;
+- `learning_curve.png` at the end: evaluation and episode returns over environment steps (drawn by
+  a child process, lfrl.curve); the learner adds `model.pt` and `checkpoints/`.
 
-A `RunLog` pickles (for lfpy's checkpoints) as where its files had got to: restored, it cuts the
-CSV files back to that point and goes on appending, and TensorBoard drops the later events, so a
-resumed run's logs are the uninterrupted run's.
+A `RunLog` pickles (for lfpy's checkpoints) as where its files had got to, with the run's folder
+relative to the program's. A resumed run calls `reopen` with the program's folder (moved or copied
+since, perhaps): it cuts every file back to that point and goes on appending, so a resumed run's
+results are the uninterrupted run's, in the folder next to the program it resumes.
 """
 
 from __future__ import annotations
@@ -19,63 +25,92 @@ import csv
 import json
 import math
 import os
-import tempfile
+import re
 import time
 from collections import deque
 from typing import Any
 
+from lfrl.board import EventFile, new_file_name
 from lfrl.curve import Curve
 from lfrl.evaluate import Evaluation
 
 RECENT = 100  # episodes in the recent mean return (gymnasium's CartPole is solved at 475 over 100)
 
 
-def cannot_write(folder: str) -> str | None:
-    """Why the run's results cannot be written to `folder` (made if missing), or None."""
+class ResultsError(Exception):
+    """The run's results cannot be written, or a resumed run's cannot be found; the message says why."""
+
+
+def new_run_folder(program_dir: str, logdir: str, name: str) -> str:
+    """Make the folder of a new run, `logdir/name_N` with N one more than the highest there (1 for
+    the first), never one that exists (two runs starting at once each get their own); returns it
+    relative to `program_dir`. Raises ResultsError."""
+    parent = os.path.join(program_dir, logdir)
     try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
+        os.makedirs(parent, exist_ok=True)
+        taken = [int(m.group(1)) for entry in os.listdir(parent)
+                 if (m := re.fullmatch(re.escape(name) + r"_([0-9]+)", entry))]
+        number = max(taken, default=0) + 1
+        while True:
+            try:
+                os.mkdir(os.path.join(parent, f"{name}_{number}"))
+                break
+            except FileExistsError:
+                number += 1
     except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
+        raise ResultsError(f"cannot write the run's results to {parent}: {exc.strerror or exc}") from None
+    return os.path.normpath(os.path.join(logdir, f"{name}_{number}"))
+
+
+def shown(path: str) -> str:
+    """`path` as a user would type it here: relative to the current folder when inside it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 class RunLog:
-    def __init__(self, config: dict[str, Any], folder: str, losses: tuple[str, ...]) -> None:
-        """`folder`: the program's, which `logdir` is relative to; `losses`: the names of the
-        learner's losses, the last columns of `training.csv`."""
+    CSV = {"episodes": ["step", "actor", "return", "length", "time"],
+           "evaluations": ["step", "mean_return", "std_return", "mean_length", "episodes", "time"]}
+
+    def __init__(self, config: dict[str, Any], program_dir: str, losses: tuple[str, ...]) -> None:
+        """A new run of the program in `program_dir` (its `logdir` is relative to it), in a new
+        folder; `losses`: the names of the learner's losses, the last columns of `training.csv`.
+        Raises ResultsError."""
         self.config = config
-        self.headers = {"episodes": ["step", "actor", "return", "length", "time"],
-                        "evaluations": ["step", "mean_return", "std_return", "episodes", "time"],
-                        "training": ["step", "updates", "time", "steps_per_s", "updates_per_s", *losses]}
-        self.logdir = os.path.join(folder, config["logdir"])
+        self.headers = {**self.CSV, "training": ["step", "updates", "time", "steps_per_s", "updates_per_s", *losses]}
         self.total = int(config["total_steps"])
         self.log_every = int(config.get("log_every", 1000))
         self.stop_at = config.get("stop_at")
-        os.makedirs(self.logdir, exist_ok=True)
-        with open(os.path.join(self.logdir, "hyperparameters.json"), "w") as out:
-            json.dump(config, out, indent=2, sort_keys=True)
-        self.offsets = {name: 0 for name in self.headers}
-        self.recent: deque[float] = deque(maxlen=RECENT)
+        self.run = new_run_folder(program_dir, config["logdir"], config.get("program") or config["algo"])
+        self.folder = os.path.join(program_dir, self.run)
+        self.board_name = new_file_name(self.folder)
+        self.offsets: dict[str, int] = {}  # how far each file had got at the last checkpoint
+        self.recent: deque[tuple[float, int]] = deque(maxlen=RECENT)  # (return, length) of the last episodes
         self.episode_count = 0
         self.episode_returns: list[tuple[int, float]] = []  # (step, return) of every episode, for the plot
         self.evaluations: list[Evaluation] = []
+        self.reached: Evaluation | None = None  # the evaluation that reached `stop_at`
         self.env_steps = 0
         self.updates = 0
+        self.exploration_rate: float | None = None
         self.losses: dict[str, list[float]] = {name: [] for name in losses}
         self.row_at = (0, 0, 0.0)  # (env steps, updates, time) of the last training row
         self.elapsed_before = 0.0  # training seconds before this process (a resumed run)
         self.closed = False
-        self._open(resumed=False)
+        try:
+            with open(os.path.join(self.folder, "hyperparameters.json"), "w") as out:
+                json.dump(config, out, indent=2, sort_keys=True)
+            self._open(resumed=False)
+        except OSError as exc:
+            raise ResultsError(f"cannot write the run's results to {self.folder}: {exc.strerror or exc}") from None
 
     # -------------------------------------------------------------- files and resuming
 
     def _open(self, resumed: bool) -> None:
         self.started = time.perf_counter()
         self.files = {}
-        for name in self.offsets:
-            path = os.path.join(self.logdir, f"{name}.csv")
+        for name in self.headers:
+            path = os.path.join(self.folder, f"{name}.csv")
             if resumed:
                 with open(path, "r+b") as f:
                     f.truncate(self.offsets[name])
@@ -84,9 +119,7 @@ class RunLog:
         if not resumed:
             for name, header in self.headers.items():
                 self.writers[name].writerow(header)
-        from tensorboardX import SummaryWriter
-
-        self.board = SummaryWriter(self.logdir, purge_step=self.env_steps if resumed else None, flush_secs=30)
+        self.board = EventFile(os.path.join(self.folder, self.board_name), self.offsets.get("board", 0))
         self.curve = Curve()
         self.bar = None
         if self.config.get("progress"):
@@ -95,23 +128,39 @@ class RunLog:
             self.bar = tqdm(total=self.total, initial=self.env_steps, unit="step", mininterval=0.5,
                             dynamic_ncols=True)
 
+    def reopen(self, program_dir: str) -> None:
+        """A resumed run: its files in the run's folder next to the program in `program_dir`, cut
+        back to where they were at the checkpoint. Raises ResultsError."""
+        self.folder = os.path.join(program_dir, self.run)
+        missing = [name for name in (*(f"{n}.csv" for n in self.headers), self.board_name)
+                   if not os.path.isfile(os.path.join(self.folder, name))]
+        if missing:
+            raise ResultsError(f"cannot resume the run's results in {self.folder}: {', '.join(missing)} "
+                               f"{'is' if len(missing) == 1 else 'are'} missing (resume the program that "
+                               "wrote the checkpoint, with its runs folder beside it)")
+        try:
+            self._open(resumed=True)
+        except OSError as exc:
+            raise ResultsError(f"cannot resume the run's results in {self.folder}: {exc.strerror or exc}") from None
+
     def __getstate__(self) -> dict[str, Any]:
+        if "files" not in vars(self):  # unpickled and not reopened (a federate's state passing through)
+            return dict(vars(self))
         for f in self.files.values():
             f.flush()
-        self.board.flush()
         state = {k: v for k, v in vars(self).items()
-                 if k not in ("files", "writers", "board", "bar", "started", "curve")}
-        state["offsets"] = {name: f.tell() for name, f in self.files.items()}
+                 if k not in ("files", "writers", "board", "bar", "started", "curve", "folder")}
+        state["offsets"] = {**{name: f.tell() for name, f in self.files.items()}, "board": self.board.flush()}
         state["elapsed_before"] = self.elapsed()
         return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        vars(self).update(state)
-        self._open(resumed=True)
 
     def elapsed(self) -> float:
         """Seconds of training, over every process the run has had."""
         return self.elapsed_before + time.perf_counter() - self.started
+
+    def where(self) -> str:
+        """The run's folder, as a user would type it here."""
+        return shown(self.folder)
 
     # -------------------------------------------------------------- what happens
 
@@ -119,25 +168,28 @@ class RunLog:
         now = round(self.elapsed(), 3)
         for ret, length, step in ended:
             self.writers["episodes"].writerow([step, actor, ret, length, now])
-            self.recent.append(ret)
+            self.recent.append((ret, length))
             self.episode_returns.append((step, ret))
             self.episode_count += 1
-            self.board.add_scalar("rollout/ep_rew", ret, step)
-            self.board.add_scalar("rollout/ep_len", length, step)
 
     def evaluation(self, result: Evaluation) -> bool:
         """Record an evaluation; True when it reaches `stop_at`."""
         self.evaluations.append(result)
-        self.writers["evaluations"].writerow([result.env_steps, result.mean, result.std, len(result.returns),
-                                              round(self.elapsed(), 3)])
+        self.writers["evaluations"].writerow([result.env_steps, result.mean, result.std, result.mean_length,
+                                              len(result.returns), round(self.elapsed(), 3)])
         self.files["evaluations"].flush()
-        self.board.add_scalar("eval/mean_reward", result.mean, result.env_steps)
+        self.board.scalar("eval/mean_reward", result.mean, result.env_steps)
+        self.board.scalar("eval/mean_ep_length", result.mean_length, result.env_steps)
         self._show()
-        return self.stop_at is not None and result.mean >= float(self.stop_at)
+        if self.stop_at is not None and result.mean >= float(self.stop_at) and self.reached is None:
+            self.reached = result
+        return self.reached is not None
 
     def training(self, stats: dict[str, Any]) -> None:
-        """A round's statistics from the learner: env steps and updates so far, the round's losses."""
+        """A round's statistics from the learner: env steps and updates so far, the round's losses
+        and, for DQN, the exploration rate."""
         self.env_steps, self.updates = int(stats["env_steps"]), int(stats["updates"])
+        self.exploration_rate = stats.get("exploration_rate")
         for name, value in stats["losses"].items():
             self.losses[name].append(value)
         if self.env_steps - self.row_at[0] >= self.log_every or self.env_steps >= self.total:
@@ -154,44 +206,67 @@ class RunLog:
         steps_per_s, updates_per_s = (self.env_steps - steps) / seconds, (self.updates - updates) / seconds
         self.writers["training"].writerow([self.env_steps, self.updates, round(now, 3), round(steps_per_s, 1),
                                            round(updates_per_s, 1), *losses.values()])
-        self.board.add_scalar("time/fps", steps_per_s, self.env_steps)
-        self.board.add_scalar("time/updates_per_s", updates_per_s, self.env_steps)
+        # Stable-Baselines3's tags, at the environment step they describe
+        step = self.env_steps
+        if self.recent:
+            self.board.scalar("rollout/ep_rew_mean", self.recent_mean(), step)
+            self.board.scalar("rollout/ep_len_mean", sum(n for _, n in self.recent) / len(self.recent), step)
+        if self.exploration_rate is not None:
+            self.board.scalar("rollout/exploration_rate", self.exploration_rate, step)
         for name, value in losses.items():
             if not math.isnan(value):
-                self.board.add_scalar(f"train/{name}", value, self.env_steps)
-        if self.recent:
-            self.board.add_scalar("rollout/ep_rew_mean", self.recent_mean(), self.env_steps)
+                self.board.scalar(f"train/{name}", value, step)
+        self.board.scalar("train/n_updates", self.updates, step)
+        self.board.scalar("time/fps", steps_per_s, step)
         self.losses = {k: [] for k in self.losses}
         self.row_at = (self.env_steps, self.updates, now)
 
     def recent_mean(self) -> float:
-        return sum(self.recent) / len(self.recent) if self.recent else math.nan
+        return sum(r for r, _ in self.recent) / len(self.recent) if self.recent else math.nan
 
     def _show(self) -> None:
         if self.bar is None:
             return
-        text = f"return {self.recent_mean():.1f}"
+        shown = [f"return {self.recent_mean():.1f}"] if self.recent else []
         if self.evaluations:
-            text += f", eval {self.evaluations[-1].mean:.1f}"
-        self.bar.set_postfix_str(text, refresh=False)
+            shown.append(f"eval {self.evaluations[-1].mean:.1f}")
+        self.bar.set_postfix_str(", ".join(shown), refresh=False)
 
     # -------------------------------------------------------------- the end
 
-    def summary(self, final: dict[str, Any]) -> list[str]:
-        """The closing lines: throughput, episodes, the last evaluation, the weights checksum (last;
-        not for a learner that never trained)."""
+    def summary(self, final: dict[str, Any], stop_reason: str | None) -> list[str]:
+        """The closing lines: why the run stopped, throughput, episodes, where the results are, the
+        last evaluation and the weights checksum (the last two; none for a learner that never
+        trained). `stop_reason`: lfpy's `lf.stop_reason()` (None where it cannot tell)."""
         seconds = self.elapsed()
-        lines = [f"{self.env_steps} environment steps and {self.updates} updates in {seconds:.1f} s "
-                 f"({self.env_steps / max(seconds, 1e-9):.0f} steps/s, {self.updates / max(seconds, 1e-9):.0f} updates/s)",
-                 f"{self.episode_count} episodes, mean return of the last {len(self.recent)}: {self.recent_mean():.2f}"]
+        steps = int(final["env_steps"])
+        lines = [self._why(steps, stop_reason),
+                 f"{self.env_steps} environment steps and {self.updates} updates in {seconds:.1f} s "
+                 f"({self.env_steps / max(seconds, 1e-9):.0f} steps/s, {self.updates / max(seconds, 1e-9):.0f} updates/s)"]
+        if self.episode_count:
+            lines.append(f"{self.episode_count} episodes, mean return of the last {len(self.recent)}: "
+                         f"{self.recent_mean():.2f}")
+        else:
+            lines.append("no episode finished")
+        lines.append(f"results in {self.where()}")
         if self.evaluations:
             last = self.evaluations[-1]
             lines.append(f"eval mean return {last.mean:.2f} over {len(last.returns)} episodes")
         else:
-            lines.append("eval mean return nan over 0 episodes")
+            lines.append("no evaluation ran")
         if final["trained"]:
             lines.append(f"weights checksum {final['checksum']:.9f}")
         return lines
+
+    def _why(self, steps: int, stop_reason: str | None) -> str:
+        if self.reached is not None:
+            return (f"stopped at step {self.reached.env_steps}: the evaluation's mean return "
+                    f"{self.reached.mean:.2f} reached --stop-at {float(self.stop_at):g}")  # type: ignore[arg-type]
+        if steps >= self.total:
+            return f"stopped at step {steps}: the budget of {self.total} environment steps is spent"
+        reason = {"timeout": "the timeout (lfrl run --timeout) was reached", "SIGINT": "interrupted (Ctrl-C)",
+                  "SIGTERM": "terminated (SIGTERM)"}.get(stop_reason or "", "the program stopped")
+        return f"stopped at step {steps} of {self.total}: {reason}"
 
     def close(self) -> None:
         """Flush and close every file, write the learning curve; safe to call twice."""
@@ -210,7 +285,7 @@ class RunLog:
 
     def plot(self) -> None:
         title = f"{self.config['algo'].upper()} on {self.config['env_id']} (seed {self.config['seed']})"
-        self.curve.draw(os.path.join(self.logdir, "learning_curve.png"), {
+        self.curve.draw(os.path.join(self.folder, "learning_curve.png"), {
             "title": title, "episodes": self.episode_returns,
             "evaluations": [[e.env_steps, e.mean, e.std] for e in self.evaluations],
             "target": None if self.stop_at is None else float(self.stop_at)})

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lfrl import settings
 from lfrl.envs import EnvSpec
 
 
@@ -20,6 +21,11 @@ class Policy:
         self.learning_starts = int(config["learning_starts"])
         # lfrl's own networks act in numpy on vector observations (see lfrl.networks).
         self.numpy = hasattr(network, "forward_numpy") and getattr(network, "encoder", None) is None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Back from a checkpoint: this process runs networks again, with the run's settings."""
+        vars(self).update(state)
+        settings.apply(self.config)
 
     def outputs(self, obs: np.ndarray) -> Any:
         """The network's outputs for a batch of observations, as numpy arrays."""

@@ -5,7 +5,8 @@ the replay buffer stores them and says how many it holds; once more than `learni
 have been taken, the learner makes `gradient_steps` updates, each on a batch it asks the buffer for
 (so that prioritized replay has the new priorities of one batch before it samples the next). Then
 it sends the actors new weights; every `eval_every` steps it also sends them to the evaluator, every
-`checkpoint_every` steps it asks for a checkpoint, and after `total_steps` it stops.
+`checkpoint_every` steps it asks for a checkpoint (in the run's folder, `checkpoints/`), and after
+`total_steps` it stops.
 
 With parallel learners (`learners` > 1), `shares` splits a batch into one slice per learner and
 `apply` adds up their gradients in learner order (see lfrl.learner).
@@ -39,10 +40,12 @@ class RoundEnd:
 
 
 class Training:
-    def __init__(self, config: dict[str, Any], folder: str) -> None:
-        """`folder`: the program's, which relative paths (`logdir`, `load`) start from."""
+    def __init__(self, config: dict[str, Any], folder: str, run: str) -> None:
+        """`folder`: the program's, which `load` is relative to; `run`: the run's folder, relative
+        to the program's (lfrl.logs), where checkpoints and the weights go. Only relative paths are
+        kept: a checkpoint resumes next to the program, wherever it has been moved."""
         self.config = config
-        self.logdir = os.path.join(folder, config["logdir"])
+        self.run = run
         self.spec = envs.describe(config["env_id"])
         self.learner = make_learner(config, self.spec, seeds.derive(config["seed"], seeds.LEARNER))
         if config.get("load"):
@@ -123,22 +126,23 @@ class Training:
             self.evaluated_at = self.env_steps
         checkpoint = None
         if not done and self._crossed(int(self.config.get("checkpoint_every") or 0)):
-            checkpoint = os.path.join(self.logdir, "checkpoints", f"step-{self.env_steps:09d}.ckpt")
+            checkpoint = os.path.join(self.run, "checkpoints", f"step-{self.env_steps:09d}.ckpt")
         stats = {"env_steps": self.env_steps, "updates": self.learner.updates,
-                 "losses": {k: sum(v) / len(v) for k, v in self.losses.items() if v}}
+                 "losses": {k: sum(v) / len(v) for k, v in self.losses.items() if v},
+                 "exploration_rate": self.learner.exploration_rate(self.env_steps)}
         return RoundEnd(None if done else self.policy(), evaluate, checkpoint, stats, done)
 
     def _crossed(self, every: int) -> bool:
         """Whether this round passed a multiple of `every` environment steps."""
         return every > 0 and self.env_steps // every > (self.env_steps - self.round_steps) // every
 
-    def final(self) -> dict[str, Any]:
-        """At shutdown: save the networks' weights to `model.pt` (written whole, then renamed) and
-        report their checksum, unless the learner never trained (stopped before learning started)."""
+    def final(self, folder: str) -> dict[str, Any]:
+        """At shutdown: save the networks' weights to `model.pt` in the run's folder next to the
+        program in `folder` (written whole, then renamed) and report their checksum, unless the
+        learner never trained (stopped before learning started)."""
         trained = self.learner.updates > 0 or self.total == 0 or self.gradient_steps == 0
         if trained:
-            os.makedirs(self.logdir, exist_ok=True)
-            path = os.path.join(self.logdir, "model.pt")
+            path = os.path.join(folder, self.run, "model.pt")
             torch.save(self.learner.state_for_saving(), path + ".tmp")
             os.replace(path + ".tmp", path)
         return {"checksum": self.learner.checksum(), "env_steps": self.env_steps, "updates": self.learner.updates,

@@ -158,14 +158,18 @@ def test_qlearning_checks_across_parameters(values: dict, message: str) -> None:
 
 
 def test_multiagent_refuses_unknown_environments() -> None:
-    with pytest.raises(TemplateError, match=r"^--env-name: 'pong' is not supported; choose one of: simple_spread_v3$"):
-        render("multiagent", {"env_name": "pong"})
+    for name in ("pong", "simple_adversary_v3"):  # the latter's adversaries observe otherwise than its agents
+        with pytest.raises(TemplateError) as info:
+            render("multiagent", {"env_name": name})
+        assert str(info.value) == (f"--env-name: {name!r} is not supported; choose one of: simple_spread_v3, "
+                                   "simple_formation_v1, simple_line_v1 (mpe2's scenarios of N agents that all "
+                                   "observe and act alike)")
 
 
 def test_a_program_the_front_end_rejects_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from generator import catalog
 
-    monkeypatch.setattr(catalog, "render", lambda name, values: "target Python\nmain reactor { x = new Nope() }\n")
+    monkeypatch.setattr(catalog, "render", lambda name, values, program=None: "target Python\nmain reactor { x = new Nope() }\n")
     with pytest.raises(TemplateError, match=r"^template 'sampling' rendered a program lfpy rejects:\n.*Nope"):
         write("sampling", {}, tmp_path / "Bad.lf")
     assert not (tmp_path / "Bad.lf").exists()

@@ -289,33 +289,82 @@ def test_a_time_limit_is_not_a_terminal_state() -> None:
 
 
 def test_a_run_log_restored_from_a_pickle_cuts_its_files_back(tmp_path: Path) -> None:
+    import shutil
+
     from lfrl.evaluate import Evaluation
     from lfrl.logs import RunLog
 
-    log = RunLog({"algo": "dqn", "env_id": "CartPole-v1", "seed": 0, "total_steps": 100, "log_every": 10,
-                  "logdir": "run"}, str(tmp_path), ("loss",))
+    config = {"algo": "dqn", "program": "Prog", "env_id": "CartPole-v1", "seed": 0, "total_steps": 100,
+              "log_every": 10, "logdir": "runs"}
+    log = RunLog(config, str(tmp_path / "here"), ("loss",))
+    assert log.run == "runs/Prog_1" and log.folder == str(tmp_path / "here" / "runs" / "Prog_1")
     log.episodes(0, [(10.0, 10, 10)])
     log.training({"env_steps": 10, "updates": 2, "losses": {"loss": 0.5}})
     saved = pickle.dumps(log)  # a checkpoint
     log.episodes(0, [(20.0, 20, 30)])  # written after it, then the process dies
-    log.evaluation(Evaluation(30, (1.0, 3.0)))
+    log.evaluation(Evaluation(30, (1.0, 3.0), (10, 20)))
+    log.training({"env_steps": 30, "updates": 4, "losses": {"loss": 0.25}})
     for f in log.files.values():
         f.close()
     log.board.close()
+    shutil.move(tmp_path / "here", tmp_path / "there")  # the program's folder moves, its runs with it
     restored = pickle.loads(saved)  # the resumed run: what came after the checkpoint is gone
+    restored.reopen(str(tmp_path / "there"))
     restored.episodes(0, [(12.0, 12, 22)])
+    restored.training({"env_steps": 20, "updates": 3, "losses": {"loss": 0.75}})
     restored.close()
-    episodes = (tmp_path / "run" / "episodes.csv").read_text().splitlines()
+    folder = tmp_path / "there" / "runs" / "Prog_1"
+    episodes = (folder / "episodes.csv").read_text().splitlines()
     assert [row.split(",")[:4] for row in episodes] == [["step", "actor", "return", "length"],
                                                        ["10", "0", "10.0", "10"], ["22", "0", "12.0", "12"]]
-    assert (tmp_path / "run" / "evaluations.csv").read_text().splitlines()[1:] == []
-    assert (tmp_path / "run" / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (folder / "evaluations.csv").read_text().splitlines()[1:] == []
+    assert (folder / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not (tmp_path / "here").exists()
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for event in read_events(next(folder.glob("events.out.tfevents.*"))):
+        for value in event.summary.value:
+            scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    assert scalars["train/loss"] == [(10, 0.5), (20, 0.75)]  # nothing of step 30, which came after
+    assert "eval/mean_reward" not in scalars
+
+
+def read_events(path: Path) -> list:
+    """The events of a TensorBoard event file, each record's checksums checked."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+    from tensorboardX.record_writer import masked_crc32c
+
+    data, offset, out = path.read_bytes(), 0, []
+    while offset < len(data):
+        header = data[offset:offset + 8]
+        (length,) = struct.unpack("<Q", header)
+        assert struct.unpack("<I", data[offset + 8:offset + 12])[0] == masked_crc32c(header)
+        body = data[offset + 12:offset + 12 + length]
+        assert struct.unpack("<I", data[offset + 12 + length:offset + 16 + length])[0] == masked_crc32c(body)
+        out.append(event_pb2.Event.FromString(body))
+        offset += 16 + length
+    assert out[0].file_version == "brain.Event:2"
+    return out
+
+
+def test_a_new_run_takes_the_next_number_and_never_an_existing_folder(tmp_path: Path) -> None:
+    from lfrl.logs import ResultsError, new_run_folder
+
+    assert new_run_folder(str(tmp_path), "runs", "Main") == "runs/Main_1"
+    for name in ("Main_7", "Main_x", "Other_9", "Main_2"):
+        (tmp_path / "runs" / name).mkdir()
+    assert new_run_folder(str(tmp_path), "runs", "Main") == "runs/Main_8"  # one more than the highest
+    assert new_run_folder(str(tmp_path), "runs", "Other") == "runs/Other_10"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ResultsError, match=f"^cannot write the run's results to {tmp_path}/file/runs: "):
+        new_run_folder(str(tmp_path), "file/runs", "Main")
 
 
 @pytest.mark.parametrize(("ent_coef", "alpha", "tuned"), [("auto", 1.0, True), ("auto_0.1", 0.1, True), ("0.2", 0.2, False)])
 def test_sac_takes_stable_baselines3s_entropy_coefficients(ent_coef: str, alpha: float, tuned: bool) -> None:
     spec = envs.describe("Pendulum-v1")
     learner = sac.SAC(spec, config("sac", ent_coef=ent_coef), 0)
-    assert float(learner.temperature.log_alpha.exp()) == pytest.approx(alpha)
+    assert float(learner.temperature.log_alpha.detach().exp()) == pytest.approx(alpha)
     assert learner.auto == tuned
     assert any(p is learner.temperature.log_alpha for p in learner.params) == tuned

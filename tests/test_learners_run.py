@@ -40,6 +40,11 @@ def generate(tmp_path: Path, algo: str, name: str = "prog", **values: object) ->
     return write(algo, values, tmp_path / name / f"{algo}.lf")
 
 
+def run_folder(program: Path, number: int = 1) -> Path:
+    """The folder of the program's `number`th run."""
+    return program.parent / "runs" / f"{program.stem}_{number}"
+
+
 def last_lines(lines: list[str]) -> tuple[str, str]:
     assert re.fullmatch(r"eval mean return -?[\d.]+ over \d+ episodes", lines[-2]), lines
     assert re.fullmatch(r"weights checksum -?[\d.]+", lines[-1]), lines
@@ -67,19 +72,33 @@ def test_a_dqn_run_prints_its_results_and_writes_what_users_read(tmp_path: Path)
     program = generate(tmp_path, "dqn", **DQN)
     lines = run(program)
     evaluation, _checksum = last_lines(lines)
-    assert re.fullmatch(r"1200 environment steps and 200 updates in [\d.]+ s \(\d+ steps/s, \d+ updates/s\)", lines[0])
-    logdir = program.parent / "runs" / "dqn-CartPole-v1-seed0"
+    logdir = run_folder(program)
+    assert lines[0] == f"results in {logdir}"  # at the start, and again before the last lines
+    assert lines[1] == "stopped at step 1200: the budget of 1200 environment steps is spent"
+    assert re.fullmatch(r"1200 environment steps and 200 updates in [\d.]+ s \(\d+ steps/s, \d+ updates/s\)", lines[2])
+    assert re.fullmatch(r"\d+ episodes, mean return of the last \d+: [\d.]+", lines[3])
+    assert lines[4] == f"results in {logdir}" and len(lines) == 7
     config = json.loads((logdir / "hyperparameters.json").read_text())
     assert config["algo"] == "dqn" and config["learning_rate"] == 2.3e-3 and config["net_arch"] == [32, 32]
+    assert config["program"] == "dqn" and config["logdir"] == "runs"
     rows = (logdir / "evaluations.csv").read_text().splitlines()
-    assert rows[0] == "step,mean_return,std_return,episodes,time" and [r.split(",")[0] for r in rows[1:]] == ["600", "1200"]
+    assert rows[0] == "step,mean_return,std_return,mean_length,episodes,time"
+    assert [r.split(",")[0] for r in rows[1:]] == ["600", "1200"]
     assert evaluation == f"eval mean return {float(rows[-1].split(',')[1]):.2f} over 2 episodes"
     assert (logdir / "training.csv").read_text().splitlines()[0] == "step,updates,time,steps_per_s,updates_per_s,loss"
     episodes = (logdir / "episodes.csv").read_text().splitlines()
     assert len(episodes) > 20 and episodes[0] == "step,actor,return,length,time"
     scalars = events(logdir)
     assert [step for step, _ in scalars["eval/mean_reward"]] == [600, 1200]
-    assert {"rollout/ep_rew_mean", "train/loss", "time/fps"} <= scalars.keys()
+    assert [value for _, value in scalars["eval/mean_reward"]] == [float(r.split(",")[1]) for r in rows[1:]]
+    assert [value for _, value in scalars["eval/mean_ep_length"]] == [float(r.split(",")[3]) for r in rows[1:]]
+    # Stable-Baselines3's tag names, at the training rows (every 1,000 steps, and the last)
+    assert scalars.keys() == {"eval/mean_reward", "eval/mean_ep_length", "rollout/ep_rew_mean", "rollout/ep_len_mean",
+                              "rollout/exploration_rate", "train/loss", "train/n_updates", "time/fps"}
+    assert [step for step, _ in scalars["train/loss"]] == [1000, 1200]
+    # epsilon: from 1 down to 0.04 over the first 16% of the steps (192), all random before step 200
+    assert scalars["rollout/exploration_rate"] == [(1000, pytest.approx(0.04)), (1200, pytest.approx(0.04))]
+    assert scalars["train/n_updates"] == [(1000, 160.0), (1200, 200.0)]
     assert (logdir / "learning_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     saved = torch.load(logdir / "model.pt", weights_only=True)
     assert set(saved) == {"q"}
@@ -95,7 +114,8 @@ def test_the_weights_do_not_depend_on_runtime_threads(tmp_path: Path) -> None:
         program = generate(tmp_path, algo, name=algo, **values)
         one, two = run(program, "--workers", "1"), run(program, "--workers", "2")
         assert last_lines(one) == last_lines(two)
-        assert one[1:-2] == two[1:-2]  # episodes and their returns; the first line holds timings
+        assert one[0] == f"results in {run_folder(program, 1)}" and two[0] == f"results in {run_folder(program, 2)}"
+        assert one[3] == two[3]  # episodes and their returns (the line before holds timings)
 
 
 @pytest.mark.parametrize("algo", ["td3", "ddpg"])
@@ -103,7 +123,7 @@ def test_td3_and_ddpg_make_their_updates(tmp_path: Path, algo: str) -> None:
     program = generate(tmp_path, algo, **{**SAC, "train_freq": 50, "gradient_steps": 50})
     lines = run(program)
     last_lines(lines)
-    training = (program.parent / "runs" / f"{algo}-Pendulum-v1-seed0" / "training.csv").read_text().splitlines()
+    training = (run_folder(program) / "training.csv").read_text().splitlines()
     assert training[0].endswith("critic_loss,actor_loss")
     assert float(training[-1].split(",")[1]) == 500  # updates: 50 per round after the first 100 steps
 
@@ -135,8 +155,7 @@ def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path:
     if federated:
         program.write_text(program.read_text().replace("\nmain reactor {", "\nfederated reactor {"))
         assert "\nfederated reactor {" in program.read_text()
-    first = program.parent / "runs" / f"{algo}-{'CartPole' if algo == 'dqn' else 'Pendulum'}-v1-seed0" / \
-        "checkpoints" / f"step-{values['checkpoint_every']:09d}.ckpt"
+    first = run_folder(program) / "checkpoints" / f"step-{values['checkpoint_every']:09d}.ckpt"
     run_and_kill_at(program, first)
     assert last_lines(run(program, "--resume", str(first))) == whole
     # the logs of the resumed run are those of the uninterrupted one, but for the times
@@ -146,17 +165,108 @@ def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path:
         assert columns[0] == columns[1]
 
 
+def contents(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_second_run_writes_a_folder_of_its_own_and_leaves_the_first_as_it_was(tmp_path: Path) -> None:
+    program = generate(tmp_path, "dqn", **{**DQN, "total_steps": 400, "learning_starts": 100, "eval_every": 400})
+    first = run(program)
+    written = contents(run_folder(program, 1))
+    assert {"hyperparameters.json", "episodes.csv", "evaluations.csv", "training.csv", "learning_curve.png",
+            "model.pt"} <= written.keys()
+    second = run(program)
+    assert contents(run_folder(program, 1)) == written
+    assert (first[0], second[0]) == (f"results in {run_folder(program, 1)}", f"results in {run_folder(program, 2)}")
+    assert last_lines(first) == last_lines(second)  # the same program: the same results, in another folder
+    def kinds(files: dict[str, bytes]) -> list[str]:  # event files are named by the time they are made
+        return sorted(re.sub(r"tfevents\..*", "tfevents", name) for name in files)
+
+    assert kinds(contents(run_folder(program, 2))) == kinds(written)
+    # another program beside it has folders of its own
+    other = write("dqn", {**DQN, "total_steps": 400, "learning_starts": 100, "eval_every": 400}, program.with_name("b.lf"))
+    assert run(other)[0] == f"results in {program.parent / 'runs' / 'b_1'}"
+    assert sorted(p.name for p in (program.parent / "runs").iterdir()) == ["b_1", "dqn_1", "dqn_2"]
+
+
+def scalars_but_times(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    return {tag: values for tag, values in events(folder).items() if not tag.startswith("time/")}
+
+
+def test_a_copied_then_moved_program_resumes_in_its_own_folder_as_the_uninterrupted_run(tmp_path: Path) -> None:
+    """Killed at its first checkpoint, copied with its results, the copy moved elsewhere and resumed
+    there: the resumed run writes only into the moved copy's run folder, and ends with the weights,
+    CSV rows and TensorBoard scalars of the uninterrupted run (no step twice, none missing)."""
+    import shutil
+
+    values = {**DQN, "total_steps": 3000, "checkpoint_every": 1000}
+    whole_program = generate(tmp_path, "dqn", name="whole", **values)
+    whole = last_lines(run(whole_program))
+    program = generate(tmp_path, "dqn", name="original", **values)
+    checkpoint = Path("runs") / "dqn_1" / "checkpoints" / "step-000001000.ckpt"
+    run_and_kill_at(program, program.parent / checkpoint)
+    shutil.copytree(program.parent, tmp_path / "copy")
+    original = contents(program.parent)
+    moved = tmp_path / "elsewhere" / "moved"
+    moved.parent.mkdir()
+    (tmp_path / "copy").rename(moved)
+    lines = run(moved / "dqn.lf", "--resume", str(moved / checkpoint))
+    assert lines[0] == f"results in {moved / 'runs' / 'dqn_1'} (resumed at step 1000)"
+    assert last_lines(lines) == whole and lines[-3] == f"results in {moved / 'runs' / 'dqn_1'}"
+    assert contents(program.parent) == original  # the original is left as it was
+    assert sorted(p.name for p in (moved / "runs").iterdir()) == ["dqn_1"]
+    done, uninterrupted = moved / "runs" / "dqn_1", run_folder(whole_program)
+    for name in ("episodes", "evaluations", "training"):
+        rows = [[row.split(",") for row in (folder / f"{name}.csv").read_text().splitlines()]
+                for folder in (done, uninterrupted)]
+        timeless = [[[v for i, v in enumerate(row) if rows[0][0][i] not in ("time", "steps_per_s", "updates_per_s")]
+                     for row in table] for table in rows]
+        assert timeless[0] == timeless[1], name
+    assert len(list(done.glob("events.out.tfevents.*"))) == 1  # cut back at the checkpoint, and appended to
+    assert scalars_but_times(done) == scalars_but_times(uninterrupted)
+
+
+def test_a_resumed_run_uses_the_torch_threads_the_run_started_with(tmp_path: Path) -> None:
+    """torch's threads are a setting of the process: a resumed run, whose networks come back from the
+    checkpoint instead of being made, sets them again (here 3, which no machine's default is likely
+    to equal with the 2 cores of this project's machines)."""
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    (folder / "reporting.py").write_text(
+        "import torch\n"
+        "from lfrl import networks\n"
+        "from lfrl.networks import critics, deterministic_actor, gaussian_actor\n\n"
+        "SEEN = set()\n\n\n"
+        "class Reporting(torch.nn.Module):\n"
+        "    def __init__(self, inner):\n"
+        "        super().__init__()\n"
+        "        self.inner = inner\n\n"
+        "    def forward(self, obs):\n"
+        "        if torch.get_num_threads() not in SEEN:\n"
+        "            SEEN.add(torch.get_num_threads())\n"
+        "            print(f'torch threads {torch.get_num_threads()}', flush=True)\n"
+        "        return self.inner(obs)\n\n\n"
+        "def q_network(spec, net_arch, dueling, generator):\n"
+        "    return Reporting(networks.q_network(spec, net_arch, dueling, generator))\n")
+    program = generate(tmp_path, "dqn", **{**DQN, "total_steps": 1000, "checkpoint_every": 400, "torch_threads": 3},
+                       networks="reporting")
+    checkpoint = run_folder(program) / "checkpoints" / "step-000000400.ckpt"
+    run_and_kill_at(program, checkpoint)
+    lines = run(program, "--resume", str(checkpoint))
+    assert [line for line in lines if line.startswith("torch threads")] == ["torch threads 3"]
+
+
 def test_saved_weights_are_evaluated_and_watched_with_total_steps_zero(tmp_path: Path) -> None:
     from PIL import Image
 
     program = generate(tmp_path, "sac", **SAC)
     trained = last_lines(run(program))
-    model = program.parent / "runs" / "sac-Pendulum-v1-seed0" / "model.pt"
+    model = run_folder(program) / "model.pt"
     evaluate = write("sac", {**SAC, "total_steps": 0, "load": str(model), "logdir": "evaluated",
                              "capture_video": True}, tmp_path / "prog" / "evaluate.lf")
     lines = run(evaluate)
     assert last_lines(lines) == trained  # the same weights, the same evaluation episodes
-    gif = tmp_path / "prog" / "evaluated" / "episode.gif"
+    gif = tmp_path / "prog" / "evaluated" / "evaluate_1" / "episode.gif"
     assert f"the last evaluated policy's first evaluation episode (200 steps): {gif}" in lines
     with Image.open(gif) as image:
         assert (image.format, image.n_frames, image.width) == ("GIF", 201, 320)  # Pendulum: 200 steps
@@ -191,7 +301,7 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
     ("sac", {"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
     ("sac", {"net_arch": "64,,64"}, "--net-arch: hidden layer sizes separated by commas, such as 256,256, got "
                                     "'64,,64'"),
-    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto or a number, got 'lots'"),
+    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got 'lots'"),
     ("sac", {"load": "nothing.pt"}, "--load: cannot read {tmp}/nothing.pt: no such file"),
 ])
 def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, algo: str, values: dict,
@@ -226,7 +336,7 @@ def test_the_networks_come_from_the_module_named_with_networks(tmp_path: Path) -
                        networks="my_networks")
     lines = run(program)
     assert lines.count("my q-network [32, 32]") == 3  # the learner's, the actor's and the evaluator's
-    saved = torch.load(program.parent / "runs" / "dqn-CartPole-v1-seed0" / "model.pt", weights_only=True)
+    saved = torch.load(run_folder(program) / "model.pt", weights_only=True)
     assert [tuple(v.shape) for k, v in saved["q"].items() if k.startswith("body.w")] == [(8, 4), (32, 8), (32, 32),
                                                                                          (2, 32)]
 
@@ -238,7 +348,7 @@ def test_atari_games_are_preprocessed_and_learned_with_a_cnn(tmp_path: Path) -> 
                        eval_every=300)
     lines = run(program)
     assert re.fullmatch(r"eval mean return -?\d+\.00 over 1 episodes", last_lines(lines)[0])  # whole points
-    saved = torch.load(program.parent / "runs" / "dqn-ALE-Pong-v5-seed0" / "model.pt", weights_only=True)
+    saved = torch.load(run_folder(program) / "model.pt", weights_only=True)
     assert tuple(saved["q"]["encoder.convs.0.weight"].shape) == (32, 4, 8, 8)  # 4 stacked 84x84 frames
 
 
@@ -257,26 +367,30 @@ def test_a_timeout_stops_training_with_its_results(tmp_path: Path) -> None:
     assert time.monotonic() - started < 120
     lines = result.stdout.splitlines()
     last_lines(lines)
-    steps = int(lines[0].split(" environment steps and ")[0])
+    steps = int(lines[2].split(" environment steps and ")[0])
     assert 256 < steps < 10**6
-    assert (program.parent / "runs" / "sac-Pendulum-v1-seed0" / "model.pt").exists()
+    assert lines[1] == f"stopped at step {steps} of 1000000: the timeout (lfrl run --timeout) was reached"
+    assert (run_folder(program) / "model.pt").exists()
 
 
 def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) -> None:
     program = generate(tmp_path, "sac", **SAC)
     result = run_status(program, "--timeout", "0")  # stops at startup, before the first round
     assert result.returncode == 1
-    assert result.stdout.splitlines()[-1] == "eval mean return nan over 0 episodes"  # and no checksum
+    assert result.stdout.splitlines()[-3:] == ["no episode finished", f"results in {run_folder(program)}",
+                                               "no evaluation ran"]  # and no checksum
+    assert result.stdout.splitlines()[1] == "stopped at step 0 of 600: the timeout (lfrl run --timeout) was reached"
     assert result.stderr == ("ERROR: the learner never trained: the run stopped after 0 environment steps, before "
                              "learning started (--learning-starts 100); no weights are saved\n")
-    assert not (program.parent / "runs" / "sac-Pendulum-v1-seed0" / "model.pt").exists()
+    assert not (run_folder(program) / "model.pt").exists()
 
 
 def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> None:
     with pytest.raises(TemplateError, match=r"^--logdir: cannot write /proc/runs: "):
         generate(tmp_path, "sac", **SAC, logdir="/proc/runs")
     program = generate(tmp_path, "sac", **SAC)  # and if the program is edited afterwards:
-    program.write_text(program.read_text().replace("'runs/sac-Pendulum-v1-seed0'", "'/proc/runs'"))
+    program.write_text(program.read_text().replace('"logdir": \'runs\'', '"logdir": \'/proc/runs\''))
+    assert "'/proc/runs'" in program.read_text()
     result = run_status(program)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == "ERROR: cannot write the run's results to /proc/runs: No such file or directory\n"

@@ -33,7 +33,7 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     assert {"README.md", "Makefile", ".gitignore", "src/Main.lf", "tests/test_program.py"} <= set(tree(project))
     assert ("tests/Quick.lf" in tree(project)) == (program == "sac")  # a learner's short training run
     assert f"LFRL_SOURCE ?= {ROOT}\n" in tree(project)["Makefile"]  # where `make setup` installs lfrl from
-    assert tree(project)[".gitignore"] == ".venv/\nsrc-gen/\n__pycache__/\n.pytest_cache/\n"
+    assert tree(project)[".gitignore"] == ".venv/\nsrc-gen/\n__pycache__/\n.pytest_cache/\nruns/\n"  # the runs' results too
     # `make test` with lfrl's own environment (a VENV with lfrl in it; `make setup` would make one).
     tested = run(["make", "test", f"VENV={BIN.parent}"], project)
     assert tested.returncode == 0, tested.stdout + tested.stderr

@@ -267,16 +267,19 @@ def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Pat
     assert outputs[0][1].startswith("total reward ") and outputs[0][1] == outputs[1][1]
 
 
-def test_multiagent_agents_act_greedily_each_with_its_own_seeded_policy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("env_name", ["simple_spread_v3", "simple_formation_v1", "simple_line_v1"])
+def test_multiagent_agents_act_greedily_each_with_its_own_seeded_policy(tmp_path: Path, env_name: str) -> None:
     # The program's total reward is that of a plain loop in which agent i's MLP has weights drawn
     # with torch from the seed of (seed, i) and every agent takes its argmax action each step.
+    import importlib
+
     import numpy as np
     import torch
-    from mpe2 import simple_spread_v3
 
     agents, steps, hidden, seed = 2, 30, 8, 5
-    out = write("multiagent", {"agents": agents, "steps": steps, "seed": seed, "hidden": hidden}, tmp_path / "A.lf")
-    env = simple_spread_v3.parallel_env(N=agents, max_cycles=10**9)
+    out = write("multiagent", {"env_name": env_name, "agents": agents, "steps": steps, "seed": seed, "hidden": hidden},
+                tmp_path / "A.lf")
+    env = importlib.import_module(f"mpe2.{env_name}").parallel_env(N=agents, max_cycles=10**9)
     obs, _ = env.reset(seed=seed)
     names = list(env.agents)
     policies = []

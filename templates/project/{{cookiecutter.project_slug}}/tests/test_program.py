@@ -26,9 +26,10 @@ def test_program_runs_the_same_with_one_and_two_workers() -> None:
     runs = [lfrl("run", str(RUN), "--workers", str(n)) for n in (1, 2)]
     for run in runs:
         assert run.returncode == 0, run.stderr
-    # Timing lines differ; everything else (checksums, losses, rewards) must not.
+    # Timing lines differ, and each run of a learner has a results folder of its own; everything else
+    # (checksums, losses, rewards) must not.
     def stable(text: str) -> list[str]:
-        return [line for line in text.splitlines() if "/s" not in line]
+        return [line for line in text.splitlines() if "/s" not in line and not line.startswith("results in ")]
 
     assert stable(runs[0].stdout) == stable(runs[1].stdout)
     assert stable(runs[0].stdout)
@@ -41,4 +42,6 @@ def test_a_short_training_run_ends_with_its_evaluation_and_weights_checksum() ->
     lines = run.stdout.splitlines()
     assert re.fullmatch(r"eval mean return -?[\d.]+ over 2 episodes", lines[-2])
     assert re.fullmatch(r"weights checksum -?[\d.]+", lines[-1])
-    assert (QUICK.parent / "runs" / "quick" / "model.pt").exists()
+    assert lines[0].startswith("results in ") and lines[-3] == lines[0]  # a new folder for each run
+    folder = Path(lines[0].removeprefix("results in ")).resolve()
+    assert folder.parent == QUICK.parent / "runs" and (folder / "model.pt").exists()
