@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from report import BENCHMARKS, QUICK_RESULTS  # noqa: E402
+from report import BENCHMARKS, QUICK_RESULTS, paper_table  # noqa: E402
 
 # The scripts with a Ray column: each of their rows has Ray's number or says why not.
 WITH_RAY = {"vs_ray", "qlearning", "multiagent", "broadcast", "savina"}
@@ -51,3 +51,18 @@ def test_make_bench_quick_writes_every_table() -> None:
             assert data["rows"], f"{bench.stem} wrote no summary row"
     table = readme.split("## Summary", 1)[1].split("##", 1)[0]
     assert table.count("\n| [") == summary_rows
+    assert "not measured" not in readme  # every experiment of the papers has a row, at a smaller size
+
+
+def row(workload: str, lfrl: float, vs_ray: float) -> dict:
+    return {"workload": workload, "unit": "samples/s", "lfrl": lfrl, "vs_ray": vs_ray, "vs_peer": None}
+
+
+def test_the_papers_table_shows_what_was_measured_at_the_papers_size_or_else_smaller() -> None:
+    quick = {"vs_ray": {"rows": [row("sampling (CartPole-v1, 2 envs)", 9000, 1.5)]}}
+    lines = paper_table(quick)
+    assert lines[2] == "| Gym sampling (CartPole) | LF 1.21x Ray | sampling (CartPole-v1, 2 envs): lfrl 9,000 samples/s, " \
+                       "1.50x Ray |"
+    assert lines[3] == "| Atari sampling | LF 11.62x Ray | not measured in this run |"
+    full = {"vs_ray": {"rows": [row(f"sampling (CartPole-v1, {n} envs)", 1000 * n, 1.0 + n / 100) for n in (2, 8, 32)]}}
+    assert paper_table(full)[2].endswith("| sampling (CartPole-v1, 32 envs): lfrl 32,000 samples/s, 1.32x Ray |")
