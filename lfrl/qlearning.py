@@ -44,9 +44,9 @@ def recent_mean(returns: list[float]) -> float:
 
 def summary(rounds: int, last_loss: float, checksum: float, episodes: list[float]) -> list[str]:
     """The lines a run ends with: what its learner computed."""
-    return [f"{rounds} rounds, last loss {last_loss:.6f}, weights checksum {checksum:.9f}",
-            f"{len(episodes)} episodes, mean return of the last {min(len(episodes), RECENT)}: "
-            f"{recent_mean(episodes):.2f}"]
+    ended = (f"{len(episodes)} episodes, mean return of the last {min(len(episodes), RECENT)}: "
+             f"{recent_mean(episodes):.2f}") if episodes else "no episode finished"
+    return [f"{rounds} rounds, last loss {last_loss:.6f}, weights checksum {checksum:.9f}", ended]
 
 
 def _network(n_obs: int, hidden: int, n_actions: int, generator: torch.Generator) -> torch.nn.Sequential:

@@ -57,3 +57,11 @@ def test_collectors_take_the_weights_as_numpy_arrays_and_explore_as_told() -> No
     w1, b1, w2, b2 = weights.values()
     expected = [int(np.argmax(w2 @ np.maximum(w1 @ o + b1, 0) + b2)) for o in greedy["obs"]]
     assert greedy["action"].tolist() == expected
+
+
+def test_the_summary_says_when_no_episode_finished() -> None:
+    from lfrl.qlearning import summary
+
+    assert summary(3, 0.5, 1.25, []) == ["3 rounds, last loss 0.500000, weights checksum 1.250000000",
+                                         "no episode finished"]
+    assert summary(3, 0.5, 1.25, [1.0, 2.0])[1] == "2 episodes, mean return of the last 2: 1.50"
