@@ -121,12 +121,8 @@ class RunLog:
                 self.writers[name].writerow(header)
         self.board = EventFile(os.path.join(self.folder, self.board_name), self.offsets.get("board", 0))
         self.curve = Curve()
-        self.bar = None
-        if self.config.get("progress"):
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=self.total, initial=self.env_steps, unit="step", mininterval=0.5,
-                            dynamic_ncols=True)
+        self.bar = None  # drawn from the first round on: what the run prints at its start comes first
+        self.opened_at = self.env_steps  # where the bar starts (a resumed run's steps so far)
 
     def reopen(self, program_dir: str) -> None:
         """A resumed run: its files in the run's folder next to the program in `program_dir`, cut
@@ -149,7 +145,7 @@ class RunLog:
         for f in self.files.values():
             f.flush()
         state = {k: v for k, v in vars(self).items()
-                 if k not in ("files", "writers", "board", "bar", "started", "curve", "folder")}
+                 if k not in ("files", "writers", "board", "bar", "started", "curve", "folder", "opened_at")}
         state["offsets"] = {**{name: f.tell() for name, f in self.files.items()}, "board": self.board.flush()}
         state["elapsed_before"] = self.elapsed()
         return state
@@ -194,6 +190,10 @@ class RunLog:
             self.losses[name].append(value)
         if self.env_steps - self.row_at[0] >= self.log_every or self.env_steps >= self.total:
             self._training_row()
+        if self.bar is None and self.config.get("progress") and not self.closed:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=self.total, initial=self.opened_at, unit="step", mininterval=0.5, dynamic_ncols=True)
         if self.bar is not None:
             self._show()
             self.bar.update(self.env_steps - self.bar.n)  # redraws at most every `mininterval`
