@@ -51,7 +51,7 @@ def build(path: str, diags: Diagnostics, write: bool = True) -> Built | None:
         if program is not None and not diags.has_errors:
             diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
         return None
-    check_python_syntax(program, diags)  # as lfc, when compiling: `lfrl check` validates LF only
+    check_python_syntax(program, diags)  # as lfc reports what Python finds in the code it generates
     if diags.has_errors:
         return None
     main = elaborated.main.reactor
