@@ -221,6 +221,9 @@ class Template:
     derive: Callable[[dict[str, object]], dict[str, object]] | None = None
     # A few seconds' version of a program (its other values as given): a project's tests run it.
     quick: dict[str, object] = field(default_factory=dict)
+    # Checks of what the values name that the program will import or read, from its folder (called
+    # with the template's name, the values given and the folder); raises TemplateError.
+    check_files: Callable[[str, dict[str, object], Path], None] | None = None
 
     def defaults(self) -> dict[str, object]:
         return {p.name: p.default for p in self.params}
@@ -441,9 +444,82 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
     return derive
 
 
+def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> None:
+    """`--networks`: a module the program can import (from its folder, the current folder or
+    PYTHONPATH, as when it runs) with every builder function the algorithm calls; `--load`: torch
+    weights of this algorithm's networks, of the shapes this program's have."""
+    given = {**template(algo).defaults(), **values}
+    name, load = str(given["networks"]), str(given["load"])
+    if name == "lfrl.networks" and not load:
+        return  # lfrl's own, which has them all
+    from lfrl.algorithms import builders
+
+    fresh = name not in sys.modules and name.partition(".")[0] != "lfrl"  # a user's module
+    path = list(sys.path)
+    # Where the program imports from when it runs (lfpy.build.load_module): its folder first.
+    sys.path.insert(0, str(folder))
+    sys.path.append(os.getcwd())
+    try:
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:
+            raise TemplateError(f"--networks: cannot import module {name!r} ({type(exc).__name__}: {exc}); put "
+                                f"{name.replace('.', '/')}.py beside the program, in the current folder or on "
+                                f"PYTHONPATH") from None
+        needed = builders(algo)
+        for function in needed:
+            if not hasattr(module, function):
+                raise TemplateError(f"--networks: module {name!r} ({module.__file__}) has no function {function}; "
+                                    f"{algo} builds its networks with {', '.join(needed)} (see lfrl/networks.py)")
+            if not callable(getattr(module, function)):
+                raise TemplateError(f"--networks: {name}.{function} is {getattr(module, function)!r:.60}, not a "
+                                    f"function; {algo} calls it to build its networks")
+        if load:  # the program's CONFIG: the networks' settings as the learner will read them
+            check_saved_weights(folder / load, resolve(algo, values)["config"])  # type: ignore[arg-type]
+    finally:
+        sys.path[:] = path
+        if fresh:  # imported again when asked again: the module may change before then
+            sys.modules.pop(name, None)
+
+
+def check_saved_weights(path: Path, config: dict) -> None:
+    """`--load`: weights torch reads (`torch.load(..., weights_only=True)`, as the learner will) that
+    fit the networks this algorithm builds for this environment and architecture."""
+    import warnings
+    import zipfile
+
+    import torch
+
+    from lfrl.algorithms import saved_weights_problem
+    from lfrl.envs import describe
+
+    try:
+        with open(path, "rb") as f:
+            legacy = f.read(1) == b"\x80"  # a pickle: torch.save's format before torch 1.6
+    except OSError as exc:
+        raise TemplateError(f"--load: cannot read {path}: {exc.strerror or exc}") from None
+    if not legacy and not zipfile.is_zipfile(path):
+        raise TemplateError(f"--load: {path} is not a torch file (torch.save writes a zip archive)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's own remarks on the file's pickle protocol
+            saved = torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:
+        reason = str(exc).split("\n")[0].strip()
+        if reason.startswith("Weights only load failed"):
+            reason = "it holds objects other than tensors"
+        else:
+            reason = f"torch.load fails with {type(exc).__name__}" + (f": {reason[:120]}" if reason else "")
+        raise TemplateError(f"--load: {path} is not a file of torch weights ({reason})") from None
+    problem = saved_weights_problem(saved, config, describe(str(config["env_id"])))
+    if problem is not None:
+        raise TemplateError(f"--load: {path} does not fit this program's networks: {problem}")
+
+
 def learner_template(algo: str, description: str, quick: dict[str, object], **defaults: object) -> Template:
     return Template(algo, "learner.lf.j2", description, learner_params(algo, **defaults), LEARNER_LIBRARIES,
-                    derive_learner(algo), {"progress": False, "eval_episodes": 2, **quick})
+                    derive_learner(algo), {"progress": False, "eval_episodes": 2, **quick},
+                    check_learner_files)
 
 
 CATALOG: dict[str, Template] = {
@@ -545,6 +621,12 @@ def render(name: str, values: dict[str, object] | None = None, program: str | No
     """The LF source of template `name` with `values` (others at their defaults), validated;
     `program`: the name of the program it is for (its file's, without .lf; the template's name if
     not given), which names the learners' run folders."""
+    return environment().get_template(template(name).file).render(**resolve(name, values, program))
+
+
+def resolve(name: str, values: dict[str, object] | None = None, program: str | None = None) -> dict[str, object]:
+    """`values` for template `name`, validated, with the defaults of the others and the derived ones
+    (`program`: as `render` takes it)."""
     tpl = template(name)
     merged = tpl.defaults() | {"program": program or name}
     for key, value in (values or {}).items():
@@ -556,7 +638,7 @@ def render(name: str, values: dict[str, object] | None = None, program: str | No
         merged[key] = value
     if tpl.derive is not None:
         merged.update(tpl.derive(merged))
-    return environment().get_template(tpl.file).render(**merged)
+    return merged
 
 
 def check_output(text: str) -> Path:
@@ -574,7 +656,8 @@ def check_output(text: str) -> Path:
 def write(name: str, values: dict[str, object] | None, out: Path, force: bool = False) -> Path:
     """Render, check with lfpy's front end, then write `out` and its library files to `lib/`.
     A file there with other contents is overwritten only with `force`; the file named by a `save`
-    value must be writable (checked here, before anything runs)."""
+    value must be writable, and what the template's `check_files` checks must be right (checked
+    here, before anything is written or runs)."""
     tpl = template(name)
     source = render(name, values, program=out.stem)
     for param in tpl.params:
@@ -589,6 +672,8 @@ def write(name: str, values: dict[str, object] | None, out: Path, force: bool = 
             problem = cannot_write(path / "probe" if param.check == "folder" else path)
             if problem is not None:
                 raise TemplateError(f"{param.flag}: cannot write {path}: {problem}")
+    if tpl.check_files is not None:
+        tpl.check_files(name, values or {}, out.parent)
     if not force:
         changed = [str(path) for path, data in _files(tpl, source, out)
                    if path.exists() and (path.is_dir() or path.read_bytes() != data)]

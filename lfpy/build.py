@@ -21,7 +21,7 @@ from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
 from lfpy.runtime import checkpoint, federation
-from lfpy.runtime.environment import Environment
+from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.federation import federates
 from lfpy.runtime.signals import NotYetRunning, StopOnSignals
@@ -51,7 +51,7 @@ def build(path: str, diags: Diagnostics, write: bool = True) -> Built | None:
         if program is not None and not diags.has_errors:
             diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
         return None
-    check_python_syntax(program, diags)  # as lfc, when compiling: `lfrl check` validates LF only
+    check_python_syntax(program, diags)  # as lfc reports what Python finds in the code it generates
     if diags.has_errors:
         return None
     main = elaborated.main.reactor
@@ -200,6 +200,9 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
             package_dir=str(package_root(Path(path))),
             identity=identity, restoring=saved is not None, owned=owned,
         )
+    except ParameterRefused as exc:  # a reactor refused a parameter's value: one error, at its line
+        diags.error(exc.loc, exc.message)
+        return 1
     except Exception as exc:  # a state variable's or parameter's initial value failed
         return _report_user_failure(built, exc, "initializing the reactors")
     env.sched.source_map = _source_map(built)
@@ -276,7 +279,8 @@ def _run_federated(env: Environment, built: Built, trace: list | None, diags: Di
         fed.start(launched)
     except federation.FederationError as exc:
         fed.kill()
-        diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))
+        if not exc.reported:
+            diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))
         return 1
     except KeyboardInterrupt:
         fed.kill()

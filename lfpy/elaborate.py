@@ -131,6 +131,11 @@ class Elaborator:
             if isinstance(part, Deferred):
                 raise self.fail(term.loc, f"cannot evaluate the width {{= {part.code} =}}: {part.reason}")
             if isinstance(part, bool) or not isinstance(part, int) or part < 0:
+                origin = inst.origins.get(str(term.value)) if inst is not None and term.kind == "param" else None
+                if inst is not None and origin is not None and origin != term.loc:  # the line that gave it
+                    raise self.fail(origin, f"parameter {term.value} of {inst.full_name} ({inst.class_name}) is a "
+                                            f"width ({term.loc.file}:{term.loc.line}), which must be a "
+                                            f"non-negative whole number, got {part!r}")
                 raise self.fail(term.loc, f"a width must be a non-negative whole number, got {part!r}")
             total += part
         if total > MAX_WIDTH:
@@ -151,26 +156,43 @@ class Elaborator:
 
     # ------------------------------------------------------------ instances
 
+    @staticmethod
+    def origin(expr: ast.Expression, origins: dict[str, ast.Loc], loc: ast.Loc) -> ast.Loc:
+        """Where the value of `expr`, written at `loc`, comes from: a bare reference to a parameter
+        (`capacity = capacity`, `(capacity)`) passes that parameter's value on, from where it was
+        written (`origins`); anything else was written at `loc`."""
+        while isinstance(expr, ast.ListExpr) and expr.bracket == "(" and len(expr.items) == 1:
+            expr = expr.items[0]
+        if isinstance(expr, ast.ParamRef) and expr.name in origins:
+            return origins[expr.name]
+        return loc
+
     def instantiate(self, reactor: ast.Reactor, name: str, full_name: str, parent: Instance | None,
                     assigned: dict[str, object], bank_index: int | None, bank_width: int | None,
-                    depth: int, loc: ast.Loc) -> Instance:
+                    depth: int, loc: ast.Loc, assigned_at: dict[str, ast.Loc] | None = None) -> Instance:
+        """`assigned`: the values the instantiation at `loc` gives, written at `assigned_at`."""
         if depth > MAX_DEPTH:
             raise self.fail(loc, f"instantiation nested more than {MAX_DEPTH} deep (recursive reactor "
                                  f"'{reactor.name}'?)")
         info = self.info(reactor)
         params: dict[str, object] = {}
+        origins: dict[str, ast.Loc] = {}
         for pname, param in info.parameters.items():
             if pname in assigned:
                 params[pname] = assigned[pname]
+                origins[pname] = (assigned_at or {}).get(pname, loc)
             elif pname == "bank_index" and bank_index is not None:
                 params[pname] = bank_index
+                origins[pname] = loc
             elif param.init is not None:
                 scope = {**params, "bank_index": bank_index or 0}
                 params[pname] = self.value(param.init.expr, scope)
+                origins[pname] = self.origin(param.init.expr, origins, param.loc)
             else:
                 raise self.fail(param.loc, f"parameter '{pname}' of reactor '{reactor.name}' has no default "
                                            f"and instance '{full_name}' does not set it")
-        inst = Instance(name, full_name, reactor, info.chain, parent, params, bank_index, bank_width)
+        inst = Instance(name, full_name, reactor, info.chain, parent, params, bank_index, bank_width,
+                        origins=origins)
         self.instances.append(inst)
         scope = {**params, "bank_index": bank_index or 0}
         for mname, mode in info.modes.items():
@@ -201,9 +223,11 @@ class Elaborator:
             for index in range(width if width is not None else 1):
                 member = index if width is not None else None
                 values = {a.name: self.value(a.init.expr, scope, member) for a in decl.assignments}
+                written = {a.name: self.origin(a.init.expr, origins, a.loc) for a in decl.assignments}
                 suffix = f"[{index}]" if width is not None else ""
                 child = self.instantiate(target, cname, f"{full_name}.{cname}{suffix}", inst, values,
-                                         index if width is not None else None, width, depth + 1, decl.loc)
+                                         index if width is not None else None, width, depth + 1, decl.loc,
+                                         written)
                 child.mode = self.mode_of(inst, mode)
                 members.append(child)
             inst.children[cname] = members

@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 from lfpy.build import Built, _report_user_failure, _source_map, build, load_module
-from lfpy.diagnostics import Diagnostics
+from lfpy.diagnostics import Diagnostic, Diagnostics
 from lfpy.loader import package_root
 from lfpy.runtime import federation
-from lfpy.runtime.environment import Environment
+from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.transport import PipeChannel, Segments
 
 
@@ -65,6 +65,9 @@ def main(argv: list[str]) -> int:
                           keepalive=None, package_dir=str(package_root(Path(path))),
                           restoring="--restoring" in argv[5:], owned=federation.instances_of(built.elaborated, index),
                           scheduler=federation.FederateScheduler)
+    except ParameterRefused as exc:  # the whole report: one error at the line that gave the value
+        answers.send(("refused", diags.render(Diagnostic("error", exc.message, exc.loc)) + "\n"))
+        return 1
     except Exception as exc:  # a state variable's or parameter's initial value failed
         answers.send(("failed", _failure_report(built, exc, "initializing the reactors")))
         return 1

@@ -150,7 +150,10 @@ class Instance:
     (superclasses first); a value the front end cannot compute (a `{= =}` needing a preamble's
     names) is a `Deferred` for the runtime to evaluate. `bank_index` and
     `bank_width` are None outside a bank. `children` maps an instantiation name to its members (one
-    for a plain `new`, `bank_width` for a bank), in declaration order."""
+    for a plain `new`, `bank_width` for a bank), in declaration order. `origins` says where each
+    parameter's value was written: the instantiation's argument, followed up through arguments that
+    only pass on a parameter of the enclosing reactor (`capacity = capacity`), else the default in
+    the class's header (where `lf.ParameterError` is reported)."""
 
     name: str  # the instantiation's name (the main reactor's class name for the root)
     full_name: str
@@ -167,6 +170,7 @@ class Instance:
     actions: dict[str, ActionInst] = field(default_factory=dict)
     modes: dict[str, ModeInst] = field(default_factory=dict)
     reactions: list[ReactionInst] = field(default_factory=list)
+    origins: dict[str, ast.Loc] = field(default_factory=dict)
 
     @property
     def file(self) -> str:

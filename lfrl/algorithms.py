@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from lfrl import dqn, sac, settings, td3
 from lfrl.envs import EnvSpec
 from lfrl.learner import Learner
@@ -26,3 +28,92 @@ def make_policy(config: dict[str, Any], spec: EnvSpec) -> Policy:
     settings.apply(config)
     return ALGORITHMS[config["algo"]][1](spec, config)  # type: ignore[call-arg]
 
+
+def builders(algo: str) -> tuple[str, ...]:
+    """The functions of the networks module (`--networks`) that `algo`'s learner and policy call."""
+    return ALGORITHMS[algo][0].BUILDERS
+
+
+Shapes = dict[str, dict[str, tuple[int, ...]]]  # network -> tensor -> shape
+
+
+def network_shapes(config: dict[str, Any], spec: EnvSpec) -> Shapes:
+    """The shape of every tensor of the networks a learner saves (`Learner.state_for_saving`)."""
+    learner = ALGORITHMS[config["algo"]][0](spec, config, 0)
+    return {name: {key: tuple(t.shape) for key, t in net.state_dict().items()}
+            for name, net in learner.named_networks().items()}
+
+
+def saved_weights_problem(saved: object, config: dict[str, Any], spec: EnvSpec) -> str | None:
+    """Why weights read from a model.pt (`saved`, what torch.load gives) cannot start the learner that
+    `config` and `spec` make (`Learner.load_saved`): they are another algorithm's, or the first tensor
+    whose shape differs, with the setting that likely differs. None when they fit."""
+    expected = network_shapes(config, spec)
+    if isinstance(saved, dict) and saved and all(isinstance(v, torch.Tensor) for v in saved.values()):
+        return ("it holds the tensors of one network (a state dict, as `lfrl gen qlearning --save` writes), not "
+                "a learner's networks by name (model.pt)")
+    if not isinstance(saved, dict) or not all(isinstance(v, dict) for v in saved.values()):
+        return (f"it holds a {type(saved).__name__}, not the networks' weights that lfrl saves (model.pt: a dict "
+                f"of state dicts)")
+    if set(saved) != set(expected):
+        return (f"it holds the networks {', '.join(map(str, saved)) or '(none)'}; {config['algo']} expects "
+                f"{', '.join(expected)}: weights of another algorithm")
+    mismatch = _first_mismatch(expected, saved)
+    if mismatch is None:
+        return None
+    return f"{mismatch}; {_likely_difference(saved, config, spec)}"
+
+
+def _first_mismatch(expected: Shapes, saved: dict[str, dict]) -> str | None:
+    for net, tensors in expected.items():
+        theirs = saved[net]
+        for key, shape in tensors.items():
+            if key not in theirs:
+                return f"the file's {net} has no tensor {key}, which this program's has"
+            found = tuple(theirs[key].shape) if isinstance(theirs[key], torch.Tensor) else None
+            if found != shape:
+                return f"tensor {key} of {net} has shape {found} in the file and {shape} in this program"
+        extra = [key for key in theirs if key not in tensors]
+        if extra:
+            return f"the file's {net} has a tensor {extra[0]}, which this program's has not"
+    return None
+
+
+def _likely_difference(saved: dict[str, dict], config: dict[str, Any], spec: EnvSpec) -> str:
+    """The setting that likely differs from the run that saved `saved`: one whose other value (read off
+    the file where it can be) makes every shape fit."""
+    algo, arch = config["algo"], list(config["net_arch"])
+    candidates: list[tuple[dict[str, Any], str]] = []
+    if algo == "dqn":
+        dueling = bool(config.get("dueling"))
+        candidates.append(({"dueling": not dueling}, f"--dueling differs: the file's Q-network has "
+                                                     f"{'no ' if dueling else ''}dueling heads"))
+    if algo in ("td3", "ddpg"):
+        n = int(config["n_critics"])
+        candidates.append(({"n_critics": 3 - n}, f"the file was likely saved by {'td3' if n == 1 else 'ddpg'}, "
+                                                 f"which has {'two critics' if n == 1 else 'one critic'}; {algo} "
+                                                 f"has {'one' if n == 1 else 'two'}"))
+    hidden = _hidden_sizes(saved)
+    if hidden and hidden != arch:
+        candidates.append(({"net_arch": hidden}, f"--net-arch differs: the file's networks have hidden layers "
+                                                 f"{','.join(map(str, hidden))}, this program's "
+                                                 f"{','.join(map(str, arch))}"))
+    for changes, difference in candidates:
+        try:
+            if _first_mismatch(network_shapes({**config, **changes}, spec), saved) is None:
+                return difference
+        except Exception:  # noqa: BLE001 - a networks module that cannot build these: not the difference
+            continue
+    return ("the environment (--env-id: its observation and action sizes), --net-arch or the --networks module "
+            "likely differ from those of the run that saved it")
+
+
+def _hidden_sizes(saved: dict[str, dict]) -> list[int]:
+    """The hidden layer sizes of the first network in `saved`, read as lfrl.networks lays out an MLP
+    (`body.w0`, `body.w1`, ...: [out, in]); empty when it is laid out otherwise."""
+    tensors = next(iter(saved.values()), {})
+    weights = {int(key[6:]): t for key, t in tensors.items()
+               if key.startswith("body.w") and key[6:].isdigit() and isinstance(t, torch.Tensor) and t.dim() == 2}
+    if not weights or sorted(weights) != list(range(len(weights))):
+        return []
+    return [int(weights[i].shape[0]) for i in range(len(weights) - 1)]

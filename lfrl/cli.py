@@ -57,10 +57,13 @@ def _report(diags: Diagnostics) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from lfpy.frontend import analyze
+    from lfpy.checks import check_python_syntax
+    from lfpy.frontend import analyze_program
 
     diags = Diagnostics()
-    analyze(args.file, diags, require_main=False)
+    program, _ = analyze_program(args.file, diags, require_main=False)
+    if program is not None:  # parsed: the Python in its code blocks too, as `lfrl compile` checks it
+        check_python_syntax(program, diags)
     _report(diags)
     return 1 if diags.has_errors else 0
 

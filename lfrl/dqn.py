@@ -56,6 +56,7 @@ def epsilon(config: dict[str, Any], env_steps: int) -> float:
 
 class DQN(Learner):
     LOSSES = ("loss",)
+    BUILDERS = ("q_network",)
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
         super().__init__(spec, config, seed)

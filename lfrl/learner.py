@@ -71,6 +71,7 @@ class Learner:
     `online` (the networks whose weights the checksum sums), and define `grads` and `after_step`."""
 
     LOSSES: tuple[str, ...] = ()  # the names of `Gradients.losses`
+    BUILDERS: tuple[str, ...] = ()  # the functions of the networks module (`--networks`) it and its policy call
     params: list[torch.nn.Parameter]
     online: list[torch.nn.Module]
 

@@ -3,10 +3,12 @@
 Every learner builds its networks with the four functions below. To use your own, write a module
 with the same four functions (copy this file as a start) next to your program and generate it with
 `--networks MODULE` (`lfrl gen sac --networks my_networks ...`): actors, learners and the evaluator
-then build theirs from it. Each function gets the environment's description (`lfrl.envs.EnvSpec`),
-the hidden layer sizes (`--net-arch`) and a torch generator for the initial weights; draw every
-initial weight from that generator (`init_uniform` does), never from torch's global one, which
-reactions running in parallel share: that keeps runs identical for any number of workers.
+then build theirs from it (`lfrl gen` imports it first, as the program will, and refuses a module
+without a function the algorithm calls: each learner's `BUILDERS`). Each function gets the
+environment's description (`lfrl.envs.EnvSpec`), the hidden layer sizes (`--net-arch`) and a torch
+generator for the initial weights; draw every initial weight from that generator (`init_uniform`
+does), never from torch's global one, which reactions running in parallel share: that keeps runs
+identical for any number of workers.
 
 - `q_network(spec, net_arch, dueling, generator)`: observations [B, ...] -> Q-values [B, n_actions] (DQN)
 - `deterministic_actor(spec, net_arch, generator)`: observations -> actions in [-1, 1] [B, d] (TD3, DDPG)

@@ -68,6 +68,7 @@ class Temperature(torch.nn.Module):
 
 class SAC(Learner):
     LOSSES = ("critic_loss", "actor_loss", "ent_coef")
+    BUILDERS = ("gaussian_actor", "critics")
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
         super().__init__(spec, config, seed)

@@ -50,6 +50,7 @@ def smoothed_target_actions(actions: torch.Tensor, noise_std: float, noise_clip:
 
 class TD3(Learner):
     LOSSES = ("critic_loss", "actor_loss")
+    BUILDERS = ("deterministic_actor", "critics")
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
         super().__init__(spec, config, seed)

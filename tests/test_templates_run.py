@@ -86,10 +86,13 @@ def test_a_hand_written_driver_refuses_steps_that_do_not_split_into_vector_steps
     out.write_text(out.read_text().replace("steps = 40", "steps = 41"))
     result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
-    assert result.returncode == 1 and "samples from" not in result.stdout
-    assert result.stderr.splitlines()[0].endswith(
-        ": error: reaction 'reaction_1' of S.driver failed: ValueError: steps = 41 is not a multiple of "
-        "envs_per_worker = 4: every worker steps its environments together")
+    assert (result.returncode, result.stdout) == (1, "")
+    # Refused before anything runs, at the line that gave the value.
+    line, text = next((n, t) for n, t in enumerate(out.read_text().splitlines(), 1) if "steps = 41" in t)
+    assert result.stderr == (
+        f"{out}:{line}:{text.index('steps = 41') + 1}: error: parameter steps of S.driver (SampleDriver): must be a "
+        f"multiple of envs_per_worker = 4, got 41: every worker steps its environments together\n{text}\n"
+        f"{' ' * text.index('steps = 41')}^\n")
 
 
 def test_worker_processes_step_the_same_trajectories(tmp_path: Path) -> None:
@@ -305,16 +308,17 @@ def test_a_failing_worker_process_is_one_error_and_the_summary_still_prints(tmp_
     source = out.read_text()
     line = 'envs = new[1] EnvWorker(first = 1, env_id = "CartPole-v1"'
     assert line in source
-    # Worker 1's process cannot make its environment; worker 0 steps CartPole in lfrl's process.
-    out.write_text(source.replace(line, line.replace("CartPole-v1", "NoSuchEnv-v0")))
+    # Worker 1's process cannot make its environment (Box2D is not installed; an id gymnasium does not
+    # know would be refused before the program runs); worker 0 steps CartPole in lfrl's process.
+    out.write_text(source.replace(line, line.replace("CartPole-v1", "LunarLander-v3")))
     result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if ": error: " in line]
     assert len(errors) == 1, result.stderr
     assert errors[0].startswith(f"{tmp_path / 'lib' / 'EnvWorker.lf'}:")
-    assert "error: reaction 'reaction_1' of Sampling.envs[0] failed: NameNotFound: Environment `NoSuchEnv` " \
-           "doesn't exist." in errors[0], errors[0]
+    assert "error: reaction 'reaction_1' of Sampling.envs[0] failed: DependencyNotInstalled: Box2D is not " \
+           "installed" in errors[0], errors[0]
     # The error stops the program at the next microstep, before the next round (rounds start at
     # later logical times): the warm-up round of no steps was all.
     assert result.stdout.splitlines()[0].startswith("0 samples from 2 workers in ")

@@ -59,8 +59,26 @@ def lf_print_error_and_exit(message: object) -> None:
     raise SystemExit(1)
 
 
+class ParameterError(Exception):
+    """`lf.ParameterError(name, message)`, an lfpy extension: raised by a state initialiser (or a
+    method it calls), it says that the value of the reactor's parameter `name` cannot work, and why
+    (`message`, e.g. "must be a positive whole number, got 'big'"). The reactors are built before
+    any reaction runs, so the program does not start: lfpy reports one error at the line that gave
+    the value (`Instance.origins`). lfc's runtime has no such class: guard it with
+    `hasattr(lf, "ParameterError")` (see lf/lib/README.md)."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(name, message)
+        self.name, self.message = str(name), str(message)
+
+    def __str__(self) -> str:
+        return f"parameter {self.name}: {self.message}"
+
+
 class LfApi:
     """The `lf` object of LF's Python target."""
+
+    ParameterError = ParameterError
 
     def __init__(self, sched: Scheduler, source_file: str, package_dir: str) -> None:
         self._s = sched

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from lfpy.ast import Loc
 from lfpy.graph import (
     ActionInst,
     Deferred,
@@ -20,7 +21,7 @@ from lfpy.graph import (
 )
 from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
-from lfpy.runtime.api import LfApi
+from lfpy.runtime.api import LfApi, ParameterError
 from lfpy.runtime.failure import print_message
 from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.plan import Plan
@@ -29,6 +30,18 @@ from lfpy.runtime.reaction import Reaction
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import FOREVER, Tag
 from lfpy.runtime.timers import Timer
+
+
+class ParameterRefused(Exception):
+    """A reactor's state initialiser refused the value of one of its parameters (`lf.ParameterError`)
+    while the reactors were built: `loc` is where that value was written, `message` says which
+    instance and why. The program does not start."""
+
+    def __init__(self, inst: Instance, error: ParameterError) -> None:
+        # A name that is not a parameter (a slip in the reactor's check): its class's header.
+        self.loc: Loc = inst.origins.get(error.name, inst.reactor.loc)
+        self.message = f"parameter {error.name} of {inst.full_name} ({inst.class_name}): {error.message}"
+        super().__init__(self.message)
 
 
 class Environment:
@@ -41,7 +54,8 @@ class Environment:
         """`identity`: the program's, for its checkpoints (`checkpoint.program_identity`).
         `restoring`: the reactors' state will come from a checkpoint, so their initialisers do not
         run (they may have effects, such as opening files). `owned`: the ids of the instances
-        whose initialisers run in this process (a federate's, see federation.py); None: all."""
+        whose initialisers run in this process (a federate's, see federation.py); None: all.
+        Raises ParameterRefused when an initialiser raises `lf.ParameterError`, else what it raises."""
         self.graph = elaborated
         self.identity = identity
         self.restoring = restoring
@@ -100,7 +114,10 @@ class Environment:
         namespace["request_stop"] = self.sched.request_stop
         namespace["lf_request_stop"] = self.sched.request_stop
         for inst in elaborated.instances:
-            self._make_reactor(inst)
+            try:
+                self._make_reactor(inst)
+            except ParameterError as exc:
+                raise ParameterRefused(inst, exc) from None
 
     def _specialize(self) -> None:
         """Attach ports, actions and timers to the scheduler; pick each port's class and each

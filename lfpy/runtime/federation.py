@@ -68,7 +68,12 @@ class Shown(str):
 
 
 class FederationError(Exception):
-    """A federate could not be started (the message says which and why)."""
+    """A federate could not be started (the message says which and why). `reported`: the federate's
+    own report says all there is (a parameter it refused), and it has been shown."""
+
+    def __init__(self, message: str, reported: bool = False) -> None:
+        super().__init__(message)
+        self.reported = reported
 
 
 class Federate(NamedTuple):
@@ -265,10 +270,11 @@ class Federation:
         except EOFError:
             raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
         if answer != ("ready",):
-            if answer[0] == "failed":  # type: ignore[index]
+            if answer[0] in ("failed", "refused"):  # type: ignore[index]
                 sys.stderr.write(answer[1])  # type: ignore[index]
                 sys.stderr.flush()
-            raise FederationError(f"federate {self.names[k]} did not start (see the errors above)")
+            raise FederationError(f"federate {self.names[k]} did not start (see the errors above)",
+                                  reported=answer[0] == "refused")  # type: ignore[index]
 
     def restart(self, k: int, effective: Tag) -> bool:
         """A new process of federate k (a transient federate joining at tag `effective`); False if it
@@ -281,7 +287,8 @@ class Federation:
                 if k in self.dead:
                     return False
                 self.dead[k] = "did not start"
-            print_message(f"error: {exc}; the program stops")
+            if not exc.reported:
+                print_message(f"error: {exc}; the program stops")
             self.sched.exit_status = 1
             self.sched.request_stop()
             return False
