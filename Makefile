@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-bench lint bench clean
+.PHONY: setup run test test-slow test-bench lint bench clean
 
 setup: $(STAMP)
 
@@ -26,8 +26,13 @@ run: setup
 	$(VENV)/bin/lfrl compile build/sampling/Sampling.lf
 	$(VENV)/bin/lfrl run build/sampling/Sampling.lf
 
+# The tests, but the slow ones (minutes each: a wheel installed in a fresh environment, a documented
+# training run, Atari); `make test-slow` runs those, and CI runs both.
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -m "not slow and not bench"
+
+test-slow: setup
+	$(PY) -m pytest -q -m "slow and not bench"
 
 # `make bench QUICK=1` end to end, checked (minutes; CI runs it after the tests).
 test-bench: setup
