@@ -191,7 +191,8 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
     ("sac", {"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
     ("sac", {"net_arch": "64,,64"}, "--net-arch: hidden layer sizes separated by commas, such as 256,256, got "
                                     "'64,,64'"),
-    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto or a number, got 'lots'"),
+    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got "
+                                  "'lots'"),
     ("sac", {"load": "nothing.pt"}, "--load: cannot read {tmp}/nothing.pt: no such file"),
 ])
 def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, algo: str, values: dict,
