@@ -121,7 +121,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
         for tpl in CATALOG.values():
             print(f"{tpl.name:12s} {tpl.description}")
             for p in tpl.params:
-                print(f"    {p.flag:18s} {p.describe()}")
+                print(f"    {p.flag:18s} {tpl.describe(p)}")
         return 0
     try:
         tpl = template(args.template)
@@ -131,7 +131,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
                             help="overwrite the program and its lib/ files if they exist with other contents")
         for p in tpl.params:
             parser.add_argument(p.flag, dest=p.name, type=str, default=None, metavar=p.metavar,
-                                help=p.describe())
+                                help=tpl.describe(p))
         options = parser.parse_args(args.rest)
         values = {p.name: p.parse(getattr(options, p.name)) for p in tpl.params
                   if getattr(options, p.name) is not None}
