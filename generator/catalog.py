@@ -59,6 +59,7 @@ class Param:
     # number), 'module' (a Python module name)
     check: str | None = None
     default_text: str | None = None  # how --help shows a default computed from other values
+    choices: tuple[str, ...] = ()  # the values a text parameter takes (none: any)
 
     @property
     def flag(self) -> str:
@@ -66,6 +67,8 @@ class Param:
 
     @property
     def metavar(self) -> str:
+        if self.choices:
+            return "|".join(self.choices)
         return {int: "N", float: "X", bool: "yes|no"}.get(self.type, "TEXT")
 
     def shown(self, value: object) -> str:
@@ -89,6 +92,8 @@ class Param:
             low = "" if self.min is None else self.shown(self.min)
             high = "" if self.max is None else self.shown(self.max)
             kind = f"{low}..{high}, default {default}" if low or high else f"a number, default {default}"
+        elif self.choices:
+            kind = f"{', '.join(self.choices)}; default {default}"
         else:
             kind = f"default {default}" if default != "none" else "default: none"
         return f"{self.help} [{kind}]"
@@ -129,6 +134,9 @@ class Param:
                 raise TemplateError(f"{self.flag} must be at least {shown(self.min)}, got {shown(value)}")
             if self.max is not None and value > self.max:  # type: ignore[operator]
                 raise TemplateError(f"{self.flag} must be at most {shown(self.max)}, got {shown(value)}")
+        if self.choices and value not in self.choices:
+            raise TemplateError(f"{self.flag}: expected {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
+                                f"got {value!r}")
         if self.check == "env_id":
             check_env_id(str(value), self.flag)
         if self.check in PATHS and (set(str(value)) & {'"', "\\"} or not str(value).isprintable()):
@@ -375,6 +383,11 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
               "next to the program, change it, and name it here", check="module"),
         Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
+        Param("device", str, "cpu", "where the learner's networks and batches live (actors and the evaluator act on "
+              "the CPU): cuda for large networks such as Atari's convolutions; auto takes cuda when torch finds a GPU "
+              "where the program runs. cpu is the default because the same program then gives the same weights on "
+              "every machine (GPU kernels round differently), and small networks gain nothing on a GPU",
+              choices=("auto", "cpu", "cuda")),
         Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
               "learner, buffer, evaluator and monitor share lfrl's); pays when stepping the environments and acting "
               "cost more than a round's updates"),

@@ -143,6 +143,12 @@ def cmd_gen(args: argparse.Namespace) -> int:
         print(f"lfrl gen: error: {cannot_write(exc, options.output)}", file=sys.stderr)
         return 1
     print(f"wrote {out} (and its library files in {out.parent / 'lib'})")
+    if values.get("device") == "cuda":  # the program may run elsewhere: a note, not an error
+        import torch
+
+        if not torch.cuda.is_available():
+            print("lfrl gen: note: --device cuda: torch finds no GPU on this machine; the program runs where there "
+                  "is one (here it stops at its start, saying so)", file=sys.stderr)
     return 0
 
 

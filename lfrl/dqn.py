@@ -60,7 +60,7 @@ class DQN(Learner):
     def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
         super().__init__(spec, config, seed)
         nets = networks_module(config)
-        self.q = nets.q_network(spec, config["net_arch"], bool(config.get("dueling")), self.generator)
+        self.q = self.place(nets.q_network(spec, config["net_arch"], bool(config.get("dueling")), self.generator))
         self.q_target = frozen_copy(self.q)
         self.online = [self.q]
         self.params = list(self.q.parameters())
@@ -86,10 +86,10 @@ class DQN(Learner):
                                 batch["reward"], batch["done"], batch["discount"])
         loss, td = dqn_loss(self.q(obs), batch["action"], target, self.importance(batch), share / len(obs))
         grads = torch.autograd.grad(loss, self.params)
-        return Gradients(list(grads), {"loss": float(loss.detach())}, td.numpy() if self.prioritized else None)
+        return Gradients(list(grads), {"loss": float(loss.detach())}, td.cpu().numpy() if self.prioritized else None)
 
-    def policy_weights(self) -> tuple[torch.Tensor, ...]:
-        return tuple(self.params)
+    def acting_params(self) -> list[torch.nn.Parameter]:
+        return self.params
 
     def replicated(self) -> list[torch.nn.Module]:
         return [self.q, self.q_target]

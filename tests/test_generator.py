@@ -202,7 +202,7 @@ def test_atari_games_take_the_zoos_dqn_hyperparameters_for_every_value_not_given
              "exploration_fraction": 0.1, "exploration_final_eps": 0.01, "net_arch": [], "eval_every": 25_000,
              "eval_episodes": 5}
     config = dqn.derive(dqn.merged({"env_id": "ALE/Pong-v5"}))["config"]  # type: ignore[misc]
-    assert {k: config[k] for k in atari} == atari and config["gamma"] == 0.99
+    assert {k: config[k] for k in atari} == atari and config["gamma"] == 0.99 and config["device"] == "cpu"
     given = dqn.derive(dqn.merged({"env_id": "ALE/Breakout-v5", "batch_size": 64, "net_arch": "256"}))["config"]  # type: ignore[misc]
     assert (given["batch_size"], given["net_arch"], given["train_freq"]) == (64, [256], 4)
     cartpole = dqn.derive(dqn.merged({}))["config"]  # type: ignore[misc]
@@ -215,6 +215,13 @@ def test_atari_games_take_the_zoos_dqn_hyperparameters_for_every_value_not_given
     assert "--batch-size N transitions per update [1..1_000_000, default 64 (Atari: 32)]" in helped
     assert "[default 64,64 (Atari: none)]" in helped and "default 100_000 (Atari" not in helped
     assert "Atari:" not in lfrl("gen", "sac", "--help").stdout
+
+
+def test_device_is_one_of_auto_cpu_cuda() -> None:
+    with pytest.raises(TemplateError) as info:
+        render("sac", {"device": "gpu"})
+    assert str(info.value) == "--device: expected auto, cpu or cuda, got 'gpu'"
+    assert "'device': 'cuda'" in render("td3", {"device": "cuda"}).replace('"device": ', "'device': ")
 
 
 def test_a_closed_pipe_ends_the_listing_quietly() -> None:

@@ -283,6 +283,24 @@ def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> N
     assert result.stderr == "ERROR: cannot write the run's results to /proc/runs: No such file or directory\n"
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="torch finds a GPU here")
+def test_cuda_without_a_gpu_is_an_error_before_anything_runs(tmp_path: Path) -> None:
+    """`--device cuda` generates where there is no GPU (the program may run elsewhere, as the note
+    says), and running it here stops at its start with the reason: nothing trains or is written."""
+    out = tmp_path / "prog" / "dqn.lf"
+    made = subprocess.run(command("gen", "dqn", "--device", "cuda", "--progress", "no", "-o", str(out)),
+                          capture_output=True, text=True, cwd=ROOT)
+    assert made.returncode == 0 and '    "device": \'cuda\',\n' in out.read_text()
+    assert made.stderr == ("lfrl gen: note: --device cuda: torch finds no GPU on this machine; the program runs "
+                           "where there is one (here it stops at its start, saying so)\n")
+    result = run_status(out, "--workers", "2")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"ERROR: --device cuda: torch finds no GPU on this machine (torch {torch.__version__}, "
+                             f"{'it is a CPU-only build' if torch.version.cuda is None else 'built for CUDA ' + torch.version.cuda}"
+                             "); run the program where there is one, or generate it with --device cpu or auto\n")
+    assert not (out.parent / "runs").exists()
+
+
 def test_processes_yes_puts_each_actor_in_a_process_with_the_same_weights(tmp_path: Path) -> None:
     """`--processes yes`: a federated reactor whose actors collect in processes of their own, the
     learner with its buffer, evaluator and monitor in lfrl's; the weights of `--processes no`."""
