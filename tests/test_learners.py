@@ -230,6 +230,38 @@ def test_the_cpu_device_keeps_the_weights_of_programs_without_one(algo: str) -> 
     assert all(w is p for w, p in zip(weights, learners[1].acting_params(), strict=True))
 
 
+@pytest.mark.parametrize("dueling", [False, True])
+def test_a_dqn_update_on_frames_on_two_threads_computes_what_one_thread_does(dueling: bool) -> None:
+    """Atari: the target network's pass runs on the learner's second thread while the online network's
+    runs, and the weight gradients are split between the threads; the loss and gradients are exactly
+    torch.autograd's on one thread, and the learner still pickles (for checkpoints) without its thread."""
+    spec = envs.describe("ALE/Pong-v5")
+    learner = make_learner(config("dqn", env_id="ALE/Pong-v5", net_arch=[], dueling=dueling), spec, 0)
+    assert learner.two_threads
+    rng = np.random.default_rng(2)
+    batch = {"obs": rng.integers(0, 256, (8, 4, 84, 84), dtype=np.uint8),
+             "next_obs": rng.integers(0, 256, (8, 4, 84, 84), dtype=np.uint8), "action": rng.integers(6, size=8),
+             "reward": rng.standard_normal(8, dtype=np.float32), "done": np.zeros(8, np.float32),
+             "discount": np.full(8, 0.99, np.float32), "indices": np.arange(8)}
+    tensors = as_tensors(batch)
+    for double in (True, False):
+        learner.double = double
+        grads = learner.grads(tensors, 1.0)
+        with torch.no_grad():
+            target = dqn.td_targets(learner.q_target(tensors["next_obs"]),
+                                    learner.q(tensors["next_obs"]) if double else None, tensors["reward"],
+                                    tensors["done"], tensors["discount"])
+        loss, _ = dqn.dqn_loss(learner.q(tensors["obs"]), tensors["action"], target, None, 1 / 8)
+        assert grads.losses["loss"] == float(loss.detach())
+        assert all(torch.equal(a, b) for a, b in zip(grads.tensors, torch.autograd.grad(loss, learner.params),
+                                                     strict=True))
+    learner.update(batch)
+    copy = pickle.loads(pickle.dumps(learner))
+    learner.update(batch)
+    copy.update(batch)
+    assert copy.checksum() == learner.checksum()
+
+
 def test_a_learner_pickles_whole_with_its_optimizer() -> None:
     spec = envs.describe("Pendulum-v1")
     learner = make_learner(config("sac"), spec, 0)
