@@ -108,6 +108,8 @@ class Policy(BasePolicy):
     """How a DQN actor acts: epsilon-greedy on its copy of the Q-network (uniformly at random
     before learning starts); greedy when evaluated."""
 
+    NETWORK = "q"
+
     def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
         super().__init__(spec, config, networks_module(config).q_network(spec, config["net_arch"],
                                                                          bool(config.get("dueling")), None))
@@ -122,3 +124,7 @@ class Policy(BasePolicy):
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
         return self.outputs(obs).argmax(axis=1)
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        # epsilon-greedy with the last epsilon, as SB3's DQN predicts after training
+        return self.noisy(obs, rng, int(self.config["total_steps"]))

@@ -141,3 +141,6 @@ class Policy(ContinuousPolicy):
     def exploit(self, obs: np.ndarray) -> np.ndarray:
         mean, _ = self.outputs(obs)
         return np.tanh(mean)
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.noisy(obs, rng, 0)

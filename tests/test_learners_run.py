@@ -301,6 +301,49 @@ def test_cuda_without_a_gpu_is_an_error_before_anything_runs(tmp_path: Path) -> 
     assert not (out.parent / "runs").exists()
 
 
+@pytest.mark.parametrize("algo,values", [("dqn", DQN), ("sac", SAC)])
+def test_a_loaded_policy_plays_the_evaluation_episodes_as_the_run_did(tmp_path: Path, algo: str, values: dict) -> None:
+    """`lfrl.load` of a run's model.pt, its predict(deterministic=True) playing the evaluator's episodes
+    (its seeds, side by side as it plays them): the mean return the run printed last."""
+    import numpy as np
+
+    import lfrl
+    from lfrl import seeds
+
+    program = generate(tmp_path, algo, **values)
+    printed = last_lines(run(program))[0]
+    logdir = program.parent / "runs" / f"{algo}-{'CartPole' if algo == 'dqn' else 'Pendulum'}-v1-seed0"
+    policy = lfrl.load(logdir / "model.pt")
+    assert (policy.algo, policy.env_id) == (algo, "CartPole-v1" if algo == "dqn" else "Pendulum-v1")
+    games = [policy.make_env() for _ in range(values["eval_episodes"])]
+    obs = [game.reset(seed=seeds.derive(0, seeds.EVALUATOR, i))[0] for i, game in enumerate(games)]
+    returns = [0.0] * len(games)
+    playing = list(range(len(games)))
+    while playing:
+        actions, state = policy.predict(np.stack([obs[i] for i in playing]), deterministic=True)
+        assert state is None and len(actions) == len(playing)
+        still = []
+        for i, action in zip(playing, actions, strict=True):
+            obs[i], reward, terminated, truncated, _ = games[i].step(action)
+            returns[i] += float(reward)
+            if not (terminated or truncated):
+                still.append(i)
+        playing = still
+    assert f"eval mean return {np.mean(returns):.2f} over {len(games)} episodes" == printed
+    # One observation: one action in the environment's space (SAC's rescaled to Pendulum's [-2, 2]).
+    one, _ = lfrl.load(logdir).predict(obs[0], deterministic=True)
+    batch, _ = policy.predict(obs[0][None], deterministic=True)
+    assert one.shape == games[0].action_space.shape and np.array_equal(one, batch[0])
+    assert games[0].action_space.contains(one if algo == "sac" else int(one))
+    explored = [policy.predict(obs[0])[0] for _ in range(20)]
+    assert all(games[0].action_space.contains(a if algo == "sac" else int(a)) for a in explored)
+    if algo == "sac":  # samples of the squashed Gaussian, not its mean
+        assert len({float(a[0]) for a in explored}) == 20
+    (logdir / "hyperparameters.json").unlink()
+    with pytest.raises(FileNotFoundError, match="no .*hyperparameters.json"):
+        lfrl.load(logdir / "model.pt")
+
+
 def test_processes_yes_puts_each_actor_in_a_process_with_the_same_weights(tmp_path: Path) -> None:
     """`--processes yes`: a federated reactor whose actors collect in processes of their own, the
     learner with its buffer, evaluator and monitor in lfrl's; the weights of `--processes no`."""
