@@ -41,7 +41,7 @@ test-bench: setup
 lint: setup
 	$(VENV)/bin/ruff check .
 
-# Every benchmark and one report, benchmarks/README.md (about 30 minutes here); QUICK=1: a reduced
+# Every benchmark and one report, benchmarks/README.md (about 50 minutes here); QUICK=1: a reduced
 # run of a few minutes into build/bench-quick (README.md included), leaving benchmarks/ as it is.
 bench: setup
 	$(PY) -m pip install --quiet -e '.[bench]'

@@ -1,6 +1,7 @@
-"""Off-policy learners: wall-clock time to a known return, lfrl against Stable-Baselines3, side by side.
+"""Off-policy learners: wall-clock time to a known return, and DQN's training throughput on Pong,
+lfrl against Stable-Baselines3, side by side.
 
-  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac] [--seeds 5] [--quick]
+  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac] [--seeds 5] [--pong-steps 20000] [--quick]
 
 For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
 defaults (`lfrl gen ALGO --help`), given to SB3 as the same values; the same seeds. Thresholds as in
@@ -18,6 +19,15 @@ A run that never reaches the threshold counts as its whole run, and is marked. B
 run back to back (this machine's speed drifts). SB3 uses torch's default threads (what its users
 get), lfrl its template default (one). Writes results/learners.md (medians, min-max, ratios),
 results/learners.csv (every run, every evaluation) and results/learners.png (learning curves).
+
+Pong throughput: DQN on ALE/Pong-v5 with `lfrl gen dqn`'s Atari defaults (the RL Baselines3 Zoo's:
+CnnPolicy, batch 32, one update every 4 steps, ...) given to both sides, but for `--pong-steps` steps
+in all and learning from `--pong-learning-starts` on (so that the updates, which dominate, are part
+of it), DQN without double Q-learning (SB3's), one torch thread for each operation on both sides (lfrl's
+learner runs independent parts of an update on two threads), the same environment (lfrl's Atari
+preprocessing, lfrl.envs.make). Measured: environment steps per second of training once
+learning has started (from the first 1,000-step mark after it to the last), each side by its own
+clock, in rounds whose order alternates; the ratio is taken within a round.
 """
 
 from __future__ import annotations
@@ -33,12 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
-from common import RESULTS, ROOT, Machine, Summary, write_summary
+from common import RESULTS, ROOT, Machine, Summary, ratio_spread, spread, write_summary
 from tqdm import tqdm
 
 sys.path.insert(0, str(ROOT))
 
 THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0}
+PONG = "ALE/Pong-v5"
+MARK = 1000  # both sides note the time every MARK environment steps
 
 # The SB3 side: the same values, SB3's own names (which lfrl's flags follow).
 SB3_RUN = r"""
@@ -83,6 +95,38 @@ callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=
 learning = time.perf_counter()
 model.learn(c["total_steps"], callback=callback)
 print(json.dumps({"threads": torch.get_num_threads()}))
+"""
+
+
+# The SB3 side of the Pong throughput: the same values, the same environment (lfrl's preprocessing);
+# it prints the time at every MARK steps.
+SB3_PONG = r"""
+import json, sys, time
+import torch
+from stable_baselines3 import DQN
+from stable_baselines3.common.callbacks import BaseCallback
+
+c = json.loads(sys.argv[1])
+sys.path.insert(0, sys.argv[2])
+from lfrl import envs
+
+torch.set_num_threads(c["torch_threads"])
+model = DQN("CnnPolicy", envs.make(c["env_id"], training=True), learning_rate=c["learning_rate"],
+            buffer_size=c["buffer_size"], learning_starts=c["learning_starts"], batch_size=c["batch_size"],
+            gamma=c["gamma"], train_freq=c["train_freq"], gradient_steps=c["gradient_steps"],
+            target_update_interval=c["target_update_interval"], exploration_fraction=c["exploration_fraction"],
+            exploration_initial_eps=c["exploration_initial_eps"], exploration_final_eps=c["exploration_final_eps"],
+            max_grad_norm=c["max_grad_norm"], optimize_memory_usage=False, policy_kwargs=dict(net_arch=c["net_arch"]),
+            seed=c["seed"], verbose=0)
+
+class Clock(BaseCallback):
+    def _on_step(self):
+        if self.num_timesteps % int(sys.argv[3]) == 0:
+            print(json.dumps({"step": self.num_timesteps, "time": time.perf_counter()}), flush=True)
+        return True
+
+model.learn(c["total_steps"], callback=Clock())
+print(json.dumps({"updates": model._n_updates, "threads": torch.get_num_threads()}))
 """
 
 
@@ -153,6 +197,84 @@ def run_sb3(algo: str, seed: int) -> Run:
     return run
 
 
+def pong_config(steps: int, learning_starts: int) -> dict:
+    """`lfrl gen dqn --env-id ALE/Pong-v5`'s CONFIG, for `steps` steps learning from `learning_starts`
+    on, without double Q-learning (as SB3's DQN), one final evaluation episode."""
+    from generator.catalog import CATALOG
+
+    tpl = CATALOG["dqn"]
+    values = tpl.merged({"env_id": PONG, "total_steps": steps, "learning_starts": learning_starts, "double": False,
+                         "eval_every": steps, "eval_episodes": 1, "progress": False, "torch_threads": 1})
+    return tpl.derive(values)["config"]  # type: ignore[misc,index]
+
+
+def rate(marks: list[tuple[int, float]], learning_starts: int) -> float:
+    """Steps per second between the first mark after learning started and the last mark."""
+    start = next(m for m in marks if m[0] > learning_starts)
+    end = marks[-1]
+    return (end[0] - start[0]) / (end[1] - start[1])
+
+
+@dataclass
+class Throughput:
+    side: str
+    steps_per_s: float
+    updates: int
+    threads: int
+
+
+def pong_lfrl(config: dict) -> Throughput:
+    flags = [f"--{k.replace('_', '-')}" for k in ("total_steps", "learning_starts", "eval_every", "eval_episodes")]
+    values = [str(config[k]) for k in ("total_steps", "learning_starts", "eval_every", "eval_episodes")]
+    with tempfile.TemporaryDirectory() as tmp:
+        program = Path(tmp) / "pong.lf"
+        lfrl = [sys.executable, "-m", "lfrl"]
+        subprocess.run([*lfrl, "gen", "dqn", "--env-id", PONG, *(x for pair in zip(flags, values, strict=True) for x in pair),
+                        "--double", "no", "--progress", "no", "--torch-threads", str(config["torch_threads"]),
+                        "-o", str(program)], check=True, cwd=ROOT, capture_output=True)
+        out = subprocess.run([*lfrl, "run", str(program)], check=True, cwd=ROOT, capture_output=True, text=True)
+        with open(Path(tmp) / config["logdir"] / "training.csv") as rows:
+            marks = [(int(r["step"]), float(r["time"])) for r in csv.DictReader(rows)]
+    updates = int(out.stdout.split(" updates in ")[0].rsplit(" ", 1)[1])
+    return Throughput("lfrl", rate(marks, config["learning_starts"]), updates, int(config["torch_threads"]))
+
+
+def pong_sb3(config: dict) -> Throughput:
+    out = subprocess.run([sys.executable, "-c", SB3_PONG, json.dumps(config), str(ROOT), str(MARK)], check=True,
+                         capture_output=True, text=True, cwd=ROOT)
+    records = [json.loads(line) for line in out.stdout.splitlines()]
+    marks = [(r["step"], r["time"]) for r in records if "step" in r]
+    return Throughput("sb3", rate(marks, config["learning_starts"]), records[-1]["updates"], records[-1]["threads"])
+
+
+def pong_throughput(steps: int, learning_starts: int, repeat: int, bar) -> list[tuple[Throughput, Throughput]]:
+    """(lfrl, SB3) per round, the order alternating."""
+    config = pong_config(steps, learning_starts)
+    pairs = []
+    for round_ in range(repeat):
+        order = [("lfrl", pong_lfrl), ("sb3", pong_sb3)][::1 if round_ % 2 == 0 else -1]
+        done = {}
+        for side, function in order:
+            bar.set_postfix_str(f"Pong throughput round {round_ + 1} {side}")
+            done[side] = function(config)
+            bar.update(1)
+        pairs.append((done["lfrl"], done["sb3"]))
+    return pairs
+
+
+def pong_table(pairs: list[tuple[Throughput, Throughput]], steps: int, learning_starts: int) -> list[str]:
+    ratios = [a.steps_per_s / b.steps_per_s for a, b in pairs]
+    lines = ["| side | torch threads | updates | steps/s after learning starts (median, min-max) | lfrl / SB3 |",
+             "|---|---|---|---|---|"]
+    for index, side in enumerate(("lfrl", "sb3")):
+        mine = [pair[index] for pair in pairs]
+        rates = [t.steps_per_s for t in mine]
+        lines.append(f"| {side} | {mine[0].threads} | {mine[0].updates:,} | {spread(rates, ',.0f')} | "
+                     f"{ratio_spread(ratios) if side == 'lfrl' else ''} |")
+    return [f"DQN on {PONG}, {steps:,} environment steps, learning from step {learning_starts:,} on "
+            f"({len(pairs)} round(s)):", "", *lines]
+
+
 def summarise(runs: list[Run], algos: list[str]) -> list[str]:
     lines = ["| algorithm | environment | threshold | side | seeds reaching it | steps to threshold (median) | "
              "time, process (median, min-max) | time, training (median, min-max) | lfrl / SB3, process | "
@@ -218,19 +340,26 @@ def plot(runs: list[Run], algos: list[str], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", default="dqn,ddpg,td3,sac")
+    parser.add_argument("--algos", default="dqn,ddpg,td3,sac", help="time to threshold of these ('' for none)")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--quick", action="store_true", help="dqn and sac, one seed")
+    parser.add_argument("--pong-steps", type=int, default=20_000, help="Pong throughput: steps in all (0: not run)")
+    parser.add_argument("--pong-learning-starts", type=int, default=10_000)
+    parser.add_argument("--pong-rounds", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="dqn and sac, one seed; Pong: 3,000 steps, one round")
     args = parser.parse_args()
-    algos = ["dqn", "sac"] if args.quick else args.algos.split(",")
+    algos = ["dqn", "sac"] if args.quick else [a for a in args.algos.split(",") if a]
     seeds = 1 if args.quick else args.seeds
+    pong_steps, pong_starts, pong_rounds = ((3_000, 1_000, 1) if args.quick else
+                                            (args.pong_steps, args.pong_learning_starts, args.pong_rounds))
     try:
         import stable_baselines3  # noqa: F401
     except ImportError:
         sys.exit("benchmarks/learners.py needs Stable-Baselines3: pip install -e '.[bench]'")
     machine = Machine()
     runs: list[Run] = []
-    with tqdm(total=len(algos) * seeds * 2 + ("dqn" in algos) * seeds, unit="run") as bar:
+    pong: list[tuple[Throughput, Throughput]] = []
+    total = len(algos) * seeds * 2 + ("dqn" in algos) * seeds + (2 * pong_rounds if pong_steps else 0)
+    with tqdm(total=total, unit="run") as bar:
         for algo in algos:
             for seed in range(seeds):
                 for side, function in (("lfrl", run_lfrl), ("sb3", run_sb3)):
@@ -244,32 +373,59 @@ def main() -> None:
                 bar.set_postfix_str(f"dqn seed {seed} lfrl as generated (double)")
                 defaults.append(run_lfrl("dqn", seed, as_sb3=False))
                 bar.update(1)
+        if pong_steps:
+            pong = pong_throughput(pong_steps, pong_starts, pong_rounds, bar)
     machine.done()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    with open(RESULTS / "learners.csv", "w", newline="") as out:
-        writer = csv.writer(out)
-        writer.writerow(["algo", "side", "seed", "process_s", "torch_threads", "step", "mean_return", "training_s"])
-        for r in runs:
-            for e in r.evaluations:
-                writer.writerow([r.algo, r.side, r.seed, f"{r.process:.2f}", r.threads, e["step"], e["mean"],
-                                 f"{e['training']:.2f}"])
-    table = summarise(runs, algos)
-    plot(runs, algos, RESULTS / "learners.png")
-    text = ["# Off-policy learners: time to threshold, lfrl vs Stable-Baselines3", "",
-            f"Command: `.venv/bin/python benchmarks/learners.py{' --quick' if args.quick else ''}"
-            f"{'' if args.quick else f' --seeds {seeds} --algos {args.algos}'}`, {seeds} seed(s), on {machine.line()} "
-            "Each side of a seed runs back to back with the template's default "
-            "hyperparameters (see the script's header for the protocol). Every run's evaluations are in "
-            "learners.csv; learners.png shows the learning curves over training time.", "", *table, "",
-            "![learning curves](learners.png)", "",
-            "## The thresholds with each template's defaults, per seed", "",
-            "Where the programs `lfrl gen ALGO` writes (DQN with its double Q-learning) first reach the "
-            "threshold: environment steps and training seconds (the runs of the table above, and for DQN runs "
-            "of its own).", "", *thresholds(defaults, algos), ""]
+    command = " ".join([".venv/bin/python", "benchmarks/learners.py", *sys.argv[1:]])
+    text = ["# Off-policy learners: lfrl vs Stable-Baselines3", "",
+            f"Command: `{command}`, on {machine.line()} See the script's header for the protocol.", ""]
+    table: list[str] = []
+    if algos:
+        with open(RESULTS / "learners.csv", "w", newline="") as out:
+            writer = csv.writer(out)
+            writer.writerow(["algo", "side", "seed", "process_s", "torch_threads", "step", "mean_return", "training_s"])
+            for r in runs:
+                for e in r.evaluations:
+                    writer.writerow([r.algo, r.side, r.seed, f"{r.process:.2f}", r.threads, e["step"], e["mean"],
+                                     f"{e['training']:.2f}"])
+        table = summarise(runs, algos)
+        plot(runs, algos, RESULTS / "learners.png")
+        text += ["## Time to threshold", "",
+                 f"{seeds} seed(s). Each side of a seed runs back to back with the template's default "
+                 "hyperparameters. Every run's evaluations are in learners.csv; learners.png shows the learning "
+                 "curves over training time.", "", *table, "",
+                 "![learning curves](learners.png)", "",
+                 "## The thresholds with each template's defaults, per seed", "",
+                 "Where the programs `lfrl gen ALGO` writes (DQN with its double Q-learning) first reach the "
+                 "threshold: environment steps and training seconds (the runs of the table above, and for DQN runs "
+                 "of its own).", "", *thresholds(defaults, algos), ""]
+    if pong:
+        table += ["", *pong_table(pong, pong_steps, pong_starts)]
+        text += ["## Pong DQN: training throughput", "",
+                 "`lfrl gen dqn --env-id ALE/Pong-v5`'s Atari defaults (the RL Baselines3 Zoo's) on both sides, for "
+                 "a short budget with learning started early; the same environment, one torch thread for each "
+                 "operation. lfrl's learner runs the independent parts of an update (the target network's pass, "
+                 "the weight gradients of different layers) on two threads, with the same values as on one; "
+                 "SB3 runs them one after the other.", "",
+                 *pong_table(pong, pong_steps, pong_starts), ""]
     (RESULTS / "learners.md").write_text("\n".join(text))
-    write_summary("learners", "Off-policy learners", machine, [summary_row(runs, algo) for algo in algos],
-                  quick=args.quick)
+    rows = [summary_row(runs, algo) for algo in algos] + ([pong_row(pong)] if pong else [])
+    write_summary("learners", "Off-policy learners", machine, rows, quick=args.quick)
     print("\n".join(table))
+
+
+def pong_row(pairs: list[tuple[Throughput, Throughput]]) -> Summary:
+    """Median steps/s after learning starts; the ratio is the median of the rounds' ratios."""
+    ratios = [a.steps_per_s / b.steps_per_s for a, b in pairs]
+    same = all(a.updates == b.updates for a, b in pairs)
+    vs_peer = median(ratios) if same else None
+    return Summary(f"dqn training throughput ({PONG}, Atari defaults)", "steps/s",
+                   median(a.steps_per_s for a, _ in pairs), peer=median(b.steps_per_s for _, b in pairs),
+                   peer_name="Stable-Baselines3", vs_peer=vs_peer, target=">= 1.5x SB3's steps/s",
+                   met=vs_peer >= 1.5 if vs_peer is not None else None,
+                   note=f"(updates: lfrl {pairs[0][0].updates}, SB3 {pairs[0][1].updates}"
+                        + ("" if same else "; they differ: no ratio") + ")")
 
 
 def summary_row(runs: list[Run], algo: str) -> Summary:

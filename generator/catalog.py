@@ -59,6 +59,7 @@ class Param:
     # number), 'module' (a Python module name)
     check: str | None = None
     default_text: str | None = None  # how --help shows a default computed from other values
+    choices: tuple[str, ...] = ()  # the values a text parameter takes (none: any)
 
     @property
     def flag(self) -> str:
@@ -66,22 +67,35 @@ class Param:
 
     @property
     def metavar(self) -> str:
+        if self.choices:
+            return "|".join(self.choices)
         return {int: "N", float: "X", bool: "yes|no"}.get(self.type, "TEXT")
 
-    def describe(self) -> str:
-        """The help text with the type, range and default, as `--list` and `--help` show them."""
+    def shown(self, value: object) -> str:
+        """A value as --help writes it."""
+        if value is None or value == "":
+            return "none"
         if self.type is bool:
-            kind = f"yes or no, default {'yes' if self.default else 'no'}"
+            return "yes" if value else "no"
+        if self.type in (int, float):
+            return ("{:_}" if self.type is int else "{:g}").format(value)
+        return str(value)
+
+    def describe(self, others: dict[str, object] | None = None) -> str:
+        """The help text with the type, range and default, as `--list` and `--help` show them;
+        `others`: the defaults of environment families, by name ("default 64 (Atari: 32)")."""
+        default = self.shown(self.default) if self.default_text is None else self.default_text
+        default += "".join(f" ({family}: {self.shown(value)})" for family, value in (others or {}).items())
+        if self.type is bool:
+            kind = f"yes or no, default {default}"
         elif self.type in (int, float):
-            number = "{:_}" if self.type is int else "{:g}"
-            low = "" if self.min is None else number.format(self.min)
-            high = "" if self.max is None else number.format(self.max)
-            default = "none" if self.default is None else number.format(self.default)
+            low = "" if self.min is None else self.shown(self.min)
+            high = "" if self.max is None else self.shown(self.max)
             kind = f"{low}..{high}, default {default}" if low or high else f"a number, default {default}"
-        elif self.default_text is not None:
-            kind = f"default {self.default_text}"
+        elif self.choices:
+            kind = f"{', '.join(self.choices)}; default {default}"
         else:
-            kind = f"default {self.default}" if self.default != "" else "default: none"
+            kind = f"default {default}" if default != "none" else "default: none"
         return f"{self.help} [{kind}]"
 
     def parse(self, text: str) -> object:
@@ -120,13 +134,16 @@ class Param:
                 raise TemplateError(f"{self.flag} must be at least {shown(self.min)}, got {shown(value)}")
             if self.max is not None and value > self.max:  # type: ignore[operator]
                 raise TemplateError(f"{self.flag} must be at most {shown(self.max)}, got {shown(value)}")
+        if self.choices and value not in self.choices:
+            raise TemplateError(f"{self.flag}: expected {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
+                                f"got {value!r}")
         if self.check == "env_id":
             check_env_id(str(value), self.flag)
         if self.check in PATHS and (set(str(value)) & {'"', "\\"} or not str(value).isprintable()):
             # It goes into an LF (and Python) string literal as it is written.
             raise TemplateError(f"{self.flag}: a file name without quotes, backslashes or control characters, "
                                 f"got {value!r}")
-        if self.check == "net_arch" and not re.fullmatch(r"[1-9][0-9]{0,5}(,[1-9][0-9]{0,5})*", str(value)):
+        if self.check == "net_arch" and not re.fullmatch(r"none|[1-9][0-9]{0,5}(,[1-9][0-9]{0,5})*", str(value)):
             raise TemplateError(f"{self.flag}: hidden layer sizes separated by commas, such as 256,256, got {value!r}")
         if self.check == "auto_or_number" and value != "auto":
             number = finite_number(str(value))
@@ -211,6 +228,16 @@ def make_env(env_id: str, flag: str):  # -> gymnasium.Env
 
 
 @dataclass(frozen=True)
+class EnvDefaults:
+    """Defaults of a family of environments (Atari games): for environment ids that start with
+    `prefix`, they replace the template's own defaults of the values a user does not give."""
+
+    family: str  # as --help names it: "default 64 (Atari: 32)"
+    prefix: str
+    values: dict[str, object]
+
+
+@dataclass(frozen=True)
 class Template:
     name: str
     file: str
@@ -224,9 +251,27 @@ class Template:
     # Checks of what the values name that the program will import or read, from its folder (called
     # with the template's name, the values given and the folder); raises TemplateError.
     check_files: Callable[[str, dict[str, object], Path], None] | None = None
+    env_defaults: tuple[EnvDefaults, ...] = ()
 
-    def defaults(self) -> dict[str, object]:
-        return {p.name: p.default for p in self.params}
+    def defaults(self, env_id: str | None = None) -> dict[str, object]:
+        """Every parameter's default for environment `env_id` (None: the template's default one)."""
+        values = {p.name: p.default for p in self.params}
+        env_id = str(values.get("env_id", "")) if env_id is None else env_id
+        for family in self.env_defaults:
+            if env_id.startswith(family.prefix):
+                values.update(family.values)
+                break
+        return values
+
+    def merged(self, values: dict[str, object]) -> dict[str, object]:
+        """`values` over the defaults of their environment: what a user gives always wins."""
+        env_id = values.get("env_id")
+        return {**self.defaults(None if env_id is None else str(env_id)), **values}
+
+    def describe(self, param: Param) -> str:
+        """`param`'s help text, with the defaults environment families give it."""
+        return param.describe({f.family: f.values[param.name] for f in self.env_defaults
+                               if f.values.get(param.name, param.default) != param.default})
 
 
 def derive_sampling(values: dict[str, object]) -> dict[str, object]:
@@ -319,7 +364,8 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("train_freq", int, d("train_freq"), "environment steps per round, all actors together", min=1,
               max=10**7),
         Param("gradient_steps", int, d("gradient_steps"), "updates per round", min=0, max=10**6),
-        Param("net_arch", str, d("net_arch"), "hidden layer sizes of every network", check="net_arch"),
+        Param("net_arch", str, d("net_arch"), "hidden layer sizes of every network, after the convolutions' 512 "
+              "features for images (none: no hidden layer)", check="net_arch"),
         Param("n_step", int, d("n_step", 1), "n-step returns (1: one-step TD targets)", min=1, max=1000),
         Param("prioritized", bool, d("prioritized", False), "prioritized replay (priorities = |TD error|)"),
         Param("per_alpha", float, 0.6, "prioritized replay: priority exponent alpha", min=0.0, max=10.0),
@@ -348,6 +394,11 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
               "next to the program, change it, and name it here", check="module"),
         Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
+        Param("device", str, "cpu", "where the learner's networks and batches live (actors and the evaluator act on "
+              "the CPU): cuda for large networks such as Atari's convolutions; auto takes cuda when torch finds a GPU "
+              "where the program runs. cpu is the default because the same program then gives the same weights on "
+              "every machine (GPU kernels round differently), and small networks gain nothing on a GPU",
+              choices=("auto", "cpu", "cuda")),
         Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
               "learner, buffer, evaluator and monitor share lfrl's); pays when stepping the environments and acting "
               "cost more than a round's updates"),
@@ -427,9 +478,10 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
             raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
         logdir = str(values["logdir"]) or "runs"
         program = str(values.get("program") or algo)  # the .lf file's name: the runs' folders are named for it
+        arch = str(values["net_arch"])
         config: dict[str, object] = {"algo": algo, "program": program,
                                      **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program")},
-                                     "logdir": logdir, "net_arch": [int(x) for x in str(values["net_arch"]).split(",")]}
+                                     "logdir": logdir, "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")]}
         if algo != "dqn":
             config["n_critics"] = 1 if algo == "ddpg" else 2
         if algo == "ddpg":  # TD3 without its three additions
@@ -448,7 +500,7 @@ def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> N
     """`--networks`: a module the program can import (from its folder, the current folder or
     PYTHONPATH, as when it runs) with every builder function the algorithm calls; `--load`: torch
     weights of this algorithm's networks, of the shapes this program's have."""
-    given = {**template(algo).defaults(), **values}
+    given = template(algo).merged(values)
     name, load = str(given["networks"]), str(given["load"])
     if name == "lfrl.networks" and not load:
         return  # lfrl's own, which has them all
@@ -516,10 +568,22 @@ def check_saved_weights(path: Path, config: dict) -> None:
         raise TemplateError(f"--load: {path} does not fit this program's networks: {problem}")
 
 
-def learner_template(algo: str, description: str, quick: dict[str, object], **defaults: object) -> Template:
+def learner_template(algo: str, description: str, quick: dict[str, object], env_defaults: tuple[EnvDefaults, ...] = (),
+                     **defaults: object) -> Template:
     return Template(algo, "learner.lf.j2", description, learner_params(algo, **defaults), LEARNER_LIBRARIES,
-                    derive_learner(algo), {"progress": False, "eval_episodes": 2, **quick},
-                    check_learner_files)
+                    derive_learner(algo), {"progress": False, "eval_episodes": 2, **quick}, check_learner_files,
+                    env_defaults)
+
+
+# DQN on Atari games: the RL Baselines3 Zoo's hyperparameters (hyperparams/dqn.yml, `atari`), with its
+# CnnPolicy's head (the 512 features straight to the Q-values) and its evaluation defaults (every
+# 25,000 steps, 5 episodes). lfrl's train_freq counts environment steps, as the zoo's 4 does (one
+# environment); the replay buffer stores next observations apart (the zoo's optimize_memory_usage False).
+ATARI_DQN = EnvDefaults("Atari", "ALE/", {
+    "total_steps": 10_000_000, "buffer_size": 100_000, "learning_rate": 1e-4, "batch_size": 32,
+    "learning_starts": 100_000, "target_update_interval": 1000, "train_freq": 4, "gradient_steps": 1,
+    "exploration_fraction": 0.1, "exploration_final_eps": 0.01, "net_arch": "none", "eval_every": 25_000,
+    "eval_episodes": 5})
 
 
 CATALOG: dict[str, Template] = {
@@ -586,8 +650,9 @@ CATALOG: dict[str, Template] = {
         ),
         learner_template(
             "dqn", "double DQN (dueling heads, n-step returns, prioritized replay optional): actors, a pyreplay "
-                   "buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475",
-            {"total_steps": 2048, "learning_starts": 512, "eval_every": 1024},
+                   "buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475; Atari games "
+                   "(ALE/...) take the RL Baselines3 Zoo's",
+            {"total_steps": 2048, "learning_starts": 512, "eval_every": 1024}, (ATARI_DQN,),
             env_id="CartPole-v1", total_steps=50_000, learning_rate=2.3e-3, buffer_size=100_000,
             learning_starts=1000, batch_size=64, train_freq=256, gradient_steps=128, net_arch="64,64",
             eval_every=2000, target_update_interval=10, exploration_fraction=0.16, exploration_final_eps=0.04),
@@ -628,14 +693,13 @@ def resolve(name: str, values: dict[str, object] | None = None, program: str | N
     """`values` for template `name`, validated, with the defaults of the others and the derived ones
     (`program`: as `render` takes it)."""
     tpl = template(name)
-    merged = tpl.defaults() | {"program": program or name}
     for key, value in (values or {}).items():
         param = next((p for p in tpl.params if p.name == key), None)
         if param is None:
             raise TemplateError(f"template {name!r} has no parameter {key!r}; it has: "
                                 f"{', '.join(p.name for p in tpl.params)}")
         param.validate(value)
-        merged[key] = value
+    merged = {"program": program or name, **tpl.merged(values or {})}
     if tpl.derive is not None:
         merged.update(tpl.derive(merged))
     return merged

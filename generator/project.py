@@ -150,7 +150,7 @@ def project_values(program: str, env_id: str, workers: str, seed: str, processes
         if "progress" in params:
             values["progress"] = True
         if tpl.derive is not None:
-            tpl.derive({**tpl.defaults(), **values})  # cross-parameter checks, before anything is written
+            tpl.derive(tpl.merged(values))  # cross-parameter checks, before anything is written
     except TemplateError as exc:
         raise TemplateError(in_new_terms(str(exc), program)) from None
     return values

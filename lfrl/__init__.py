@@ -8,4 +8,23 @@ their reactors in `lf/lib/` only move messages; everything they compute is here.
 - `training`: the learner reactor's rounds; `logs`: CSV, TensorBoard, learning curve, progress bar
 - `seeds`: every random stream of a run, derived from its one seed
 - `qlearning`: synchronized parallel Q-learning's actors and learner (`lfrl gen qlearning`)
+- `saved`: a run's trained policy, `lfrl.load(path).predict(obs)` as Stable-Baselines3's
+
+`import lfrl` imports none of them (nor torch): `lfrl.load` imports what it needs when called.
 """
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lfrl.saved import SavedPolicy
+
+
+def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy:
+    """The trained policy of a run, from its model.pt (hyperparameters.json beside it) or its log
+    folder: `lfrl.load(path).predict(obs, deterministic=True)` returns `(action, None)` as SB3's."""
+    from lfrl.saved import load as load_saved
+
+    return load_saved(path, seed)

@@ -124,7 +124,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
         for tpl in CATALOG.values():
             print(f"{tpl.name:12s} {tpl.description}")
             for p in tpl.params:
-                print(f"    {p.flag:18s} {p.describe()}")
+                print(f"    {p.flag:18s} {tpl.describe(p)}")
         return 0
     try:
         tpl = template(args.template)
@@ -134,7 +134,7 @@ def cmd_gen(args: argparse.Namespace) -> int:
                             help="overwrite the program and its lib/ files if they exist with other contents")
         for p in tpl.params:
             parser.add_argument(p.flag, dest=p.name, type=str, default=None, metavar=p.metavar,
-                                help=p.describe())
+                                help=tpl.describe(p))
         options = parser.parse_args(args.rest)
         values = {p.name: p.parse(getattr(options, p.name)) for p in tpl.params
                   if getattr(options, p.name) is not None}
@@ -146,6 +146,12 @@ def cmd_gen(args: argparse.Namespace) -> int:
         print(f"lfrl gen: error: {cannot_write(exc, options.output)}", file=sys.stderr)
         return 1
     print(f"wrote {out} (and its library files in {out.parent / 'lib'})")
+    if values.get("device") == "cuda":  # the program may run elsewhere: a note, not an error
+        import torch
+
+        if not torch.cuda.is_available():
+            print("lfrl gen: note: --device cuda: torch finds no GPU on this machine; the program runs where there "
+                  "is one (here it stops at its start, saying so)", file=sys.stderr)
     return 0
 
 

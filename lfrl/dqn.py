@@ -13,6 +13,7 @@ linearly from `exploration_initial_eps` to `exploration_final_eps` over the firs
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from lfrl.envs import EnvSpec
-from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module
+from lfrl.learner import Batch, Gradients, Learner, frozen_copy, layer_outputs, networks_module
 from lfrl.policy import Policy as BasePolicy
 
 
@@ -61,7 +62,7 @@ class DQN(Learner):
     def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
         super().__init__(spec, config, seed)
         nets = networks_module(config)
-        self.q = nets.q_network(spec, config["net_arch"], bool(config.get("dueling")), self.generator)
+        self.q = self.place(nets.q_network(spec, config["net_arch"], bool(config.get("dueling")), self.generator))
         self.q_target = frozen_copy(self.q)
         self.online = [self.q]
         self.params = list(self.q.parameters())
@@ -86,15 +87,20 @@ class DQN(Learner):
 
     def grads(self, batch: Batch, share: float) -> Gradients:
         obs, next_obs = batch["obs"], batch["next_obs"]
+        # The target network's pass does not depend on the others: with two threads, it runs meanwhile.
+        target_pass = self.beside(self.q_target, next_obs) if self.two_threads else None
+        with layer_outputs(self.q) if self.two_threads else nullcontext([]) as layers:
+            q = self.q(obs)
         with torch.no_grad():
-            target = td_targets(self.q_target(next_obs), self.q(next_obs) if self.double else None,
-                                batch["reward"], batch["done"], batch["discount"])
-        loss, td = dqn_loss(self.q(obs), batch["action"], target, self.importance(batch), share / len(obs))
-        grads = torch.autograd.grad(loss, self.params)
-        return Gradients(list(grads), {"loss": float(loss.detach())}, td.numpy() if self.prioritized else None)
+            online_next = self.q(next_obs) if self.double else None
+            target_next = self.q_target(next_obs) if target_pass is None else target_pass.result()
+            target = td_targets(target_next, online_next, batch["reward"], batch["done"], batch["discount"])
+        loss, td = dqn_loss(q, batch["action"], target, self.importance(batch), share / len(obs))
+        grads = self.gradients(loss, self.params, layers)
+        return Gradients(grads, {"loss": float(loss.detach())}, td.cpu().numpy() if self.prioritized else None)
 
-    def policy_weights(self) -> tuple[torch.Tensor, ...]:
-        return tuple(self.params)
+    def acting_params(self) -> list[torch.nn.Parameter]:
+        return self.params
 
     def replicated(self) -> list[torch.nn.Module]:
         return [self.q, self.q_target]
@@ -106,6 +112,8 @@ class DQN(Learner):
 class Policy(BasePolicy):
     """How a DQN actor acts: epsilon-greedy on its copy of the Q-network (uniformly at random
     before learning starts); greedy when evaluated."""
+
+    NETWORK = "q"
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
         super().__init__(spec, config, networks_module(config).q_network(spec, config["net_arch"],
@@ -121,3 +129,7 @@ class Policy(BasePolicy):
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
         return self.outputs(obs).argmax(axis=1)
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        # epsilon-greedy with the last epsilon, as SB3's DQN predicts after training
+        return self.noisy(obs, rng, int(self.config["total_steps"]))

@@ -9,12 +9,21 @@ runtime threads. With one learner, `update` does both halves.
 
 Randomness (target policy noise, SAC's action samples) comes from the learner's own torch generator,
 never torch's global one, which reactions running in parallel share.
+
+Devices (`--device`): a learner's networks, optimizer and batches live on its device; everything it
+hands out leaves as CPU tensors (the actors' and the evaluator's weights, saved weights, checkpoints),
+so that actors act on the CPU and what a run saves loads on any machine. Networks are initialised on
+the CPU (from the CPU generator) and then moved, so every device starts from the same weights.
 """
 
 from __future__ import annotations
 
+import copy
+import ctypes
 import importlib
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -61,9 +70,55 @@ def as_tensors(batch: dict[str, np.ndarray], start: int = 0, stop: int | None = 
     return {k: torch.from_numpy(v[start:stop]) for k, v in batch.items() if k != "indices"}
 
 
+class DeviceError(Exception):
+    """The device a run asks for is not on this machine; the message says what to do."""
+
+
+def resolve_device(name: str) -> torch.device:
+    """`--device`'s value as a torch device: auto is cuda when torch finds a GPU, else cpu; cuda
+    where torch finds none is a DeviceError."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        build = "it is a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+        raise DeviceError(f"--device cuda: torch finds no GPU on this machine (torch {torch.__version__}, {build}); "
+                          "run the program where there is one, or generate it with --device cpu or auto")
+    if name not in ("cpu", "cuda"):
+        raise DeviceError(f"--device: expected auto, cpu or cuda, got {name!r}")
+    return torch.device(name)
+
+
+def checked_device(name: str, fail: Callable[[str], object]) -> str:
+    """`name` if this machine has that device, else `fail(the reason)`: the learner reactor's
+    lf_print_error_and_exit, which ends the program."""
+    try:
+        resolve_device(name)
+    except DeviceError as error:
+        fail(str(error))
+    return name
+
+
 def networks_module(config: dict[str, Any]) -> ModuleType:
     """The module that builds the networks (`lfrl.networks` unless `--networks` names another)."""
     return importlib.import_module(config.get("networks") or "lfrl.networks")
+
+
+def keep_freed_memory() -> None:
+    """Have glibc's malloc keep the memory it frees for the next allocation, instead of returning
+    blocks of more than 128 KiB to the system at once: every CNN update allocates and frees megabytes of
+    activations and gradients, which the system would otherwise hand back page by page (thousands of
+    page faults, a tenth of an Atari update's time). A setting of the process, as torch's threads are;
+    nothing where malloc is not glibc's."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # malloc.h
+    mallopt(m_mmap_threshold, 32 << 20)  # glibc's largest: smaller blocks come from the heap
+    mallopt(m_trim_threshold, 1 << 30)  # the heap's free top stays (up to 1 GiB)
+    mallopt(m_top_pad, 64 << 20)
 
 
 class Learner:
@@ -78,15 +133,14 @@ class Learner:
     def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
         self.spec = spec
         self.config = config
-        self.generator = torch.Generator().manual_seed(seed)
+        self.device = resolve_device(str(config.get("device") or "cpu"))
+        if spec.image:  # large batches of frames through convolutions (Atari)
+            keep_freed_memory()
+        self.generator = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
         self.updates = 0  # optimizer steps so far
         self.max_grad_norm = float(config.get("max_grad_norm") or 0.0)
         self.prioritized = bool(config.get("prioritized"))
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Back from a checkpoint: this process runs networks again, with the run's settings."""
-        vars(self).update(state)
-        settings.apply(self.config)
+        self._second: ThreadPoolExecutor | None = None  # `beside`'s thread, made when first needed
 
     def importance(self, batch: Batch) -> torch.Tensor | None:
         """Prioritized replay's importance weights of a batch; None for uniform replay (all 1)."""
@@ -95,6 +149,68 @@ class Learner:
     def make_optimizer(self) -> None:
         """One Adam over every parameter, in `params` order (one learning rate for all)."""
         self.optimizer = Adam(self.params, float(self.config["learning_rate"]))
+
+    def place(self, module: torch.nn.Module) -> torch.nn.Module:
+        """A network, built (and initialised) on the CPU, moved to this learner's device."""
+        return module if self.device.type == "cpu" else module.to(self.device)
+
+    def tensors(self, batch: dict[str, np.ndarray], start: int = 0, stop: int | None = None) -> Batch:
+        """A (slice of a) sampled batch as tensors on this learner's device (on the CPU, sharing the
+        arrays' memory)."""
+        tensors = as_tensors(batch, start, stop)
+        if self.device.type == "cpu":
+            return tensors
+        return {k: v.to(self.device, non_blocking=True) for k, v in tensors.items()}
+
+    @property
+    def two_threads(self) -> bool:
+        """Whether independent parts of an update run side by side on two threads (`beside`,
+        `gradients`): for convolutions on the CPU, whose passes take milliseconds (torch releases
+        the GIL in its kernels). Each op runs with the same kernels and threads either way, so the
+        values are the same."""
+        return self.spec.image and self.device.type == "cpu"
+
+    def second(self) -> ThreadPoolExecutor:
+        if self._second is None:
+            self._second = ThreadPoolExecutor(1, thread_name_prefix="learner")
+        return self._second
+
+    def beside(self, network: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Future[torch.Tensor]:
+        """`network(x)` without gradients, started on this learner's second thread: a pass that the
+        next ones do not depend on runs meanwhile."""
+        return self.second().submit(_no_grad, network, x)
+
+    def gradients(self, loss: torch.Tensor, params: list[torch.nn.Parameter],
+                  layers: list[tuple[torch.Tensor, list[torch.nn.Parameter]]] | None = None) -> list[torch.Tensor]:
+        """torch.autograd.grad(loss, params). Given `layers` (`layer_outputs` of the forward pass that
+        made `loss`) that hold every parameter once, in two steps: first the gradients at the layers'
+        outputs (the backward pass from layer to layer, no weight gradients), then each layer's weight
+        gradients from its output's, the largest part on this thread and the rest on the second one.
+        Every value is autograd's own (its backward of each layer, asked for a part of its gradients)."""
+        owned = [p for _, ps in layers or [] for p in ps]
+        if (not layers or len(owned) != len(params) or {id(p) for p in owned} != {id(p) for p in params}
+                or not all(isinstance(out, torch.Tensor) for out, _ in layers)):
+            return list(torch.autograd.grad(loss, params))
+        at_outputs = torch.autograd.grad(loss, [out for out, _ in layers], retain_graph=True)
+        # Largest first, each to the thread with less to do; a layer's weight gradients cost about its
+        # output's size times a weight row's.
+        jobs = sorted(((out.numel() * max(p[0].numel() if p.dim() > 1 else 1 for p in ps), (out, ps), g)
+                       for (out, ps), g in zip(layers, at_outputs, strict=True)), key=lambda job: -job[0])
+        parts: tuple[list, list] = ([], [])
+        loads = [0, 0]
+        for cost, layer, at_output in jobs:
+            side = 0 if loads[0] <= loads[1] else 1
+            parts[side].append((layer, at_output))
+            loads[side] += cost
+        there = self.second().submit(_layer_gradients, parts[1])
+        found = _layer_gradients(parts[0])
+        found.update(there.result())
+        return [found[id(p)] for p in params]
+
+    def noise(self, shape: tuple[int, ...]) -> torch.Tensor:
+        """Standard normal noise from this learner's generator (drawn on the CPU), on its device."""
+        draw = torch.randn(shape, generator=self.generator)
+        return draw if self.device.type == "cpu" else draw.to(self.device)
 
     def grads(self, batch: Batch, share: float) -> Gradients:
         """The gradients of this learner's losses on `batch`, scaled by `share` (rows / batch size)."""
@@ -114,7 +230,7 @@ class Learner:
 
     def update(self, batch: dict[str, np.ndarray]) -> Gradients:
         """A whole update on one sampled batch; returns its losses and TD errors."""
-        grads = self.grads(as_tensors(batch), 1.0)
+        grads = self.grads(self.tensors(batch), 1.0)
         self.apply(grads)
         return grads
 
@@ -127,9 +243,16 @@ class Learner:
         return None
 
     def policy_weights(self) -> tuple[torch.Tensor, ...]:
-        """The acting network's parameters, in `Policy.load`'s order. These are the live tensors, not
-        copies: receivers copy them at once (at the tag they arrive, before this learner's next step,
-        which depends on what they send back), so no copy is made here."""
+        """The acting network's parameters, in `Policy.load`'s order, on the CPU. On the CPU these are
+        the live tensors, not copies: receivers copy them at once (at the tag they arrive, before this
+        learner's next step, which depends on what they send back), so no copy is made here."""
+        params = self.acting_params()
+        if self.device.type == "cpu":
+            return tuple(params)
+        return tuple(p.detach().to("cpu") for p in params)
+
+    def acting_params(self) -> list[torch.nn.Parameter]:
+        """The parameters of the network that actors and the evaluator act with."""
         raise NotImplementedError
 
     def shared_state(self) -> list[torch.Tensor]:
@@ -151,8 +274,15 @@ class Learner:
         return sum(float(p.detach().double().sum()) for net in self.online for p in net.parameters())
 
     def state_for_saving(self) -> dict[str, Any]:
-        """The networks' weights, for `torch.save` (`--save`) and `--load`."""
-        return {name: net.state_dict() for name, net in self.named_networks().items()}
+        """The networks' weights as CPU tensors, for `torch.save` (model.pt) and `--load`."""
+        saved = {}
+        for name, net in self.named_networks().items():
+            state = net.state_dict()
+            if self.device.type != "cpu":
+                for key in list(state):
+                    state[key] = state[key].cpu()
+            saved[name] = state
+        return saved
 
     def named_networks(self) -> dict[str, torch.nn.Module]:
         raise NotImplementedError
@@ -168,6 +298,67 @@ class Learner:
     def sync_targets(self) -> None:
         """Make every target network a copy of its online network."""
 
+    def placed(self) -> list[torch.Tensor]:
+        """Every tensor this learner keeps on its device: its networks' and its optimizer's."""
+        modules = [m for m in vars(self).values() if isinstance(m, torch.nn.Module)]
+        return [*(t for m in modules for t in (*m.parameters(), *m.buffers())), *self.optimizer.tensors()]
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Checkpoints pickle learners: tensors on a GPU go as CPU copies, so that a checkpoint loads
+        # on any machine (the copies keep the tensors' sharing, as pickle's memo does).
+        state = self.__dict__.copy()
+        state["_second"] = None  # a thread is not state
+        if self.device.type == "cpu":
+            return state
+        memo: dict[int, Any] = {}
+        for t in self.placed():
+            cpu = t.detach().cpu()
+            memo[id(t)] = torch.nn.Parameter(cpu, t.requires_grad) if isinstance(t, torch.nn.Parameter) else cpu
+        return copy.deepcopy(state, memo)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Back from a checkpoint: this process runs networks again, with the run's settings, on the
+        device the config asks for where the checkpoint is resumed (auto: this machine's)."""
+        # checkpoints written before devices and threads have neither
+        self.__dict__.update({"_second": None, **state})
+        settings.apply(self.config)
+        self.device = resolve_device(str(self.config.get("device") or "cpu"))
+        if self.device.type != "cpu":
+            with torch.no_grad():
+                for t in self.placed():
+                    t.data = t.data.to(self.device)  # in place: the optimizer's references stay valid
+
+
+def _layer_gradients(jobs: list) -> dict[int, torch.Tensor]:
+    """The gradients of each job's parameters from the gradient at its layer's output, by id."""
+    found = {}
+    for (output, params), at_output in jobs:
+        for p, g in zip(params, torch.autograd.grad(output, params, at_output, retain_graph=True), strict=True):
+            found[id(p)] = g
+    return found
+
+
+@contextmanager
+def layer_outputs(network: torch.nn.Module) -> Iterator[list[tuple[torch.Tensor, list[torch.nn.Parameter]]]]:
+    """While inside, the output of every module of `network` that holds parameters of its own, with
+    those parameters, as forward passes make them (for `Learner.gradients`)."""
+    layers: list[tuple[torch.Tensor, list[torch.nn.Parameter]]] = []
+    hooks = []
+    for module in network.modules():
+        own = [p for p in module.parameters(recurse=False) if p.requires_grad]
+        if own:
+            hooks.append(module.register_forward_hook(lambda _m, _i, out, own=own: layers.append((out, own))))
+    try:
+        yield layers
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
+def _no_grad(network: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():  # grad mode is the thread's own
+        return network(x)
+
 
 class Adam:
     """Adam (Kingma and Ba 2015) as torch.optim.Adam(fused=True) computes it, with the same kernel,
@@ -180,7 +371,11 @@ class Adam:
         self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
         self.exp_avgs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
         self.exp_avg_sqs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
-        self.steps = [torch.zeros((), dtype=torch.float32) for _ in params]
+        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in params]
+
+    def tensors(self) -> list[torch.Tensor]:
+        """The optimizer's state: moments and step counts."""
+        return [*self.exp_avgs, *self.exp_avg_sqs, *self.steps]
 
     def step(self, grads: list[torch.Tensor | None]) -> None:
         if all(g is not None for g in grads):

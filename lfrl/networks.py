@@ -111,7 +111,9 @@ class NatureCNN(nn.Module):
         self.out = MLP([size, 512], activate_last=True)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.out(self.convs(obs.float() / 255.0))
+        # One new tensor, scaled in place: the same values as obs.float() / 255, without a second
+        # batch of frames to allocate and fill.
+        return self.out(self.convs(obs.to(torch.float32).div_(255.0)))
 
 
 def features(spec: EnvSpec) -> tuple[nn.Module | None, int]:

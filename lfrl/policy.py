@@ -15,6 +15,8 @@ from lfrl.envs import EnvSpec
 
 
 class Policy:
+    NETWORK = ""  # the acting network's name in saved weights (Learner.state_for_saving)
+
     def __init__(self, spec: EnvSpec, config: dict[str, Any], network: torch.nn.Module) -> None:
         self.spec, self.config, self.network = spec, config, network
         self.params = list(network.parameters())
@@ -58,12 +60,19 @@ class Policy:
         """Deterministic actions for a batch of observations (evaluation)."""
         raise NotImplementedError
 
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Actions of the trained policy when not asked for deterministic ones (`lfrl.load`'s
+        predict), as Stable-Baselines3's predict draws them: here, the deterministic ones."""
+        return self.exploit(obs)
+
     def to_env(self, action: np.ndarray) -> np.ndarray:
         return action
 
 
 class ContinuousPolicy(Policy):
     """Actions in [-1, 1], rescaled to the environment's box: low + (a + 1) (high - low) / 2."""
+
+    NETWORK = "actor"
 
     def __init__(self, spec: EnvSpec, config: dict[str, Any], network: torch.nn.Module) -> None:
         super().__init__(spec, config, network)

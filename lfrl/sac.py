@@ -74,14 +74,14 @@ class SAC(Learner):
         super().__init__(spec, config, seed)
         nets = networks_module(config)
         arch = config["net_arch"]
-        self.actor = nets.gaussian_actor(spec, arch, self.generator)
-        self.critics = nets.critics(spec, arch, 2, self.generator)
+        self.actor = self.place(nets.gaussian_actor(spec, arch, self.generator))
+        self.critics = self.place(nets.critics(spec, arch, 2, self.generator))
         self.critics_target = frozen_copy(self.critics)
         # Stable-Baselines3's forms: "auto" (tuned from 1), "auto_X" (tuned from X), or a fixed number.
         ent_coef = str(config.get("ent_coef", "auto"))
         self.auto = ent_coef.startswith("auto")
         initial = float(ent_coef[5:]) if ent_coef.startswith("auto_") else 1.0 if self.auto else float(ent_coef)
-        self.temperature = Temperature(initial).requires_grad_(self.auto)
+        self.temperature = self.place(Temperature(initial).requires_grad_(self.auto))
         target_entropy = config.get("target_entropy", "auto")
         self.target_entropy = -float(spec.action_dim) if target_entropy == "auto" else float(target_entropy)
         self.critic_params, self.actor_params = list(self.critics.parameters()), list(self.actor.parameters())
@@ -96,12 +96,12 @@ class SAC(Learner):
         alpha = self.temperature.log_alpha.detach().exp()
         shape = (len(obs), self.spec.action_dim)
         with torch.no_grad():
-            next_actions, next_log_prob = squashed_sample(*self.actor(next_obs), torch.randn(shape, generator=self.generator))
+            next_actions, next_log_prob = squashed_sample(*self.actor(next_obs), self.noise(shape))
             target = soft_targets(self.critics_target(next_obs, next_actions), next_log_prob, batch["reward"],
                                   batch["done"], batch["discount"], alpha)
         q = self.critics(obs, batch["action"])
         loss = 0.5 * critic_loss(q, target, self.importance(batch), scale)
-        actions, log_prob = squashed_sample(*self.actor(obs), torch.randn(shape, generator=self.generator))
+        actions, log_prob = squashed_sample(*self.actor(obs), self.noise(shape))
         with frozen(self.critics):  # the actor's loss moves the actor only
             policy_loss = actor_loss(self.critics(obs, actions), log_prob, alpha, scale)
         tensors: list[torch.Tensor | None] = list(
@@ -109,7 +109,7 @@ class SAC(Learner):
         losses = {"critic_loss": float(loss.detach()), "actor_loss": float(policy_loss.detach()), "ent_coef": float(alpha)}
         if self.auto:
             tensors.append(temperature_gradient(log_prob, self.target_entropy, scale))
-        return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy() if self.prioritized else None)
+        return Gradients(tensors, losses, (q[0] - target).detach().abs().cpu().numpy() if self.prioritized else None)
 
     def after_step(self, grads: Gradients) -> None:
         polyak(list(self.critics_target.parameters()), self.critic_params, self.tau)
@@ -117,8 +117,8 @@ class SAC(Learner):
     def sync_targets(self) -> None:
         self.critics_target.load_state_dict(self.critics.state_dict())
 
-    def policy_weights(self) -> tuple[torch.Tensor, ...]:
-        return tuple(self.actor_params)
+    def acting_params(self) -> list[torch.nn.Parameter]:
+        return self.actor_params
 
     def replicated(self) -> list[torch.nn.Module]:
         return [self.actor, self.critics, self.critics_target, self.temperature]
@@ -142,3 +142,6 @@ class Policy(ContinuousPolicy):
     def exploit(self, obs: np.ndarray) -> np.ndarray:
         mean, _ = self.outputs(obs)
         return np.tanh(mean)
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.noisy(obs, rng, 0)

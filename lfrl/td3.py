@@ -44,7 +44,8 @@ def smoothed_target_actions(actions: torch.Tensor, noise_std: float, noise_clip:
     """clip(a' + clip(N(0, std^2), -c, c), -1, 1): TD3's target policy smoothing."""
     if noise_std <= 0:
         return actions
-    noise = torch.randn(actions.shape, generator=generator).mul_(noise_std).clamp_(-noise_clip, noise_clip)
+    noise = torch.randn(actions.shape, generator=generator).to(actions.device)  # the generator's draws on any device
+    noise = noise.mul_(noise_std).clamp_(-noise_clip, noise_clip)
     return (actions + noise).clamp_(-1.0, 1.0)
 
 
@@ -56,8 +57,8 @@ class TD3(Learner):
         super().__init__(spec, config, seed)
         nets = networks_module(config)
         arch = config["net_arch"]
-        self.actor = nets.deterministic_actor(spec, arch, self.generator)
-        self.critics = nets.critics(spec, arch, int(config["n_critics"]), self.generator)
+        self.actor = self.place(nets.deterministic_actor(spec, arch, self.generator))
+        self.critics = self.place(nets.critics(spec, arch, int(config["n_critics"]), self.generator))
         self.actor_target, self.critics_target = frozen_copy(self.actor), frozen_copy(self.critics)
         self.critic_params, self.actor_params = list(self.critics.parameters()), list(self.actor.parameters())
         self.params = self.critic_params + self.actor_params
@@ -85,7 +86,7 @@ class TD3(Learner):
             losses["actor_loss"] = float(policy_loss.detach())
         else:
             tensors = [*torch.autograd.grad(loss, self.critic_params), *[None] * len(self.actor_params)]
-        return Gradients(tensors, losses, (q[0] - target).detach().abs().numpy() if self.prioritized else None)
+        return Gradients(tensors, losses, (q[0] - target).detach().abs().cpu().numpy() if self.prioritized else None)
 
     def after_step(self, grads: Gradients) -> None:
         if grads.tensors[-1] is not None:  # the actor moved: so do the targets
@@ -96,8 +97,8 @@ class TD3(Learner):
         self.actor_target.load_state_dict(self.actor.state_dict())
         self.critics_target.load_state_dict(self.critics.state_dict())
 
-    def policy_weights(self) -> tuple[torch.Tensor, ...]:
-        return tuple(self.actor_params)
+    def acting_params(self) -> list[torch.nn.Parameter]:
+        return self.actor_params
 
     def replicated(self) -> list[torch.nn.Module]:
         return [self.actor, self.critics, self.actor_target, self.critics_target]

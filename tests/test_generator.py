@@ -197,6 +197,37 @@ def test_lfrl_gen_cli(tmp_path: Path) -> None:
     assert helped.returncode == 0 and "--prioritized yes|no" in helped.stdout
 
 
+def test_atari_games_take_the_zoos_dqn_hyperparameters_for_every_value_not_given() -> None:
+    """`lfrl gen dqn --env-id ALE/...`: the RL Baselines3 Zoo's DQN values for Atari (hyperparams/dqn.yml),
+    with CnnPolicy's head and the zoo's evaluation defaults; what a user gives wins; --help shows both."""
+    dqn = CATALOG["dqn"]
+    atari = {"total_steps": 10_000_000, "buffer_size": 100_000, "learning_rate": 1e-4, "batch_size": 32,
+             "learning_starts": 100_000, "target_update_interval": 1000, "train_freq": 4, "gradient_steps": 1,
+             "exploration_fraction": 0.1, "exploration_final_eps": 0.01, "net_arch": [], "eval_every": 25_000,
+             "eval_episodes": 5}
+    config = dqn.derive(dqn.merged({"env_id": "ALE/Pong-v5"}))["config"]  # type: ignore[misc]
+    assert {k: config[k] for k in atari} == atari and config["gamma"] == 0.99 and config["device"] == "cpu"
+    given = dqn.derive(dqn.merged({"env_id": "ALE/Breakout-v5", "batch_size": 64, "net_arch": "256"}))["config"]  # type: ignore[misc]
+    assert (given["batch_size"], given["net_arch"], given["train_freq"]) == (64, [256], 4)
+    cartpole = dqn.derive(dqn.merged({}))["config"]  # type: ignore[misc]
+    assert (cartpole["batch_size"], cartpole["net_arch"], cartpole["train_freq"]) == (64, [64, 64], 256)
+    for family in dqn.env_defaults:  # every family's value passes its parameter's checks
+        for name, value in family.values.items():
+            next(p for p in dqn.params if p.name == name).validate(value)
+    assert "ALE/Pong-v5" in render("dqn", {"env_id": "ALE/Pong-v5", "progress": False})
+    helped = " ".join(lfrl("gen", "dqn", "--help").stdout.split())
+    assert "--batch-size N transitions per update [1..1_000_000, default 64 (Atari: 32)]" in helped
+    assert "[default 64,64 (Atari: none)]" in helped and "default 100_000 (Atari" not in helped
+    assert "Atari:" not in lfrl("gen", "sac", "--help").stdout
+
+
+def test_device_is_one_of_auto_cpu_cuda() -> None:
+    with pytest.raises(TemplateError) as info:
+        render("sac", {"device": "gpu"})
+    assert str(info.value) == "--device: expected auto, cpu or cuda, got 'gpu'"
+    assert "'device': 'cuda'" in render("td3", {"device": "cuda"}).replace('"device": ', "'device': ")
+
+
 def test_a_closed_pipe_ends_the_listing_quietly() -> None:
     """`lfrl gen --list | head -1`: the reader is gone before lfrl writes; no traceback, no internal error."""
     read_end, write_end = os.pipe()

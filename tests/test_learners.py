@@ -13,7 +13,7 @@ import tests.toyenvs  # noqa: F401 - registers the toy environments
 from lfrl import dqn, envs, networks, sac, td3
 from lfrl.actor import Actor
 from lfrl.algorithms import make_learner
-from lfrl.learner import Gradients, as_tensors, combine, polyak
+from lfrl.learner import DeviceError, Gradients, as_tensors, combine, polyak, resolve_device
 
 # ------------------------------------------------------------------------------------------ DQN
 
@@ -197,6 +197,71 @@ def test_td3_updates_its_actor_every_policy_delay_steps_and_ddpg_every_step() ->
         assert not all(torch.equal(a, b) for a, b in zip(before, learner.actor_params, strict=True))
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="torch finds a GPU here")
+def test_cuda_is_refused_with_the_reason_where_torch_finds_no_gpu() -> None:
+    spec = envs.describe("CartPole-v1")
+    with pytest.raises(DeviceError) as error:
+        make_learner(config("dqn", device="cuda"), spec, 0)
+    assert str(error.value) == (f"--device cuda: torch finds no GPU on this machine (torch {torch.__version__}, "
+                                f"{'it is a CPU-only build' if torch.version.cuda is None else 'built for CUDA ' + torch.version.cuda}"
+                                "); run the program where there is one, or generate it with --device cpu or auto")
+    assert resolve_device("auto") == torch.device("cpu") == resolve_device("cpu")
+
+
+@pytest.mark.parametrize("algo", ["dqn", "td3", "sac"])
+def test_the_cpu_device_keeps_the_weights_of_programs_without_one(algo: str) -> None:
+    """`--device cpu` (and auto without a GPU) computes what programs generated before `--device`
+    compute (their CONFIG has no device): the same weights after the same updates, the same saved
+    tensors; the weights sent to actors are the learner's own parameters, not copies."""
+    spec = envs.describe(config(algo)["env_id"])
+    batch = random_batch(spec, 16)
+    learners = [make_learner(config(algo, **extra), spec, 3) for extra in
+                ({}, {"device": "cpu"}, {} if torch.cuda.is_available() else {"device": "auto"})]
+    for learner in learners:
+        for _ in range(3):
+            learner.update(batch)
+    assert len({learner.checksum() for learner in learners}) == 1
+    saved = [learner.state_for_saving() for learner in learners]
+    for name, tensors in saved[0].items():
+        for other in saved[1:]:
+            assert all(torch.equal(tensors[k], other[name][k]) and other[name][k].device.type == "cpu"
+                       for k in tensors)
+    weights = learners[1].policy_weights()
+    assert all(w is p for w, p in zip(weights, learners[1].acting_params(), strict=True))
+
+
+@pytest.mark.parametrize("dueling", [False, True])
+def test_a_dqn_update_on_frames_on_two_threads_computes_what_one_thread_does(dueling: bool) -> None:
+    """Atari: the target network's pass runs on the learner's second thread while the online network's
+    runs, and the weight gradients are split between the threads; the loss and gradients are exactly
+    torch.autograd's on one thread, and the learner still pickles (for checkpoints) without its thread."""
+    spec = envs.describe("ALE/Pong-v5")
+    learner = make_learner(config("dqn", env_id="ALE/Pong-v5", net_arch=[], dueling=dueling), spec, 0)
+    assert learner.two_threads
+    rng = np.random.default_rng(2)
+    batch = {"obs": rng.integers(0, 256, (8, 4, 84, 84), dtype=np.uint8),
+             "next_obs": rng.integers(0, 256, (8, 4, 84, 84), dtype=np.uint8), "action": rng.integers(6, size=8),
+             "reward": rng.standard_normal(8, dtype=np.float32), "done": np.zeros(8, np.float32),
+             "discount": np.full(8, 0.99, np.float32), "indices": np.arange(8)}
+    tensors = as_tensors(batch)
+    for double in (True, False):
+        learner.double = double
+        grads = learner.grads(tensors, 1.0)
+        with torch.no_grad():
+            target = dqn.td_targets(learner.q_target(tensors["next_obs"]),
+                                    learner.q(tensors["next_obs"]) if double else None, tensors["reward"],
+                                    tensors["done"], tensors["discount"])
+        loss, _ = dqn.dqn_loss(learner.q(tensors["obs"]), tensors["action"], target, None, 1 / 8)
+        assert grads.losses["loss"] == float(loss.detach())
+        assert all(torch.equal(a, b) for a, b in zip(grads.tensors, torch.autograd.grad(loss, learner.params),
+                                                     strict=True))
+    learner.update(batch)
+    copy = pickle.loads(pickle.dumps(learner))
+    learner.update(batch)
+    copy.update(batch)
+    assert copy.checksum() == learner.checksum()
+
+
 def test_a_learner_pickles_whole_with_its_optimizer() -> None:
     spec = envs.describe("Pendulum-v1")
     learner = make_learner(config("sac"), spec, 0)
@@ -204,6 +269,25 @@ def test_a_learner_pickles_whole_with_its_optimizer() -> None:
     learner.update(batch)
     copy = pickle.loads(pickle.dumps(learner))
     assert copy.optimizer.params[0] is copy.params[0]  # still its own parameters
+    learner.update(batch)
+    copy.update(batch)
+    assert copy.checksum() == learner.checksum()
+
+
+def test_a_learner_on_another_device_pickles_as_cpu_tensors_and_resumes_where_its_config_says() -> None:
+    """Checkpoints of a GPU run load anywhere: its tensors are pickled as CPU copies, which keep their
+    sharing (the optimizer's parameters are the networks'); unpickled, they go to the device the config
+    asks for (here the CPU: a learner that believes it is on a GPU, as no GPU is needed to check this)."""
+    spec = envs.describe("Pendulum-v1")
+    learner = make_learner(config("sac"), spec, 0)
+    batch = random_batch(spec, 8)
+    learner.update(batch)
+    learner.device = torch.device("cuda")  # what __getstate__ looks at: copies, not the live tensors
+    copy = pickle.loads(pickle.dumps(learner))
+    learner.device = torch.device("cpu")
+    assert copy.device == torch.device("cpu") and copy.optimizer.params[0] is copy.params[0]
+    assert copy.critics.w0 is copy.critic_params[0] and copy.critics.w0 is not learner.critics.w0
+    assert all(t.device.type == "cpu" for t in copy.placed()) and len(copy.placed()) == len(learner.placed())
     learner.update(batch)
     copy.update(batch)
     assert copy.checksum() == learner.checksum()

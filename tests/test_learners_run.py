@@ -301,7 +301,8 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
     ("sac", {"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
     ("sac", {"net_arch": "64,,64"}, "--net-arch: hidden layer sizes separated by commas, such as 256,256, got "
                                     "'64,,64'"),
-    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got 'lots'"),
+    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got "
+                                  "'lots'"),
     ("sac", {"load": "nothing.pt"}, "--load: cannot read {tmp}/nothing.pt: no such file"),
 ])
 def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, algo: str, values: dict,
@@ -394,6 +395,67 @@ def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> N
     result = run_status(program)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == "ERROR: cannot write the run's results to /proc/runs: No such file or directory\n"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="torch finds a GPU here")
+def test_cuda_without_a_gpu_is_an_error_before_anything_runs(tmp_path: Path) -> None:
+    """`--device cuda` generates where there is no GPU (the program may run elsewhere, as the note
+    says), and running it here stops at its start with the reason: nothing trains or is written."""
+    out = tmp_path / "prog" / "dqn.lf"
+    made = subprocess.run(command("gen", "dqn", "--device", "cuda", "--progress", "no", "-o", str(out)),
+                          capture_output=True, text=True, cwd=ROOT)
+    assert made.returncode == 0 and '    "device": \'cuda\',\n' in out.read_text()
+    assert made.stderr == ("lfrl gen: note: --device cuda: torch finds no GPU on this machine; the program runs "
+                           "where there is one (here it stops at its start, saying so)\n")
+    result = run_status(out, "--workers", "2")
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == (f"ERROR: --device cuda: torch finds no GPU on this machine (torch {torch.__version__}, "
+                             f"{'it is a CPU-only build' if torch.version.cuda is None else 'built for CUDA ' + torch.version.cuda}"
+                             "); run the program where there is one, or generate it with --device cpu or auto\n")
+    assert not (out.parent / "runs").exists()
+
+
+@pytest.mark.parametrize("algo,values", [("dqn", DQN), ("sac", SAC)])
+def test_a_loaded_policy_plays_the_evaluation_episodes_as_the_run_did(tmp_path: Path, algo: str, values: dict) -> None:
+    """`lfrl.load` of a run's model.pt, its predict(deterministic=True) playing the evaluator's episodes
+    (its seeds, side by side as it plays them): the mean return the run printed last."""
+    import numpy as np
+
+    import lfrl
+    from lfrl import seeds
+
+    program = generate(tmp_path, algo, **values)
+    printed = last_lines(run(program))[0]
+    logdir = run_folder(program)
+    policy = lfrl.load(logdir / "model.pt")
+    assert (policy.algo, policy.env_id) == (algo, "CartPole-v1" if algo == "dqn" else "Pendulum-v1")
+    games = [policy.make_env() for _ in range(values["eval_episodes"])]
+    obs = [game.reset(seed=seeds.derive(0, seeds.EVALUATOR, i))[0] for i, game in enumerate(games)]
+    returns = [0.0] * len(games)
+    playing = list(range(len(games)))
+    while playing:
+        actions, state = policy.predict(np.stack([obs[i] for i in playing]), deterministic=True)
+        assert state is None and len(actions) == len(playing)
+        still = []
+        for i, action in zip(playing, actions, strict=True):
+            obs[i], reward, terminated, truncated, _ = games[i].step(action)
+            returns[i] += float(reward)
+            if not (terminated or truncated):
+                still.append(i)
+        playing = still
+    assert f"eval mean return {np.mean(returns):.2f} over {len(games)} episodes" == printed
+    # One observation: one action in the environment's space (SAC's rescaled to Pendulum's [-2, 2]).
+    one, _ = lfrl.load(logdir).predict(obs[0], deterministic=True)
+    batch, _ = policy.predict(obs[0][None], deterministic=True)
+    assert one.shape == games[0].action_space.shape and np.array_equal(one, batch[0])
+    assert games[0].action_space.contains(one if algo == "sac" else int(one))
+    explored = [policy.predict(obs[0])[0] for _ in range(20)]
+    assert all(games[0].action_space.contains(a if algo == "sac" else int(a)) for a in explored)
+    if algo == "sac":  # samples of the squashed Gaussian, not its mean
+        assert len({float(a[0]) for a in explored}) == 20
+    (logdir / "hyperparameters.json").unlink()
+    with pytest.raises(FileNotFoundError, match="no .*hyperparameters.json"):
+        lfrl.load(logdir / "model.pt")
 
 
 def test_processes_yes_puts_each_actor_in_a_process_with_the_same_weights(tmp_path: Path) -> None:

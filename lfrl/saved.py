@@ -1,0 +1,91 @@
+"""A run's trained policy, used as Stable-Baselines3's models are: `lfrl.load(path).predict(obs)`.
+
+A run writes its networks' weights to `model.pt` (`Learner.state_for_saving`) and every value it was
+generated with to `hyperparameters.json`, both in its log folder. `load` reads the two and builds the
+network the run's actors and evaluator act with (DQN's Q-network, DDPG's, TD3's or SAC's actor) on
+the CPU; `predict` acts as the evaluator does, with actions in the environment's space.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+import torch
+
+from lfrl import envs
+from lfrl.algorithms import ALGORITHMS
+from lfrl.policy import Policy
+
+MODEL = "model.pt"
+HYPERPARAMETERS = "hyperparameters.json"
+
+
+class SavedPolicy:
+    """A trained policy: `predict` as Stable-Baselines3's, `make_env` for the environment it
+    expects (Atari: with lfrl's preprocessing, the frames it was trained on)."""
+
+    def __init__(self, policy: Policy, config: dict[str, Any], seed: int | None = None) -> None:
+        self.policy = policy
+        self.config = config
+        self.algo: str = config["algo"]
+        self.env_id: str = config["env_id"]
+        self.observation_shape = policy.spec.obs_shape
+        self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
+
+    def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = False) -> tuple[np.ndarray, None]:
+        """(action, None) for one observation, or (actions, None) for a batch of them (a leading
+        dimension), in the environment's action space. `deterministic`: the evaluator's actions
+        (greedy, or the mean); else DQN explores with its last epsilon and SAC samples, as in SB3.
+        `state` and `episode_start` are SB3's, for recurrent policies: there are none here."""
+        obs = np.asarray(observation, dtype=self.policy.spec.obs_dtype)
+        shape = self.observation_shape
+        if obs.shape == shape:
+            batch = obs[None]
+        elif obs.shape[1:] == shape:
+            batch = obs
+        else:
+            raise ValueError(f"an observation of shape {obs.shape}: {self.env_id}'s have shape {shape} (or "
+                             f"{('n', *shape)} for a batch)")
+        actions = self.policy.exploit(batch) if deterministic else self.policy.sample(batch, self.rng)
+        actions = self.policy.to_env(actions)
+        return (actions if batch is obs else actions.squeeze(axis=0)), None
+
+    def make_env(self, render_mode: str | None = None) -> gymnasium.Env:
+        """A new environment as the evaluator plays it (real rewards; Atari preprocessed)."""
+        return envs.make(self.env_id, training=False, render_mode=render_mode)
+
+    def __repr__(self) -> str:
+        return f"SavedPolicy({self.algo} on {self.env_id})"
+
+
+def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy:
+    """The policy saved in `path`: a run's model.pt, with hyperparameters.json beside it, or the
+    run's log folder holding both. `seed` seeds predict's exploration (deterministic=False)."""
+    where = Path(path)
+    model = where / MODEL if where.is_dir() else where
+    hyperparameters = model.parent / HYPERPARAMETERS
+    for needed in (model, hyperparameters):
+        if not needed.is_file():
+            raise FileNotFoundError(f"lfrl.load({str(path)!r}): no {needed} (a run writes {MODEL} and "
+                                    f"{HYPERPARAMETERS} to its log folder)")
+    config = json.loads(hyperparameters.read_text())
+    if config.get("algo") not in ALGORITHMS:
+        raise ValueError(f"lfrl.load: {hyperparameters} is not an lfrl learner's (algo {config.get('algo')!r})")
+    try:
+        policy = ALGORITHMS[config["algo"]][1](envs.describe(config["env_id"]), config)  # type: ignore[call-arg]
+    except ModuleNotFoundError as exc:  # the run's own networks (--networks) or environment module
+        raise ModuleNotFoundError(f"lfrl.load: the run's module {exc.name!r} is not importable here (the networks "
+                                  f"{config.get('networks')!r}, the environment {config['env_id']!r}): put its folder "
+                                  "on the Python path", name=exc.name) from None
+    saved = torch.load(model, map_location="cpu", weights_only=True)
+    if policy.NETWORK not in saved:
+        raise ValueError(f"lfrl.load: {model} has no {policy.NETWORK!r} network (it has {', '.join(saved)})")
+    policy.network.load_state_dict(saved[policy.NETWORK])
+    policy.network.eval()
+    return SavedPolicy(policy, config, seed)
