@@ -1,4 +1,4 @@
-"""Every benchmark, one after the other, and one report: `make bench` (about 50 minutes here) or
+"""Every benchmark, one after the other, and one report: `make bench` (about an hour here) or
 `make bench QUICK=1` (a reduced run of a few minutes).
 
   .venv/bin/python benchmarks/report.py [--quick] [--only savina,broadcast] [--no-run]

@@ -106,6 +106,9 @@ class NatureCNN(nn.Module):
             nn.utils.skip_init(nn.Conv2d, channels, 32, 8, stride=4), nn.ReLU(),
             nn.utils.skip_init(nn.Conv2d, 32, 64, 4, stride=2), nn.ReLU(),
             nn.utils.skip_init(nn.Conv2d, 64, 64, 3, stride=1), nn.ReLU(), nn.Flatten())
+        # Channels last (NHWC), frames and filters: oneDNN's convolutions on the CPU run about a
+        # quarter faster in that layout than in NCHW.
+        self.convs.to(memory_format=torch.channels_last)
         with torch.no_grad():
             size = self.convs(torch.zeros(1, channels, height, width)).shape[1]
         self.out = MLP([size, 512], activate_last=True)
@@ -113,7 +116,8 @@ class NatureCNN(nn.Module):
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         # One new tensor, scaled in place: the same values as obs.float() / 255, without a second
         # batch of frames to allocate and fill.
-        return self.out(self.convs(obs.to(torch.float32).div_(255.0)))
+        frames = obs.to(torch.float32, memory_format=torch.channels_last).div_(255.0)
+        return self.out(self.convs(frames))
 
 
 def features(spec: EnvSpec) -> tuple[nn.Module | None, int]:

@@ -44,13 +44,18 @@ def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None
     assert str(info.value) == message
 
 
-@pytest.mark.parametrize(("flag", "text", "message"), [
-    ("workers", "two", "--workers: expected a whole number, got 'two'"),
-    ("workers", "0", "--workers must be at least 1, got 0"),
-    ("progress", "maybe", "--progress: expected yes or no, got 'maybe'"),
+@pytest.mark.parametrize(("template", "flag", "text", "message"), [
+    ("sampling", "workers", "two", "--workers: expected a whole number, got 'two'"),
+    ("sampling", "workers", "0", "--workers must be at least 1, got 0"),
+    ("sampling", "progress", "maybe", "--progress: expected yes or no, got 'maybe'"),
+    ("sac", "total_steps", "12.5", "--total-steps: expected a whole number, got '12.5'"),
+    ("sac", "total_steps", "inf", "--total-steps: expected a whole number, got 'inf'"),
+    ("sac", "ent_coef", "-0.1", "--ent-coef: the entropy coefficient must be positive, got '-0.1'"),
+    ("sac", "ent_coef", "auto_-1", "--ent-coef: the entropy coefficient must be positive, got 'auto_-1'"),
+    ("sac", "ent_coef", "auto_", "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got 'auto_'"),
 ])
-def test_flag_texts_are_parsed_and_checked(flag: str, text: str, message: str) -> None:
-    param = next(p for p in CATALOG["sampling"].params if p.name == flag)
+def test_flag_texts_are_parsed_and_checked(template: str, flag: str, text: str, message: str) -> None:
+    param = next(p for p in CATALOG[template].params if p.name == flag)
     with pytest.raises(TemplateError) as info:
         param.parse(text)
     assert str(info.value) == message
@@ -63,20 +68,6 @@ def test_flag_texts_are_parsed_and_checked(flag: str, text: str, message: str) -
 def test_stable_baselines3_spellings_are_accepted(template: str, flag: str, text: str, value: object) -> None:
     param = next(p for p in CATALOG[template].params if p.name == flag)
     assert param.parse(text) == value
-
-
-@pytest.mark.parametrize(("flag", "text", "message"), [
-    ("total_steps", "12.5", "--total-steps: expected a whole number, got '12.5'"),
-    ("total_steps", "inf", "--total-steps: expected a whole number, got 'inf'"),
-    ("ent_coef", "-0.1", "--ent-coef: the entropy coefficient must be positive, got '-0.1'"),
-    ("ent_coef", "auto_-1", "--ent-coef: the entropy coefficient must be positive, got 'auto_-1'"),
-    ("ent_coef", "auto_", "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got 'auto_'"),
-])
-def test_sac_flag_texts_are_checked(flag: str, text: str, message: str) -> None:
-    param = next(p for p in CATALOG["sac"].params if p.name == flag)
-    with pytest.raises(TemplateError) as info:
-        param.parse(text)
-    assert str(info.value) == message
 
 
 def test_unknown_template() -> None:
