@@ -1,4 +1,4 @@
-"""Every benchmark, one after the other, and one report: `make bench` (about an hour here) or
+"""Every benchmark, one after the other, and one report: `make bench` (about 50 minutes here) or
 `make bench QUICK=1` (a reduced run of a few minutes).
 
   .venv/bin/python benchmarks/report.py [--quick] [--only savina,broadcast] [--no-run]
@@ -60,7 +60,7 @@ BENCHMARKS = [
               ("--seconds", "2", "--rounds", "4", "--out", "replay"), ("--quick", "--no-fanout", "--out", "replay"),
               2.8, 0.5),
     Benchmark("learners", "Off-policy learners' time to a known return and DQN's training throughput on Pong, "
-              "lfrl against Stable-Baselines3", ("--seeds", "1"), ("--quick",), 24, 5),
+              "lfrl against Stable-Baselines3", ("--seeds", "1"), ("--quick",), 27, 6),
     Benchmark("parallel_learners", "SAC's updates/s with each batch split over L learner reactors (1 and 2 "
               "runtime threads)", ("--rounds", "1", "--nets", "64,64"),
               ("--quick",), 1.1, 0.7),
