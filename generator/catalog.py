@@ -629,7 +629,9 @@ CATALOG: dict[str, Template] = {
                       "than the learner's updates"),
                 Param("progress", bool, True, "show a progress bar with the recent mean episode return"),
                 Param("save", str, "", "at the end, write the Q-network's weights (torch.save of its state_dict) to "
-                                       "this file, relative to the program's folder", check="file"),
+                                       "this file, relative to the program's folder; where an earlier run's file is "
+                                       "there, to its first free numbered name (q_2.pt for q.pt), never over it",
+                      check="file"),
             ),
             ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"),
             derive_qlearning,

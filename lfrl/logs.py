@@ -28,7 +28,7 @@ import os
 import re
 import time
 from collections import deque
-from typing import Any
+from typing import Any, BinaryIO
 
 from lfrl.board import EventFile, new_file_name
 from lfrl.curve import Curve
@@ -60,6 +60,20 @@ def new_run_folder(program_dir: str, logdir: str, name: str) -> str:
     except OSError as exc:
         raise ResultsError(f"cannot write the run's results to {parent}: {exc.strerror or exc}") from None
     return os.path.normpath(os.path.join(logdir, f"{name}_{number}"))
+
+
+def create_new(path: str) -> tuple[BinaryIO, str]:
+    """A file of one's own for `path`: `path` itself if it does not exist, else the first free
+    `stem_N.suffix` (N from 2), created exclusively (never an earlier run's file, nor one a run
+    starting at the same time takes); returns it open for writing, with its path. Raises OSError."""
+    stem, suffix = os.path.splitext(path)
+    candidate, number = path, 1
+    while True:
+        try:
+            return open(candidate, "xb"), candidate
+        except FileExistsError:
+            number += 1
+            candidate = f"{stem}_{number}{suffix}"
 
 
 def shown(path: str) -> str:

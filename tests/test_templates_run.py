@@ -187,6 +187,20 @@ def test_qlearning_saves_the_weights_it_reports(tmp_path: Path) -> None:
     assert lines[0].endswith(f"weights checksum {checksum:.9f}")
 
 
+def test_a_second_run_saves_beside_the_first_runs_weights(tmp_path: Path) -> None:
+    out = write("qlearning", {"actors": 2, "rounds": 3, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
+                              "progress": False, "save": "q.pt", "seed": 1}, tmp_path / "Q.lf")
+    first = run(out, 1)
+    assert first[-1] == f"saved the Q-network's weights to {tmp_path / 'q.pt'}"
+    kept = (tmp_path / "q.pt").read_bytes()
+    out.write_text(out.read_text().replace("seed = 1", "seed = 2"))  # other weights
+    second = run(out, 1)
+    assert second[-1] == f"saved the Q-network's weights to {tmp_path / 'q_2.pt'} (q.pt holds an earlier run's)"
+    assert (tmp_path / "q.pt").read_bytes() == kept
+    assert (tmp_path / "q_2.pt").read_bytes() != kept
+    assert run(out, 1)[-1].startswith(f"saved the Q-network's weights to {tmp_path / 'q_3.pt'} ")
+
+
 @pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
 def test_an_environment_that_cannot_be_made_is_one_error_and_no_summary(tmp_path: Path) -> None:
     # `lfrl gen` refuses LunarLander-v3 without Box2D; a program edited afterwards fails at startup.
