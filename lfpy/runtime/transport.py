@@ -20,6 +20,12 @@ it), so the sender writes a segment again only once no receiver holds on to any 
 torch tensors (a learner's weights for its actors) travel as numpy arrays of their storage, out of
 band like any other array: torch's own pickling writes each storage with `torch.save` into the
 message, several times slower, and always in band.
+
+`SocketChannel` carries the same messages both ways over a connected TCP socket, for a federate on
+another machine: there is no memory to share, so the large buffers follow their message raw, sent
+from where they lie and received straight into memory of the receiver's own (no copy into the
+message or out of it). Its receives block in the kernel, without polling: a cluster's daemons need
+the cores.
 """
 
 from __future__ import annotations
@@ -30,28 +36,31 @@ import mmap
 import os
 import pickle
 import select
+import socket
 import struct
 import sys
 import time
+from collections.abc import Callable
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Protocol
 
 POLL_NS = 2_000_000  # how long a receiver polls before it sleeps
 SHARED_MIN = 64 * 1024  # buffers this large go through shared memory
 SEGMENT_MIN = 1 << 20
+_IOV_MAX = 512  # parts per sendmsg (Linux takes 1024)
 SHM = "/dev/shm/"  # where SharedMemory's segments are files (Linux)
-_HEADER = struct.Struct("<QB")  # the pickle's length; 1 if buffers are in shared memory
+_HEADER = struct.Struct("<QB")  # the pickle's length; 1 if buffers are in shared memory, 2 if they follow it
 
 
 class Channel(Protocol):
     def send(self, message: object) -> None:
         """Send one message (raises BrokenPipeError when the other end has gone)."""
 
-    def dumps(self, message: object) -> bytes:
+    def dumps(self, message: object) -> Any:
         """`message` ready for `send_bytes`: a value that cannot be sent raises here, before anything is
         sent (a federate reports it and sends something else instead)."""
 
-    def send_bytes(self, framed: bytes) -> None:
+    def send_bytes(self, framed: Any) -> None:
         """Send what `dumps` made."""
 
     def receive(self) -> object:
@@ -135,12 +144,26 @@ def _remove(segment: SharedMemory, fd: int) -> None:
 
 
 class _Pickler(pickle.Pickler):
-    """pickle's, with torch tensors as numpy arrays of their storages (see the module's docstring).
-    Tensors that share a storage in one message share it when unpickled, as with torch's pickling."""
+    """pickle's protocol 5, with torch tensors as numpy arrays of their storages (see the module's
+    docstring). Tensors that share a storage in one message share it when unpickled, as with torch's
+    pickling. A channel keeps one for every message it sends (one sender at a time): cheaper than a
+    new one each time."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, buffer_callback: Callable[[pickle.PickleBuffer], bool]) -> None:
+        self._out = io.BytesIO()
+        super().__init__(self._out, protocol=5, buffer_callback=buffer_callback)
         self.storages: dict[int, object] = {}  # data_ptr -> the storage's bytes as a numpy array (one message's)
+
+    def pickled(self, message: object) -> bytes:
+        """`message`'s pickle; its large buffers went to the buffer callback."""
+        self._out.seek(0)
+        self._out.truncate()
+        try:
+            self.dump(message)
+        finally:  # the message's objects are not kept alive until the next one
+            self.clear_memo()
+            self.storages.clear()
+        return self._out.getvalue()
 
     def reducer_override(self, obj: object) -> Any:
         torch = sys.modules.get("torch")  # a program that has not imported torch sends no tensors
@@ -194,9 +217,7 @@ class PipeChannel:
         self._pending = b""  # bytes read of the next message
         if read_fd is not None:
             os.set_blocking(read_fd, False)
-        # One pickler for every message (one sender at a time, as for the pipe): cheaper than a new one.
-        self._out = io.BytesIO()
-        self._pickler = _Pickler(self._out, protocol=5, buffer_callback=self._out_of_band)
+        self._pickler = _Pickler(self._out_of_band)
         self._spans: list[tuple[str, int, int]] = []  # where this message's large buffers are
 
     def send(self, message: object) -> None:
@@ -205,16 +226,8 @@ class PipeChannel:
     def dumps(self, message: object) -> bytes:
         """`message` framed for `send_bytes`: what pickling raises (an unpicklable value) is raised
         here, before anything is sent."""
-        out, pickler = self._out, self._pickler
-        out.seek(0)
-        out.truncate()
         self._spans = spans = []
-        try:
-            pickler.dump(message)
-        finally:  # the message's objects are not kept alive until the next one
-            pickler.clear_memo()
-            pickler.storages.clear()
-        data = out.getvalue()
+        data = self._pickler.pickled(message)
         if not spans:
             return _HEADER.pack(len(data), 0) + data
         envelope = pickle.dumps((data, spans), protocol=5)
@@ -298,3 +311,96 @@ class PipeChannel:
                 except OSError:
                     pass
         self.read_fd = self.write_fd = None
+
+
+class SocketChannel:
+    """Both directions of a connected stream socket (TCP to a federate on another machine): messages
+    framed as PipeChannel's, but buffers of SHARED_MIN bytes and more follow their pickle raw (see the
+    module's docstring). One sender and one receiver at a time, as for a pipe."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        sock.setblocking(True)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a small message goes at once
+        self.sock: socket.socket | None = sock
+        self._pickler = _Pickler(self._out_of_band)
+        self._raw: list[memoryview] = []  # this message's large buffers
+        self._pending = bytearray()  # bytes received past the last message
+
+    def send(self, message: object) -> None:
+        self.send_bytes(self.dumps(message))
+
+    def dumps(self, message: object) -> list[bytes | memoryview]:
+        """`message` framed for `send_bytes`: its header and pickle, then its large buffers as they
+        lie in memory (kept alive by the frame); an unpicklable value raises here."""
+        self._raw = raw = []
+        data = self._pickler.pickled(message)
+        if not raw:
+            return [_HEADER.pack(len(data), 0) + data]
+        envelope = pickle.dumps((data, [r.nbytes for r in raw]), protocol=5)
+        return [_HEADER.pack(len(envelope), 2) + envelope, *raw]
+
+    def _out_of_band(self, buffer: pickle.PickleBuffer) -> bool:
+        """Whether a buffer stays in the message (True), or follows it raw (False)."""
+        raw = buffer.raw()
+        if raw.nbytes < SHARED_MIN:
+            return True
+        self._raw.append(raw)
+        return False
+
+    def send_bytes(self, framed: list[bytes | memoryview]) -> None:
+        assert self.sock is not None
+        parts = [memoryview(part) for part in framed]
+        try:
+            while parts:
+                sent = self.sock.sendmsg(parts[:_IOV_MAX])
+                while parts and sent >= parts[0].nbytes:
+                    sent -= parts[0].nbytes
+                    parts.pop(0)
+                if sent:
+                    parts[0] = parts[0][sent:]
+        except ConnectionResetError as exc:
+            raise BrokenPipeError(*exc.args) from exc
+
+    def receive(self) -> object:
+        try:
+            size, kind = _HEADER.unpack(self._take(bytearray(_HEADER.size)))
+            data = self._take(bytearray(size))
+            if kind == 0:
+                return pickle.loads(data)
+            data, sizes = pickle.loads(data)
+            buffers = [self._take(bytearray(n)) for n in sizes]  # the receiver's own, writable
+        except ConnectionResetError:
+            raise EOFError from None
+        return pickle.loads(data, buffers=buffers)
+
+    def _take(self, into: bytearray) -> bytearray:
+        """`into`, filled with the next bytes: first those already received, then straight from the
+        socket; a small read asks for more than it needs, so that a stream of small messages costs
+        one receive each. EOFError if the other end has gone."""
+        assert self.sock is not None
+        have = min(len(self._pending), len(into))
+        into[:have] = self._pending[:have]
+        del self._pending[:have]
+        view = memoryview(into)
+        while have < len(into):
+            if len(into) - have < 4096:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise EOFError
+                used = min(len(chunk), len(into) - have)
+                view[have:have + used] = chunk[:used]
+                self._pending += chunk[used:]
+                have += used
+            else:
+                got = self.sock.recv_into(view[have:])
+                if not got:
+                    raise EOFError
+                have += got
+        return into
+
+    def close(self) -> None:
+        """Closes the socket (both directions); again is nothing."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
