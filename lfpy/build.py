@@ -156,7 +156,11 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     # load it while this one does.
     main = built.elaborated.main.reactor
     count = len(federates(built.elaborated)) if main.federated else 1
-    launched = {k: federation.launch(main.loc.file, k, restoring=resume is not None) for k in range(1, count)}
+    try:
+        launched = {k: federation.launch(main.loc.file, k, restoring=resume is not None) for k in range(1, count)}
+    except federation.FederationError as exc:  # before any process starts
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if not launched:
         return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None)
     # A Ctrl-C from now on is a stop, as while the federates start and during the run: once they are

@@ -1,6 +1,10 @@
-"""A federate's process: `python -m lfpy.federate PROGRAM.lf INDEX REQUESTS ANSWERS OWN [--restoring]`,
-started by the coordinator of a federated program (lfpy/runtime/federation.py) with the three pipe
-ends it talks on. It builds the whole program as the coordinator did, initialises the reactors of
+"""A federate's process, started by the coordinator of a federated program
+(lfpy/runtime/federation.py) with what it talks on, three pipe ends or the coordinator's TCP port:
+
+  python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN | --connect HOST:PORT) [--restoring]
+
+With --connect it opens two connections, each starting with the token in LFPY_FEDERATE_TOKEN: one
+for requests and answers, then one for its own messages. It builds the whole program as the coordinator did, initialises the reactors of
 federate INDEX (with --restoring, a run resumed from a checkpoint, their state comes from the
 coordinator instead), says it is ready, and runs the reactions it is sent until told to exit."""
 
@@ -11,6 +15,7 @@ import ctypes
 import io
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -19,7 +24,7 @@ from lfpy.diagnostics import Diagnostic, Diagnostics
 from lfpy.loader import package_root
 from lfpy.runtime import federation
 from lfpy.runtime.environment import Environment, ParameterRefused
-from lfpy.runtime.transport import PipeChannel, Segments
+from lfpy.runtime.transport import Channel, PipeChannel, Segments, SocketChannel
 
 
 def _die_with_parent() -> None:
@@ -41,12 +46,26 @@ def _failure_report(built: Built, exc: Exception, what: str) -> str:
     return report.getvalue()
 
 
+def _channels(argv: list[str]) -> tuple[Channel, Channel, Channel]:
+    """Requests, answers and own messages, from `--pipes R A O` or `--connect HOST:PORT`."""
+    if argv[0] == "--pipes":
+        return (PipeChannel(read_fd=int(argv[1])), PipeChannel(write_fd=int(argv[2]), shared=Segments()),
+                PipeChannel(write_fd=int(argv[3])))
+    host, port = argv[1].rsplit(":", 1)
+    token = bytes.fromhex(os.environ.pop("LFPY_FEDERATE_TOKEN"))
+    connections = []
+    for _ in range(2):
+        sock = socket.create_connection((host, int(port)))
+        sock.sendall(token)
+        connections.append(SocketChannel(sock))
+    both, own = connections
+    return both, both, own
+
+
 def main(argv: list[str]) -> int:
     path, index = argv[0], int(argv[1])
-    requests = PipeChannel(read_fd=int(argv[2]))
-    answers = PipeChannel(write_fd=int(argv[3]), shared=Segments())
-    own = PipeChannel(write_fd=int(argv[4]))
     _die_with_parent()
+    requests, answers, own = _channels(argv[2:])
     federation.whole_lines()
     # What goes wrong before this federate is ready is sent to the coordinator, which shows it only
     # if it got that far itself (a failing preamble is reported once, by the coordinator).
@@ -63,7 +82,7 @@ def main(argv: list[str]) -> int:
     try:
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
                           keepalive=None, package_dir=str(package_root(Path(path))),
-                          restoring="--restoring" in argv[5:], owned=federation.instances_of(built.elaborated, index),
+                          restoring="--restoring" in argv, owned=federation.instances_of(built.elaborated, index),
                           scheduler=federation.FederateScheduler)
     except ParameterRefused as exc:  # the whole report: one error at the line that gave the value
         answers.send(("refused", diags.render(Diagnostic("error", exc.message, exc.loc)) + "\n"))
@@ -77,7 +96,8 @@ def main(argv: list[str]) -> int:
         return federation.serve(env, index, requests, answers, own)
     finally:
         answers.close()
-        answers.shared.close()  # removes its shared-memory segments
+        if isinstance(answers, PipeChannel) and answers.shared is not None:
+            answers.shared.close()  # removes its shared-memory segments
 
 
 if __name__ == "__main__":

@@ -45,6 +45,13 @@ def assert_no_federates_left(tmp_path: Path) -> None:
     assert federate_processes(tmp_path) == []
 
 
+@pytest.fixture(params=["pipe", "tcp"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test with each transport: pipes, and the TCP connections of federates on other machines."""
+    monkeypatch.setenv("LFPY_FEDERATION_TRANSPORT", request.param)
+    return request.param
+
+
 def trace(tmp_path: Path, program: str, workers: int, name: str) -> list[str]:
     out = tmp_path / f"{name}-{workers}.jsonl"
     result = run_lf(tmp_path, program, "--workers", str(workers), trace=out, name=f"{name}.lf")
@@ -53,6 +60,7 @@ def trace(tmp_path: Path, program: str, workers: int, name: str) -> list[str]:
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
+@pytest.mark.usefixtures("transport")
 def test_federated_trace_equals_the_main_reactors(tmp_path: Path, workers: int) -> None:
     # 11 federates: a source, two banks of four (one fed after 0), a join and a sink with a logical action.
     expected = trace(tmp_path, DIAMOND_OF_BANKS, 1, "Main")
@@ -188,6 +196,7 @@ federated reactor(how = "") {
     ("kill", "error: federate w[1] (process N) was killed by signal SIGKILL; the program stops"),
     ("exit", "error: federate w[1] (process N) exited with status 3; the program stops"),
 ])
+@pytest.mark.usefixtures("transport")
 def test_a_federate_that_fails_ends_the_program_with_the_others_shutdown(tmp_path: Path, how: str,
                                                                            message: str | None) -> None:
     result = run_lf(tmp_path, FAILING.replace('how = ""', f'how = "{how}"', 1).replace(
@@ -204,6 +213,7 @@ def test_a_federate_that_fails_ends_the_program_with_the_others_shutdown(tmp_pat
     assert_no_federates_left(tmp_path)
 
 
+@pytest.mark.usefixtures("transport")
 def test_ctrl_c_stops_every_federate_with_its_shutdown_reactions(tmp_path: Path) -> None:
     path = write(tmp_path, federated("""target Python { keepalive: true }
 preamble {=
@@ -288,6 +298,7 @@ def test_modal_federates_trace_equals_the_main_reactors(tmp_path: Path, workers:
 
 
 
+@pytest.mark.usefixtures("transport")
 def test_federates_end_when_the_coordinator_is_killed(tmp_path: Path) -> None:
     path = write(tmp_path, """target Python { keepalive: true }
 reactor Busy(bank_index = 0) {
@@ -316,6 +327,7 @@ federated reactor {
 
 
 @pytest.mark.parametrize("failing", [1, 0], ids=["in-a-federate", "in-lfrls-process"])
+@pytest.mark.usefixtures("transport")
 def test_a_reactor_that_cannot_be_initialised_is_reported_before_the_program_runs(tmp_path: Path,
                                                                                   failing: int) -> None:
     table = {k: "abc"[k] for k in range(3) if k != failing}
@@ -459,6 +471,7 @@ federated reactor {
     assert_no_federates_left(tmp_path)
 
 
+@pytest.mark.usefixtures("transport")
 def test_large_arrays_cross_through_shared_memory_intact(tmp_path: Path) -> None:
     segments_before = set(Path("/dev/shm").glob("psm_*"))
     result = run_lf(tmp_path, """target Python { timeout: 3 msec }
@@ -499,6 +512,7 @@ federated reactor {
     assert set(Path("/dev/shm").glob("psm_*")) - segments_before == set()  # every segment removed
 
 
+@pytest.mark.usefixtures("transport")
 def test_a_value_sent_to_several_federates_arrives_intact_in_each(tmp_path: Path) -> None:
     # Written once into shared memory, mapped by three federates: each may change its own and keep it.
     segments_before = set(Path("/dev/shm").glob("psm_*"))
@@ -643,3 +657,54 @@ main reactor {
     assert len(user) == 6 and '[10000000, 0, "user:count 1", "{\'n\': 2, \'of\': 1}"]' in user
     # Within one tag, user trace points come in federate order; as a main reactor, in reaction order.
     assert sorted(fed) == sorted(main)
+
+
+def test_an_unknown_transport_is_refused_before_any_federate_starts(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LFPY_FEDERATION_TRANSPORT", "udp")
+    result = run_lf(tmp_path, federated(TIMING))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == "error: LFPY_FEDERATION_TRANSPORT: expected pipe or tcp, got 'udp'\n"
+    assert_no_federates_left(tmp_path)
+
+
+def test_a_connection_without_the_federates_token_is_turned_away() -> None:
+    import socket
+
+    from lfpy.runtime import federation
+    from lfpy.runtime.transport import SocketChannel
+
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    listener = socket.create_server(("127.0.0.1", 0))
+    token = b"t" * federation.TOKEN_BYTES
+    launched = federation.Launched(process, None, listener, token)
+    try:
+        intruder = socket.create_connection(listener.getsockname())
+        intruder.sendall(b"x" * federation.TOKEN_BYTES)
+        member = [socket.create_connection(listener.getsockname()) for _ in range(2)]
+        for sock in member:
+            sock.sendall(token)
+        requests, answers, own = launched.channels("f")
+        assert requests is answers and own is not answers  # one connection both ways, then one for its own
+        assert intruder.recv(1) == b""  # closed by lfrl
+        SocketChannel(member[0]).send("answer")
+        SocketChannel(member[1]).send(("stop",))
+        assert (answers.receive(), own.receive()) == ("answer", ("stop",))
+        requests.send("request")
+        assert SocketChannel(member[0]).receive() == "request"
+    finally:
+        process.kill()
+        process.wait()
+        launched.discard()
+
+
+def test_a_federate_that_ends_before_it_connects_did_not_start() -> None:
+    import socket
+
+    from lfpy.runtime import federation
+
+    process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    launched = federation.Launched(process, None, socket.create_server(("127.0.0.1", 0)), b"t" * 16)
+    with pytest.raises(federation.FederationError, match=r"^federate f did not start: it exited with status 3$"):
+        launched.channels("f")
+    launched.discard()

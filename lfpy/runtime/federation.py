@@ -23,6 +23,11 @@ terminal's Ctrl-C reaches the coordinator, which stops the program with its shut
 killed when the coordinator dies (PR_SET_PDEATHSIG) or when its request pipe closes. A federate
 that fails to start, exits or is killed ends the program with an error naming it and how it ended;
 shutdown reactions still run in the others.
+
+Transport: pipes (`PipeChannel`, with shared memory for large values), or with
+LFPY_FEDERATION_TRANSPORT=tcp the TCP connections (`SocketChannel`) that federates on other
+machines use, here over the loopback interface: each federate connects back to a port lfrl
+listens on and proves with a token (in its environment) that lfrl started it.
 """
 
 from __future__ import annotations
@@ -31,7 +36,9 @@ import contextlib
 import io
 import os
 import pickle
+import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -47,7 +54,7 @@ from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
 from lfpy.runtime.scheduler import Scheduler
 from lfpy.runtime.tag import Tag
 from lfpy.runtime.transient import Transients
-from lfpy.runtime.transport import PipeChannel, Segments
+from lfpy.runtime.transport import Channel, PipeChannel, Segments, SocketChannel
 
 if TYPE_CHECKING:
     from lfpy.graph import Elaborated, Instance
@@ -146,13 +153,76 @@ def whole_lines() -> None:
             stream.reconfigure(line_buffering=True, write_through=False)
 
 
+TRANSPORTS = ("pipe", "tcp")
+TOKEN_BYTES = 16  # what a federate sends first on each of its connections (tcp)
+
+
+def transport() -> str:
+    """The federation's transport: LFPY_FEDERATION_TRANSPORT, pipe unless it says tcp."""
+    name = os.environ.get("LFPY_FEDERATION_TRANSPORT") or "pipe"
+    if name not in TRANSPORTS:
+        raise FederationError(f"LFPY_FEDERATION_TRANSPORT: expected pipe or tcp, got {name!r}")
+    return name
+
+
 class Launched(NamedTuple):
-    """A federate's process as `launch` started it, with lfrl's ends of the pipes it talks on."""
+    """A federate's process as `launch` started it, with what lfrl talks to it on: its ends of the
+    pipes, or the port the process connects to (tcp)."""
 
     process: subprocess.Popen
-    requests: int  # written here
-    answers: int  # read here
-    own: int  # what it sends on its own, read here
+    pipes: tuple[int, int, int] | None  # requests (written here), answers and own messages (read here)
+    listener: socket.socket | None
+    token: bytes
+
+    def channels(self, name: str) -> tuple[Channel, Channel, Channel]:
+        """Its requests, answers and own-messages channels (the process's two connections, for tcp:
+        one both ways for requests and answers, then one for its own messages). FederationError if the
+        process ended before it connected."""
+        if self.pipes is not None:
+            requests, answers, own = self.pipes
+            return PipeChannel(write_fd=requests), PipeChannel(read_fd=answers), PipeChannel(read_fd=own)
+        assert self.listener is not None
+        with self.listener:
+            both = SocketChannel(self._accept(name))
+            return both, both, SocketChannel(self._accept(name))
+
+    def _accept(self, name: str) -> socket.socket:
+        """The process's next connection that starts with its token (others are closed)."""
+        assert self.listener is not None
+        self.listener.settimeout(0.2)  # to notice a process that ended before it connected
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except TimeoutError:
+                if self.process.poll() is not None:
+                    raise FederationError(f"federate {name} did not start: it {_ended(self.process)}") from None
+                continue
+            sock.settimeout(10)
+            try:
+                token = sock.recv(TOKEN_BYTES, socket.MSG_WAITALL)
+            except OSError:
+                token = b""
+            if token == self.token:
+                return sock
+            sock.close()
+
+    def discard(self) -> None:
+        """Close lfrl's ends (a process the program did not get to use)."""
+        for fd in self.pipes or ():
+            os.close(fd)
+        if self.listener is not None:
+            self.listener.close()
+
+
+def _ended(process: subprocess.Popen) -> str:
+    """How a federate's process ended, for an error message (it has, or is about to)."""
+    try:
+        status = process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        return "stopped answering"
+    if status < 0:
+        return f"was killed by signal {signal.Signals(-status).name}"
+    return f"exited with status {status}"
 
 
 def launch(lf_path: str, k: int, restoring: bool) -> Launched:
@@ -161,17 +231,24 @@ def launch(lf_path: str, k: int, restoring: bool) -> Launched:
     process loads the program too. It reports a failure to start only to lfrl's process
     (`Federation.await_ready`), which shows it if the federation got that far."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    command = [sys.executable, "-m", "lfpy.federate", lf_path, str(k)]
+    restore = ["--restoring"] if restoring else []
+    if transport() == "tcp":
+        listener = socket.create_server(("127.0.0.1", 0))
+        token = secrets.token_bytes(TOKEN_BYTES)
+        host, port = listener.getsockname()
+        process = subprocess.Popen([*command, "--connect", f"{host}:{port}", *restore], stdin=subprocess.DEVNULL,
+                                   process_group=0, env={**env, "LFPY_FEDERATE_TOKEN": token.hex()})
+        return Launched(process, None, listener, token)
     # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
     req_r, req_w = os.pipe()
     ans_r, ans_w = os.pipe()
     own_r, own_w = os.pipe()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lfpy.federate", lf_path, str(k), str(req_r), str(ans_w), str(own_w),
-         *(["--restoring"] if restoring else [])],
-        pass_fds=(req_r, ans_w, own_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
+    process = subprocess.Popen([*command, "--pipes", str(req_r), str(ans_w), str(own_w), *restore],
+                               pass_fds=(req_r, ans_w, own_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
     for fd in (req_r, ans_w, own_w):
         os.close(fd)
-    return Launched(process, req_w, ans_r, own_r)
+    return Launched(process, (req_w, ans_r, own_r), None, b"")
 
 
 def abandon(launched: dict[int, Launched]) -> None:
@@ -180,8 +257,7 @@ def abandon(launched: dict[int, Launched]) -> None:
         if started.process.poll() is None:
             started.process.kill()
         started.process.wait()
-        for fd in (started.requests, started.answers, started.own):
-            os.close(fd)
+        started.discard()
 
 
 class Federation:
@@ -213,9 +289,9 @@ class Federation:
         # sent to its process before it starts; its reactors' initialisers do not run.
         self.restored: dict[str, dict[str, Any]] | None = None
         self.processes: dict[int, subprocess.Popen] = {}
-        self.requests: dict[int, PipeChannel] = {}
+        self.requests: dict[int, Channel] = {}
         self.segments = Segments()  # the requests': a value for several federates is written once a level
-        self.answers: dict[int, PipeChannel] = {}
+        self.answers: dict[int, Channel] = {}
         self.dead: dict[int, str] = {}  # federate -> how it ended
         self.sent: list[int] = []  # federates with a batch out, in federate order
         self.stopping = False  # the coordinator is ending them: their ends are not failures
@@ -257,9 +333,11 @@ class Federation:
         """Talk to federate k's process `launch` started: its channels, and a thread that listens to
         what it sends on its own."""
         self.processes[k] = launched.process
-        self.requests[k] = PipeChannel(write_fd=launched.requests, shared=self.segments)
-        self.answers[k] = PipeChannel(read_fd=launched.answers)
-        threading.Thread(target=self._listen, args=(k, launched.process, PipeChannel(read_fd=launched.own)),
+        requests, answers, own = launched.channels(self.names[k])
+        if isinstance(requests, PipeChannel):
+            requests.shared = self.segments
+        self.requests[k], self.answers[k] = requests, answers
+        threading.Thread(target=self._listen, args=(k, launched.process, own),
                          daemon=True, name=f"lf-federate-{k}").start()
 
     def await_ready(self, k: int) -> None:
@@ -330,7 +408,7 @@ class Federation:
     def _reset_remote(self, inst: Instance, mode: str | None) -> None:
         self.resets.setdefault(self.instance_federate[id(inst)], []).append((self.instance_index[id(inst)], mode))
 
-    def _listen(self, k: int, process: subprocess.Popen, channel: PipeChannel) -> None:
+    def _listen(self, k: int, process: subprocess.Popen, channel: Channel) -> None:
         """What federate k (this `process` of it) sends on its own: physical actions scheduled by
         its threads, stop requests."""
         while True:
@@ -359,14 +437,7 @@ class Federation:
             self.sched.request_stop()
 
     def _how_it_ended(self, k: int) -> str:
-        process = self.processes[k]
-        try:
-            status = process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            return "stopped answering"
-        if status < 0:
-            return f"was killed by signal {signal.Signals(-status).name}"
-        return f"exited with status {status}"
+        return _ended(self.processes[k])
 
     def _lost(self, k: int) -> None:
         """Federate k has ended on its own: one error, and the program stops (shutdown reactions
@@ -562,7 +633,7 @@ class FederateScheduler(Scheduler):
             self.send_async(("checkpoint", path))
 
 
-def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChannel, own: PipeChannel) -> int:
+def serve(env: Environment, index: int, requests: Channel, answers: Channel, own: Channel) -> int:
     """A federate process's loop: run the reactions it is sent until told to exit (or the
     coordinator has gone). Returns the process's exit status."""
     sched = env.sched
@@ -649,8 +720,7 @@ def serve(env: Environment, index: int, requests: PipeChannel, answers: PipeChan
         traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in sched.trace or ()]
         if sched.trace:
             sched.trace.clear()
-        if answers.shared is not None:
-            answers.shared.next_round()  # the coordinator has mapped what it keeps of the last answer
+        answers.next_round()  # the coordinator has taken what it keeps of the last answer
         checkpoints, sched.checkpoint_requests = sched.checkpoint_requests, []
         try:
             data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status,

@@ -66,6 +66,9 @@ class Channel(Protocol):
     def receive(self) -> object:
         """The next message; raises EOFError when the other end has gone."""
 
+    def next_round(self) -> None:
+        """The receiver has taken what it keeps of every earlier message: their memory may be reused."""
+
     def close(self) -> None: ...
 
 
@@ -223,6 +226,10 @@ class PipeChannel:
     def send(self, message: object) -> None:
         self.send_bytes(self.dumps(message))
 
+    def next_round(self) -> None:
+        if self.shared is not None:
+            self.shared.next_round()
+
     def dumps(self, message: object) -> bytes:
         """`message` framed for `send_bytes`: what pickling raises (an unpicklable value) is raised
         here, before anything is sent."""
@@ -329,6 +336,9 @@ class SocketChannel:
 
     def send(self, message: object) -> None:
         self.send_bytes(self.dumps(message))
+
+    def next_round(self) -> None:
+        """Nothing: a message's buffers are in the receiver's memory once it is sent."""
 
     def dumps(self, message: object) -> list[bytes | memoryview]:
         """`message` framed for `send_bytes`: its header and pickle, then its large buffers as they
