@@ -4,9 +4,10 @@
   python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN | --connect HOST:PORT) [--restoring]
 
 With --connect it opens two connections, each starting with the token in LFPY_FEDERATE_TOKEN: one
-for requests and answers, then one for its own messages. It builds the whole program as the coordinator did, initialises the reactors of
-federate INDEX (with --restoring, a run resumed from a checkpoint, their state comes from the
-coordinator instead), says it is ready, and runs the reactions it is sent until told to exit."""
+for requests and answers, then one for its own messages. It builds the whole program as the
+coordinator did, initialises the reactors of federate INDEX (with --restoring, a run resumed from a
+checkpoint, their state comes from the coordinator instead), says it is ready, and runs the
+reactions it is sent until told to exit."""
 
 from __future__ import annotations
 
