@@ -5,7 +5,8 @@
 Two programs, each run as a `main reactor` (one process, one runtime thread) and as a `federated
 reactor` (a process per federate), in rounds (this machine's speed drifts), side by side:
 - ping-pong: two reactors send a counter back and forth, each hop a new microstep; the time per
-  round trip is lfpy's cost of two tags, in one process or across two (the transport's latency);
+  round trip is lfpy's cost of two tags, in one process or across two (the transport's latency:
+  pipes, and the loopback TCP of federates on other machines);
 - parallel work: W reactors each run the same pure-Python loop (it holds the GIL) at every tag of a
   timer; time per tag. As a main reactor the loops run one after the other; as federates at once;
 - an off-policy learner whose actors collect in processes: `lfrl gen dqn` on ALE/Pong-v5 with 2
@@ -19,6 +20,7 @@ benchmarks/results/federation.md and federation.png.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -118,15 +120,17 @@ LFRL = [sys.executable, "-m", "lfrl"]
 Case = Callable[[bool], tuple[str, dict[str, float]]]
 
 
-def program(name: str, source: str) -> Case:
-    """A case of an LF program above, in its main or federated form; its value: the time it prints."""
+def program(name: str, source: str, transport: str = "pipe") -> Case:
+    """A case of an LF program above, in its main or federated form (its federates talking over
+    `transport`); its value: the time it prints."""
 
     def run(federated: bool) -> tuple[str, dict[str, float]]:
         text = source.replace("main reactor", "federated reactor") if federated else source
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / ("Fed.lf" if federated else "Main.lf")
             path.write_text(text)
-            out = subprocess.run([*LFRL, "run", str(path)], capture_output=True, text=True, cwd=ROOT, check=False)
+            out = subprocess.run([*LFRL, "run", str(path)], capture_output=True, text=True, cwd=ROOT, check=False,
+                                 env={**os.environ, "LFPY_FEDERATION_TRANSPORT": transport})
         match = re.search(r"result (.*); per \w+ ([\d.]+)", out.stdout)
         if out.returncode != 0 or match is None:
             raise SystemExit(f"{path.name} failed:\n{out.stdout}\n{out.stderr}")
@@ -170,12 +174,14 @@ def main() -> None:
     trips = 500 if args.quick else 3000
     tags = 5 if args.quick else 20
     dqn_steps = 4000 if args.quick else 8000
-    name = "ping-pong (round trip, us)"
-    cases: list[tuple[list[str], Case]] = [([name], program(name, PING_PONG.replace("ROUNDS", str(trips))))]
-    for width in (1, 2):
-        name = f"parallel work, {width} worker(s) (per tag, ms)"
+    cases: list[tuple[list[str], Case]] = []
+    for transport, over in (("pipe", ""), ("tcp", ", over TCP")):
+        name = f"ping-pong{over} (round trip, us)"
+        cases.append(([name], program(name, PING_PONG.replace("ROUNDS", str(trips)), transport)))
+    for width, transport, over in ((1, "pipe", ""), (2, "pipe", ""), (2, "tcp", ", over TCP")):
+        name = f"parallel work, {width} worker(s){over} (per tag, ms)"
         source = PARALLEL.replace("WIDTH", str(width)).replace("TAGS", str(tags)).replace("WORK", "200000")
-        cases.append(([name], program(name, source)))
+        cases.append(([name], program(name, source, transport)))
     cases.append(learner(dqn_steps))
     rows = [name for names, _run in cases for name in names]
     machine = Machine()
@@ -198,7 +204,9 @@ def main() -> None:
         f"{rounds} rounds (each runs every row's two forms back to back), on {machine.line()} Medians, min-max in "
         "parentheses. *main* is the program "
         "as a `main reactor` (one process, one runtime thread), *federated* the same as a `federated reactor` "
-        f"(a process per top-level instance). Ping-pong: {trips} round trips of two tags each. Parallel work: "
+        "(a process per top-level instance), talking over pipes or, *over TCP*, over the loopback TCP connections "
+        "that federates on other machines use (`LFPY_FEDERATION_TRANSPORT=tcp`). "
+        f"Ping-pong: {trips} round trips of two tags each. Parallel work: "
         f"{tags} tags, each worker running the same pure-Python loop at each tag. DQN: `lfrl gen dqn --env-id "
         f"ALE/Pong-v5 --actors 2 --total-steps {dqn_steps}` (4 rounds of {dqn_steps // 4} environment steps, half "
         "by each actor, 4 updates after each, one evaluation episode at the end), *main* with `--processes no`, "
