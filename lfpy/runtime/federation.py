@@ -174,13 +174,13 @@ class Launched(NamedTuple):
     listener: socket.socket | None
     token: bytes
 
-    def channels(self, name: str) -> tuple[Channel, Channel, Channel]:
+    def channels(self, name: str, shared: Segments | None = None) -> tuple[Channel, Channel, Channel]:
         """Its requests, answers and own-messages channels (the process's two connections, for tcp:
-        one both ways for requests and answers, then one for its own messages). FederationError if the
-        process ended before it connected."""
+        one both ways for requests and answers, then one for its own messages); requests over pipes
+        put their large values in `shared`. FederationError if the process ended before it connected."""
         if self.pipes is not None:
             requests, answers, own = self.pipes
-            return PipeChannel(write_fd=requests), PipeChannel(read_fd=answers), PipeChannel(read_fd=own)
+            return PipeChannel(write_fd=requests, shared=shared), PipeChannel(read_fd=answers), PipeChannel(read_fd=own)
         assert self.listener is not None
         with self.listener:
             both = SocketChannel(self._accept(name))
@@ -333,10 +333,7 @@ class Federation:
         """Talk to federate k's process `launch` started: its channels, and a thread that listens to
         what it sends on its own."""
         self.processes[k] = launched.process
-        requests, answers, own = launched.channels(self.names[k])
-        if isinstance(requests, PipeChannel):
-            requests.shared = self.segments
-        self.requests[k], self.answers[k] = requests, answers
+        self.requests[k], self.answers[k], own = launched.channels(self.names[k], self.segments)
         threading.Thread(target=self._listen, args=(k, launched.process, own),
                          daemon=True, name=f"lf-federate-{k}").start()
 
