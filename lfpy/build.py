@@ -10,6 +10,7 @@ import subprocess
 import sys
 import types
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 
@@ -21,6 +22,7 @@ from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
 from lfpy.runtime import checkpoint, federation
+from lfpy.runtime.cluster import Cluster, ClusterError, ClusterOptions
 from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.federation import federates
@@ -141,12 +143,16 @@ def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path |
 
 
 def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_ns: int | None = None,
-             fast: bool | None = None, use_lfc: bool = False, resume: str | None = None) -> int:
+             fast: bool | None = None, use_lfc: bool = False, resume: str | None = None,
+             cluster: ClusterOptions | None = None) -> int:
     """`lfrl run`: compile, then run; returns the program's exit status (1 on compile errors).
-    `resume`: a checkpoint file to go on from (checked before any of the program's code runs)."""
+    `resume`: a checkpoint file to go on from (checked before any of the program's code runs).
+    `cluster`: run the federates of a federated program in actors of that Ray cluster."""
     if use_lfc:
-        if resume is not None:
-            diags.error(Loc(path, 1, 1), "--resume needs lfpy's runtime: lfc's runtimes have no checkpoints")
+        if resume is not None or cluster is not None:
+            flag = "--resume" if resume is not None else "--cluster"
+            diags.error(Loc(path, 1, 1), f"{flag} needs lfpy's runtime: lfc's runtimes have no "
+                                         f"{'checkpoints' if resume is not None else 'Ray cluster'}")
             return 1
         return _run_with_lfc(path, diags)
     built = build(path, diags)
@@ -156,11 +162,32 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     # load it while this one does.
     main = built.elaborated.main.reactor
     count = len(federates(built.elaborated)) if main.federated else 1
+    if cluster is not None and count < 2:
+        what = "has one federate only" if main.federated else "is a main reactor"
+        name = built.elaborated.main.name
+        diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; {name} {what}")
+        return 1
+    nodes: Cluster | None = None
+    launcher = federation.launch
+    launched: dict[int, federation.Launched] = {}
     try:
-        launched = {k: federation.launch(main.loc.file, k, restoring=resume is not None) for k in range(1, count)}
+        if cluster is not None:
+            nodes = _cluster(cluster, built, diags)
+            if nodes is None:
+                return 1
+            launcher = nodes.launch
+        launched = {k: launcher(main.loc.file, k, resume is not None) for k in range(1, count)}
+        if nodes is not None:
+            nodes.placed(launched)
     except federation.FederationError as exc:  # before any process starts
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _closed(nodes, launched, 1)
+    except ClusterError as exc:
+        _cluster_error(exc, diags)
+        return _closed(nodes, launched, 1)
+    except KeyboardInterrupt:  # while Ray places the federates
+        print("interrupted", file=sys.stderr, flush=True)
+        return _closed(nodes, launched, 130)
     if not launched:
         return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None)
     # A Ctrl-C from now on is a stop, as while the federates start and during the run: once they are
@@ -168,17 +195,42 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     stops = StopOnSignals(NotYetRunning())
     try:
         with stops:
-            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops)
+            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops, launcher)
     except KeyboardInterrupt:  # the second Ctrl-C
         print("interrupted", file=sys.stderr, flush=True)
         return stops.sched.interrupt_status
     finally:
-        federation.abandon(launched)  # those the program did not get to use
+        _closed(nodes, launched, 0)
+
+
+def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics) -> Cluster | None:
+    """Connect to the Ray cluster and place the federates; None when that cannot be done (reported)."""
+    try:
+        return Cluster(options, built.elaborated, built.elaborated.main.reactor.loc.file)
+    except ClusterError as exc:
+        _cluster_error(exc, diags)
+        return None
+
+
+def _cluster_error(exc: ClusterError, diags: Diagnostics) -> None:
+    if exc.loc is not None:
+        diags.error(exc.loc, str(exc))
+    else:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+
+
+def _closed(nodes: Cluster | None, launched: dict[int, federation.Launched], status: int) -> int:
+    """End the federates' processes the program did not get to use and leave the cluster; `status`."""
+    federation.abandon(launched)
+    if nodes is not None:
+        nodes.close()
+    return status
 
 
 def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
                fast: bool | None, resume: str | None, launched: dict[int, federation.Launched],
-               stops: StopOnSignals | None) -> int:
+               stops: StopOnSignals | None, launcher: Callable[[str, int, bool], federation.Launched] = federation.launch
+               ) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
     identity = checkpoint.program_identity(built.source, _parameters(built.elaborated))
@@ -227,7 +279,7 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     trace: list | None = [] if trace_path else None
     if stops is not None:
         stops.hand_over(env.sched)
-        status = _run_federated(env, built, trace, diags, elsewhere, launched)
+        status = _run_federated(env, built, trace, diags, elsewhere, launched, launcher)
     else:
         status = env.run(trace)
     if trace_path and trace is not None:
@@ -270,12 +322,13 @@ def load_module(built: Built) -> dict[str, object]:
 
 
 def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics,
-                   restored: dict[str, dict] | None, launched: dict[int, federation.Launched]) -> int:
+                   restored: dict[str, dict] | None, launched: dict[int, federation.Launched],
+                   launcher: Callable[[str, int, bool], federation.Launched]) -> int:
     """Run a federated program with its federates in processes (federation.py), started already
     (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
     federates' processes."""
     lf_file = built.elaborated.main.reactor.loc
-    fed = federation.Federation(env, lf_file.file, trace is not None)
+    fed = federation.Federation(env, lf_file.file, trace is not None, launcher)
     fed.restored = restored
     env.sched.federation = fed
     # Signals are handled by run_file's StopOnSignals, which acts on this scheduler now.

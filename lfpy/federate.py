@@ -1,10 +1,12 @@
 """A federate's process, started by the coordinator of a federated program
 (lfpy/runtime/federation.py) with what it talks on, three pipe ends or the coordinator's TCP port:
 
-  python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN | --connect HOST:PORT) [--restoring]
+  python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN | --connect HOST:PORT)
+                          [--restoring] [--forward-output]
 
 With --connect it opens two connections, each starting with the token in LFPY_FEDERATE_TOKEN: one
-for requests and answers, then one for its own messages. It builds the whole program as the
+for requests and answers, then one for its own messages. With --forward-output (a federate on
+another machine, cluster.py) what it prints goes to the coordinator, which prints it. It builds the whole program as the
 coordinator did, initialises the reactors of federate INDEX (with --restoring, a run resumed from a
 checkpoint, their state comes from the coordinator instead), says it is ready, and runs the
 reactions it is sent until told to exit."""
@@ -66,7 +68,12 @@ def _channels(argv: list[str]) -> tuple[Channel, Channel, Channel]:
 def main(argv: list[str]) -> int:
     path, index = argv[0], int(argv[1])
     _die_with_parent()
-    requests, answers, own = _channels(argv[2:])
+    requests, answers, own_channel = _channels(argv[2:])
+    own = federation.Outbox(own_channel)
+    output = None
+    if "--forward-output" in argv:
+        output = federation.Output(own)
+        sys.stdout, sys.stderr = federation.Printed(1, output), federation.Printed(2, output)
     federation.whole_lines()
     # What goes wrong before this federate is ready is sent to the coordinator, which shows it only
     # if it got that far itself (a failing preamble is reported once, by the coordinator).
@@ -94,8 +101,10 @@ def main(argv: list[str]) -> int:
     env.sched.source_map = _source_map(built)
     answers.send(("ready",))
     try:
-        return federation.serve(env, index, requests, answers, own)
+        return federation.serve(env, index, requests, answers, own, output)
     finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
         answers.close()
         if isinstance(answers, PipeChannel) and answers.shared is not None:
             answers.shared.close()  # removes its shared-memory segments

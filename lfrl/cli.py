@@ -93,6 +93,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def resources_arg(text: str) -> tuple[str, Any]:
+    """--resources FEDERATE:RESOURCE=N,..., checked as argparse reads it."""
+    from lfpy.runtime.cluster import parse_resources
+
+    try:
+        return parse_resources(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from lfpy.build import run_file
 
@@ -105,8 +115,15 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"lfrl run: error: LFPY_TRACE: {cannot_write(exc, trace)}", file=sys.stderr)
             return 1
     diags = Diagnostics()
+    cluster = None
+    if args.cluster is not None:
+        from lfpy.runtime.cluster import ClusterOptions
+
+        cluster = ClusterOptions(args.cluster, args.resources)
+    elif args.resources:
+        args.run_parser.error("--resources places federates on a cluster: it needs --cluster")
     status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
-                      fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume)
+                      fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster)
     _report(diags)
     return 1 if diags.has_errors and status == 0 else status
 
@@ -292,6 +309,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     run.add_argument("--resume", metavar="CHECKPOINT",
                      help="go on from a checkpoint the program wrote (lf.request_checkpoint): same results as "
                           "the uninterrupted run")
+    run.add_argument("--cluster", metavar="ADDRESS",
+                     help="run the federates of a federated reactor in actors of a Ray cluster: auto, or the "
+                          "HOST:PORT `ray start --head` printed (`at NAME` places a federate on the node labelled "
+                          "lfrl-host=NAME; docs/cluster.md)")
+    run.add_argument("--resources", metavar="FEDERATE:RESOURCE=N,...", action="append", default=[],
+                     type=resources_arg,
+                     help="with --cluster, what a federate (envs[1]), every member of a bank (envs) or every federate (*) asks of its "
+                          "node, e.g. learner:gpus=1 or envs:cpus=2,accel=1 (default cpus=1); repeatable")
+    run.set_defaults(run_parser=run)
     return parser, commands
 
 

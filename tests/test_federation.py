@@ -703,7 +703,7 @@ def test_a_federate_that_ends_before_it_connects_did_not_start() -> None:
 
     from lfpy.runtime import federation
 
-    process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    process = federation.Child([sys.executable, "-c", "raise SystemExit(3)"])
     launched = federation.Launched(process, None, socket.create_server(("127.0.0.1", 0)), b"t" * 16)
     with pytest.raises(federation.FederationError, match=r"^federate f did not start: it exited with status 3$"):
         launched.channels("f")

@@ -27,7 +27,10 @@ shutdown reactions still run in the others.
 Transport: pipes (`PipeChannel`, with shared memory for large values), or with
 LFPY_FEDERATION_TRANSPORT=tcp the TCP connections (`SocketChannel`) that federates on other
 machines use, here over the loopback interface: each federate connects back to a port lfrl
-listens on and proves with a token (in its environment) that lfrl started it.
+listens on and proves with a token (in its environment) that lfrl started it. On a Ray cluster
+(cluster.py) the same connections reach federates in Ray actors on other machines; what those print
+comes back with their answers (`Printed`), so that it reaches the terminal in the order it would on
+one host.
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
@@ -165,11 +169,48 @@ def transport() -> str:
     return name
 
 
+class Process(Protocol):
+    """What the coordinator knows of a federate's process: a child of its own (`Child`), or one in a
+    Ray actor on a node of a cluster (cluster.py)."""
+
+    remote: bool  # on another machine, maybe: its clock is not the coordinator's
+
+    def poll(self) -> int | None: ...
+    def wait(self, timeout: float | None = None) -> int: ...
+    def kill(self) -> None: ...
+
+    def where(self) -> str:
+        """Where it runs, for messages: `(process 1234)`, `on node 3f2a..`."""
+        ...
+
+    def ended(self) -> str:
+        """How it ended (it has, or is about to), for messages: `exited with status 2`, `was lost: ..`."""
+        ...
+
+
+class Child(subprocess.Popen):
+    """A federate's process on this machine, a child of lfrl's."""
+
+    remote = False
+
+    def where(self) -> str:
+        return f"(process {self.pid})"
+
+    def ended(self) -> str:
+        try:
+            status = self.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return "stopped answering"
+        if status < 0:
+            return f"was killed by signal {signal.Signals(-status).name}"
+        return f"exited with status {status}"
+
+
 class Launched(NamedTuple):
     """A federate's process as `launch` started it, with what lfrl talks to it on: its ends of the
     pipes, or the port the process connects to (tcp)."""
 
-    process: subprocess.Popen
+    process: Process
     pipes: tuple[int, int, int] | None  # requests (written here), answers and own messages (read here)
     listener: socket.socket | None
     token: bytes
@@ -195,7 +236,7 @@ class Launched(NamedTuple):
                 sock, _ = self.listener.accept()
             except TimeoutError:
                 if self.process.poll() is not None:
-                    raise FederationError(f"federate {name} did not start: it {_ended(self.process)}") from None
+                    raise FederationError(f"federate {name} did not start: it {self.process.ended()}") from None
                 continue
             sock.settimeout(10)
             try:
@@ -214,17 +255,6 @@ class Launched(NamedTuple):
             self.listener.close()
 
 
-def _ended(process: subprocess.Popen) -> str:
-    """How a federate's process ended, for an error message (it has, or is about to)."""
-    try:
-        status = process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        return "stopped answering"
-    if status < 0:
-        return f"was killed by signal {signal.Signals(-status).name}"
-    return f"exited with status {status}"
-
-
 def launch(lf_path: str, k: int, restoring: bool) -> Launched:
     """Start federate k's process (`python -m lfpy.federate`). It builds the program and its
     reactors on its own, so lfrl starts it as soon as the program compiles: meanwhile lfrl's own
@@ -237,15 +267,15 @@ def launch(lf_path: str, k: int, restoring: bool) -> Launched:
         listener = socket.create_server(("127.0.0.1", 0))
         token = secrets.token_bytes(TOKEN_BYTES)
         host, port = listener.getsockname()
-        process = subprocess.Popen([*command, "--connect", f"{host}:{port}", *restore], stdin=subprocess.DEVNULL,
-                                   process_group=0, env={**env, "LFPY_FEDERATE_TOKEN": token.hex()})
+        process = Child([*command, "--connect", f"{host}:{port}", *restore], stdin=subprocess.DEVNULL,
+                        process_group=0, env={**env, "LFPY_FEDERATE_TOKEN": token.hex()})
         return Launched(process, None, listener, token)
     # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
     req_r, req_w = os.pipe()
     ans_r, ans_w = os.pipe()
     own_r, own_w = os.pipe()
-    process = subprocess.Popen([*command, "--pipes", str(req_r), str(ans_w), str(own_w), *restore],
-                               pass_fds=(req_r, ans_w, own_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
+    process = Child([*command, "--pipes", str(req_r), str(ans_w), str(own_w), *restore],
+                  pass_fds=(req_r, ans_w, own_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
     for fd in (req_r, ans_w, own_w):
         os.close(fd)
     return Launched(process, (req_w, ans_r, own_r), None, b"")
@@ -260,11 +290,96 @@ def abandon(launched: dict[int, Launched]) -> None:
         started.discard()
 
 
+class Outbox:
+    """A federate's own channel to the coordinator, for what it sends between answers (from any of
+    its threads)."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.lock = threading.Lock()
+
+    def send(self, message: tuple) -> None:
+        with self.lock:
+            try:
+                self.channel.send(message)
+            except OSError:  # the coordinator has gone: this process is ending
+                pass
+
+
+class Output:
+    """What a federate on another machine prints (`Printed`, its sys.stdout and sys.stderr): while
+    it runs reactions, held to go back with their answer, which the coordinator prints after its
+    own reactions' output of that level and in federate order, as on one host; at other times (while
+    it starts, from its threads between tags) sent at once, a line at a time."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self.outbox = outbox
+        self.lock = threading.Lock()
+        self.held: list[tuple[int, str]] | None = None
+
+    def write(self, fd: int, text: str) -> None:
+        with self.lock:
+            if self.held is not None:
+                self.held.append((fd, text))
+                return
+        self.outbox.send(("print", fd, text))
+
+    def hold(self) -> None:
+        with self.lock:
+            self.held = []
+
+    def release(self) -> list[tuple[int, str]]:
+        with self.lock:
+            held, self.held = self.held or [], None
+        return held
+
+
+class Printed(io.TextIOBase):
+    """sys.stdout (fd 1) or sys.stderr (2) of a federate whose output goes to the coordinator:
+    whole lines to `Output`."""
+
+    def __init__(self, fd: int, output: Output) -> None:
+        self.fd = fd
+        self.output = output
+        self.partial = ""
+        self.lock = threading.Lock()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        with self.lock:
+            text = self.partial + text
+            cut = text.rfind("\n") + 1
+            self.partial = text[cut:]
+        if cut:
+            self.output.write(self.fd, text[:cut])
+        return len(text)
+
+    def flush(self) -> None:
+        with self.lock:
+            text, self.partial = self.partial, ""
+        if text:
+            self.output.write(self.fd, text)
+
+
+def show_printed(printed: Iterable[tuple[int, str]]) -> None:
+    """Print here what a federate printed there (`Output`)."""
+    for fd, text in printed:
+        stream = sys.stdout if fd == 1 else sys.stderr
+        stream.write(text)
+        stream.flush()
+
+
 class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
-    def __init__(self, env: Environment, lf_path: str, trace: bool) -> None:
+    def __init__(self, env: Environment, lf_path: str, trace: bool,
+                 launcher: Callable[[str, int, bool], Launched] = launch) -> None:
+        """`launcher(lf_path, k, restoring)` starts a new process of federate k (a transient
+        federate joining): `launch` here, or in a Ray actor (cluster.py)."""
         self.env = env
+        self.launcher = launcher
         self.sched = env.sched
         self.lf_path = lf_path
         self.trace = trace
@@ -288,7 +403,9 @@ class Federation:
         # Resumed from a checkpoint: the saved state of each federate's reactors (`checkpoint.restore`),
         # sent to its process before it starts; its reactors' initialisers do not run.
         self.restored: dict[str, dict[str, Any]] | None = None
-        self.processes: dict[int, subprocess.Popen] = {}
+        self.processes: dict[int, Process] = {}
+        # Federates on other machines: their clock minus the coordinator's (ns), measured at start.
+        self.clock_skew: dict[int, int] = {}
         self.requests: dict[int, Channel] = {}
         self.segments = Segments()  # the requests': a value for several federates is written once a level
         self.answers: dict[int, Channel] = {}
@@ -333,6 +450,7 @@ class Federation:
         """Talk to federate k's process `launch` started: its channels, and a thread that listens to
         what it sends on its own."""
         self.processes[k] = launched.process
+        self.clock_skew.pop(k, None)
         self.requests[k], self.answers[k], own = launched.channels(self.names[k], self.segments)
         threading.Thread(target=self._listen, args=(k, launched.process, own),
                          daemon=True, name=f"lf-federate-{k}").start()
@@ -355,7 +473,7 @@ class Federation:
         """A new process of federate k (a transient federate joining at tag `effective`); False if it
         could not start (reported: the program stops)."""
         try:
-            self.adopt(k, launch(self.lf_path, k, self.env.restoring))
+            self.adopt(k, self.launcher(self.lf_path, k, self.env.restoring))
             self.await_ready(k)
         except FederationError as exc:
             with self._lost_lock:  # its listener may have found it gone and said so already
@@ -375,8 +493,28 @@ class Federation:
         """Tell federate k the federation's start time and the tag it starts at (a transient
         federate's join tag, `lf.tag_start_effective()`)."""
         sched = self.sched
-        self._send(k, ("start", sched.start_time, sched.clock_offset, self.trace, tuple(effective),
-                       sched.federation_id))
+        if self.processes[k].remote and k not in self.clock_skew:
+            self.clock_skew[k] = self._clock_skew(k)
+        self._send(k, ("start", sched.start_time, sched.clock_offset + self.clock_skew.get(k, 0), self.trace,
+                       tuple(effective), sched.federation_id))
+
+    def _clock_skew(self, k: int) -> int:
+        """Federate k's clock minus this process's (ns), from the quickest of a few round trips: its
+        physical time then follows the coordinator's clock."""
+        best: tuple[int, int] | None = None
+        for _ in range(5):
+            before = time.time_ns()
+            if not self._send(k, ("clock",)):
+                return 0
+            try:
+                _, remote = self.answers[k].receive()  # type: ignore[misc]
+            except (EOFError, OSError):
+                return 0  # found gone when it is next sent something
+            after = time.time_ns()
+            if best is None or after - before < best[0]:
+                best = (after - before, remote - (before + after) // 2)
+        assert best is not None
+        return best[1]
 
     def _capture_remote(self) -> dict[str, dict[str, Any]]:
         """For a checkpoint at the end of a tag: the state of every federate's reactors, asked of
@@ -405,7 +543,7 @@ class Federation:
     def _reset_remote(self, inst: Instance, mode: str | None) -> None:
         self.resets.setdefault(self.instance_federate[id(inst)], []).append((self.instance_index[id(inst)], mode))
 
-    def _listen(self, k: int, process: subprocess.Popen, channel: Channel) -> None:
+    def _listen(self, k: int, process: Process, channel: Channel) -> None:
         """What federate k (this `process` of it) sends on its own: physical actions scheduled by
         its threads, stop requests."""
         while True:
@@ -420,6 +558,8 @@ class Federation:
                 self._stop_requested(k)
             elif message[0] == "checkpoint":  # type: ignore[index]
                 self.sched.request_checkpoint(message[1])  # type: ignore[index]
+            elif message[0] == "print":  # type: ignore[index]
+                show_printed([message[1:]])  # type: ignore[list-item]
         channel.close()
         # A transient federate that has left ends as it was told to; a later process may be k now.
         if not self.stopping and k not in self.dead and self.processes.get(k) is process:
@@ -434,7 +574,7 @@ class Federation:
             self.sched.request_stop()
 
     def _how_it_ended(self, k: int) -> str:
-        return _ended(self.processes[k])
+        return self.processes[k].ended()
 
     def _lost(self, k: int) -> None:
         """Federate k has ended on its own: one error, and the program stops (shutdown reactions
@@ -446,7 +586,7 @@ class Federation:
             self.away.add(k)
             self.sched.exit_status = 1
             self.sched.request_stop()
-            print_message(f"error: federate {self.names[k]} (process {self.processes[k].pid}) {how}; the program stops")
+            print_message(f"error: federate {self.names[k]} {self.processes[k].where()} {how}; the program stops")
 
     def _send(self, k: int, message: object) -> bool:
         try:
@@ -538,7 +678,8 @@ class Federation:
                 self._lost(k)
                 continue
             (outputs, scheduled, physical, transitions, stop, failed, status, traced,  # type: ignore[misc]
-             checkpoints) = answer
+             checkpoints, printed) = answer
+            show_printed(printed)
             if traced and sched.trace is not None:  # user trace points, with the tags they were recorded at
                 sched.trace.extend(traced)
             for slot, value in outputs:
@@ -578,7 +719,7 @@ def _resumed(env: Environment) -> tuple:
     return ("ready",)
 
 
-def _reap(process: subprocess.Popen) -> None:
+def _reap(process: Process) -> None:
     """Wait for a federate process told to exit; kill it if it has not within 10 s."""
     try:
         process.wait(timeout=10)
@@ -630,9 +771,11 @@ class FederateScheduler(Scheduler):
             self.send_async(("checkpoint", path))
 
 
-def serve(env: Environment, index: int, requests: Channel, answers: Channel, own: Channel) -> int:
+def serve(env: Environment, index: int, requests: Channel, answers: Channel, own: Outbox,
+          output: Output | None = None) -> int:
     """A federate process's loop: run the reactions it is sent until told to exit (or the
-    coordinator has gone). Returns the process's exit status."""
+    coordinator has gone). Returns the process's exit status. `output`: what this process prints
+    goes to the coordinator (a federate on another machine)."""
     sched = env.sched
     assert isinstance(sched, FederateScheduler)
     table = slots(env)
@@ -640,16 +783,11 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
     reaction_reads = [reads(r) for r in env.reactions]
     modes = mode_states(env)
     kept = _kept_slots(env, index, table, slot_of)
-    lock = threading.Lock()
 
     def send_async(message: tuple) -> None:
         if message[0] == "physical":
             message = ("physical", slot_of[id(message[1])], *message[2:])
-        with lock:
-            try:
-                own.send(message)
-            except OSError:
-                pass
+        own.send(message)
 
     sched.send_async = send_async
     for o in table:
@@ -676,12 +814,17 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
             except checkpoint.CheckpointError as exc:
                 answers.send(("unsaved", str(exc)))
             continue
+        if kind == "clock":  # on another machine: the coordinator measures how its clock differs
+            answers.send(("clock", time.time_ns()))
+            continue
         if kind == "restore":  # resumed from a checkpoint: the state of this federate's reactors
             checkpoint.restore_reactors(env, message[1])  # type: ignore[index]
             answers.send(_resumed(env))
             continue
-        _, time, microstep, batch, resets = message  # type: ignore[misc]
-        sched.current = Tag(time, microstep)
+        _, when, microstep, batch, resets = message  # type: ignore[misc]
+        if output is not None:
+            output.hold()
+        sched.current = Tag(when, microstep)
         sched.arrival = sched.physical()
         failed = False
         for position, mode in resets:  # modes entered with reset at an earlier tag
@@ -719,17 +862,19 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
             sched.trace.clear()
         answers.next_round()  # the coordinator has taken what it keeps of the last answer
         checkpoints, sched.checkpoint_requests = sched.checkpoint_requests, []
+        sys.stdout.flush()
+        sys.stderr.flush()
+        printed = output.release() if output is not None else []
         try:
             data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status,
-                                  traced, checkpoints))
+                                  traced, checkpoints, printed))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
             _report_unsendable(env, table, [*outputs, *((s, v) for s, _d, v in scheduled)], exc)
-            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None, traced, []))
+            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None, traced, [],
+                                  printed))
         sched.scheduled.clear()
         sched.physical_scheduled.clear()
         sched.stop_requested = False
-        sys.stdout.flush()
-        sys.stderr.flush()
         try:
             answers.send_bytes(data)
         except OSError:

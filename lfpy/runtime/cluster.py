@@ -1,0 +1,431 @@
+"""Federates on a Ray cluster (`lfrl run PROGRAM.lf --cluster ADDRESS`).
+
+Ray is the control plane only. It places each federate in an actor: on the node that the federate's
+`at NAME` names (the node labelled `lfrl-host=NAME`, else the one whose IP address or hostname is
+NAME), the others in one placement group spread over the nodes, all or nothing. It carries the
+program's folder to the nodes (a runtime_env working_dir: no shared filesystem), starts the
+federate's process there (`lfpy.federate --connect`, the actor's own process) and tells when an
+actor or its node is lost. Everything of a round goes over the direct TCP connections each federate
+opens back to lfrl's process (`SocketChannel`), never through Ray's object store; what federates print
+comes back with their answers (federation.Output).
+
+Imported only with --cluster: Ray is an optional dependency (`pip install 'lfrl[cluster]'`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lfpy.loader import package_root
+from lfpy.runtime import federation
+
+if TYPE_CHECKING:
+    from lfpy.ast import Host
+    from lfpy.graph import Elaborated
+
+LABEL = "lfrl-host"  # `ray start --labels lfrl-host=NAME`: the node that `at NAME` puts a federate on
+PLACEMENT_WAIT = 30.0  # seconds to wait for resources that exist but are taken (by other jobs) before failing
+WAITING_NOTE = 3.0  # seconds before saying that the cluster is still placing federates
+# Not carried to the nodes with the program's folder: what lfrl and lfpy generate or write there.
+EXCLUDES = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-gen", "build", "*.egg-info"]
+# The environment federates get from lfrl's (the rest is the node's own).
+PASSED_ENV = re.compile(r"^(LFPY_|LFRL_)|^(PYTHONHASHSEED|CUBLAS_WORKSPACE_CONFIG|[A-Z]+_NUM_THREADS)$")
+
+
+class ClusterError(Exception):
+    """A cluster run that cannot start: no Ray, no cluster there, a placement that cannot be met.
+    `loc`: the program's text it is about (an `at`), if any."""
+
+    def __init__(self, message: str, loc: Any = None) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What one federate's actor asks of its node: CPUs, GPUs and custom resources (Ray's names)."""
+
+    cpus: float = 1.0
+    gpus: float = 0.0
+    custom: tuple[tuple[str, float], ...] = ()
+
+    def resources(self) -> dict[str, float]:
+        """As Ray counts them (a placement group's bundle, a node's total)."""
+        return {k: v for k, v in {"CPU": self.cpus, "GPU": self.gpus, **dict(self.custom)}.items() if v}
+
+    def __str__(self) -> str:
+        return describe(self.resources())
+
+
+def describe(resources: dict[str, float]) -> str:
+    """`cpus=2, gpus=1, accel=1` (what --resources takes)."""
+    names = {"CPU": "cpus", "GPU": "gpus"}
+    order = sorted(resources, key=lambda k: (k not in names, k))
+    return ", ".join(f"{names.get(k, k)}={resources[k]:g}" for k in order) or "nothing"
+
+
+def parse_resources(text: str) -> tuple[str, Demand]:
+    """`--resources NAME:cpus=2,gpus=1,accel=1` -> (NAME, Demand); ValueError says what is wrong.
+    Resources not given keep their defaults (1 CPU, no GPU)."""
+    name, sep, spec = text.partition(":")
+    if not sep or not name or not spec:
+        raise ValueError(f"expected FEDERATE:RESOURCE=AMOUNT[,...] (e.g. learner:gpus=1), got {text!r}")
+    amounts: dict[str, float] = {}
+    for item in spec.split(","):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        try:
+            amount = float(value)
+        except ValueError:
+            amount = -1.0
+        if not eq or not key or amount < 0 or amount != amount:
+            raise ValueError(f"{item!r} in {text!r}: expected RESOURCE=AMOUNT, an amount of 0 or more (e.g. gpus=1)")
+        amounts[key] = amount
+    cpus, gpus = amounts.pop("cpus", 1.0), amounts.pop("gpus", 0.0)
+    if not cpus and not gpus and not any(amounts.values()):
+        raise ValueError(f"{text!r} asks for nothing: a federate's actor needs some resource (cpus=0.1 is enough)")
+    return name.strip(), Demand(cpus, gpus, tuple(sorted(amounts.items())))
+
+
+@dataclass
+class ClusterOptions:
+    """What `lfrl run` was told about the cluster."""
+
+    address: str  # `auto`, or HOST:PORT of the cluster's head, as `ray start` prints it
+    resources: list[tuple[str, Demand]] = field(default_factory=list)  # --resources, in order
+
+
+def host_name(host: Host) -> str:
+    """The node name in `at [user@]NAME[:port]`."""
+    text = host.text.rsplit("@", 1)[-1]
+    if text.startswith("["):  # an IPv6 address, maybe with a port
+        return text[1:text.index("]")] if "]" in text else text[1:]
+    return text.split(":", 1)[0] if text.count(":") == 1 else text
+
+
+class RemoteProcess:
+    """A federate's process in a Ray actor (federation.Process)."""
+
+    remote = True
+
+    def __init__(self, actor: Any, where: Any, run: Any, label: str | None) -> None:
+        self.actor = actor
+        self.where_ref = where  # (node id, hostname, pid), once the actor is placed
+        self.run_ref = run  # the federate's exit status, or the actor's death
+        self.label = label
+        self.node = ""
+        self.pid = 0
+        self.status: int | None = None
+        self.lost: str | None = None  # why the actor died, as Ray says it
+
+    def placed(self, ray: Any) -> None:
+        self.node, _hostname, self.pid = ray.get(self.where_ref)
+
+    def poll(self) -> int | None:
+        import ray
+
+        if self.status is None and ray.wait([self.run_ref], timeout=0)[0]:
+            self._finish(ray)
+        return self.status
+
+    def wait(self, timeout: float | None = None) -> int:
+        import ray
+
+        if self.status is None:
+            if not ray.wait([self.run_ref], timeout=timeout)[0]:
+                raise subprocess.TimeoutExpired("federate", timeout or 0)
+            self._finish(ray)
+        assert self.status is not None
+        return self.status
+
+    def _finish(self, ray: Any) -> None:
+        try:
+            self.status = int(ray.get(self.run_ref))
+        except ray.exceptions.RayActorError as exc:
+            self.status, self.lost = 1, _why_lost(str(exc))
+        except ray.exceptions.RayError as exc:
+            self.status, self.lost = 1, str(exc).strip().splitlines()[0]
+        ray.kill(self.actor, no_restart=True)  # its process has ended: its resources go back
+
+    def kill(self) -> None:
+        import ray
+
+        ray.kill(self.actor, no_restart=True)
+
+    def where(self) -> str:
+        named = f" ({LABEL}={self.label})" if self.label else ""
+        return f"on node {self.node[:12] or '(not placed)'}{named}"
+
+    def ended(self) -> str:
+        try:
+            status = self.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return "stopped answering"
+        if self.lost is not None:
+            return f"was lost: {self.lost}"
+        return f"exited with status {status}"
+
+
+def _why_lost(text: str) -> str:
+    """The reason in Ray's ActorDiedError: `its node has died`, `its worker process has died`, ..."""
+    found = re.search(r"The actor (?:is dead|died) because (.*?)\.(?:\s|$)", text)
+    if found:
+        return found.group(1)
+    return text.strip().splitlines()[0] if text.strip() else "the actor died"
+
+
+class FederateActor:
+    """The Ray actor a federate runs in: its process is the federate's process."""
+
+    def where(self) -> tuple[str, str, int]:
+        import ray
+
+        return ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid()
+
+    def run(self, argv: list[str], token: str, environ: dict[str, str]) -> int:
+        os.environ.update(environ)
+        os.environ["LFPY_FEDERATE_TOKEN"] = token
+        from lfpy import federate
+
+        return federate.main(argv)
+
+
+class Cluster:
+    """lfrl's process as the Ray driver of one run: connected, the federates placed and started
+    (`launch`), and everything it made on the cluster removed again (`close`)."""
+
+    def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ClusterError("--cluster needs Ray: pip install 'lfrl[cluster]'") from None
+        self.ray = ray
+        self.lf_path = lf_path
+        self.root = package_root(Path(lf_path))
+        self.listed = federation.federates(elaborated)
+        self.actors: list[RemoteProcess] = []
+        self.group: Any = None
+        self.strategies: dict[int, dict[str, Any]] = {}
+        self.labels: dict[int, str | None] = {}
+        self.demands = self._demands(options.resources)
+        _reachable(options.address)
+        on_sigterm = signal.getsignal(signal.SIGTERM)
+        try:
+            ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
+                     runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES})
+        except (ConnectionError, ValueError, RuntimeError) as exc:
+            raise ClusterError(f"--cluster {options.address}: cannot connect to a Ray cluster there: "
+                               f"{str(exc).strip().splitlines()[0]}") from None
+        finally:
+            # ray.init makes SIGTERM exit at once; lfrl's own handling stops the program with its
+            # shutdown reactions (status 143), as without a cluster.
+            signal.signal(signal.SIGTERM, on_sigterm)
+        _quiet_worker_deaths(ray)
+        self.address = ray.util.get_node_ip_address()
+        self.own_node = ray.get_runtime_context().get_node_id()
+        self._place(elaborated)
+
+    # ------------------------------------------------------------ placement
+
+    def _demands(self, given: list[tuple[str, Demand]]) -> dict[int, Demand]:
+        """Each federate's resources: --resources by federate (`envs[1]`) or bank (`envs`) name, or
+        `*` for every federate Ray places; a later one wins."""
+        demands: dict[int, Demand] = {}
+        names = [f.name for f in self.listed]
+        for name, demand in given:
+            if name == "*":
+                demands.update((k, demand) for k in range(1, len(names)))
+                continue
+            chosen = [k for k, n in enumerate(names) if n == name or n.split("[", 1)[0] == name]
+            if not chosen:
+                raise ClusterError(f"--resources {name}: no federate of the program is called so "
+                                   f"(its federates: {', '.join(names)})")
+            if 0 in chosen:
+                raise ClusterError(f"--resources {name}: federate {names[0]} runs in lfrl's process, "
+                                   f"which Ray does not place (run lfrl on the node it needs)")
+            demands.update((k, demand) for k in chosen)
+        return demands
+
+    def _nodes(self) -> list[dict[str, Any]]:
+        return [n for n in self.ray.nodes() if n.get("Alive")]
+
+    def _named(self, name: str, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The nodes `at NAME` means: labelled lfrl-host=NAME, else with that address or hostname."""
+        labelled = [n for n in nodes if (n.get("Labels") or {}).get(LABEL) == name]
+        if labelled:
+            return labelled
+        if name in ("localhost", "127.0.0.1", "::1"):
+            return [n for n in nodes if n["NodeID"] == self.own_node]
+        return [n for n in nodes if name in (n.get("NodeManagerAddress"), n.get("NodeManagerHostname"))]
+
+    def _place(self, elaborated: Elaborated) -> None:
+        """Where each federate goes (`strategies`), checked against the nodes' resources at once:
+        a placement that cannot be met is a ClusterError naming the federate and what is missing."""
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        nodes = self._nodes()
+        hosts = {i.name: i.host for i in elaborated.main.reactor.instantiations if i.host is not None}
+        main_host = elaborated.main.reactor.host
+        first = self.listed[0].name.split("[", 1)[0]
+        for host, who in ((main_host, "the federated reactor"), (hosts.get(first), f"federate {first}")):
+            if host is not None and self.own_node not in {n["NodeID"] for n in self._named(host_name(host), nodes)}:
+                raise ClusterError(f"{who} runs in lfrl's process, on node {self.own_node[:12]}: `at {host.text}` "
+                                   f"must name that node (or run lfrl on {host_name(host)})", host.loc)
+        spread: list[int] = []
+        for k, fed in enumerate(self.listed[1:], start=1):
+            demand = self.demands.get(k, Demand())
+            host = hosts.get(fed.name.split("[", 1)[0])
+            if host is None:
+                spread.append(k)
+                if not any(_fits(demand, n) for n in nodes):
+                    raise ClusterError(f"federate {fed.name} asks for {demand}: no node of the cluster has that "
+                                       f"much ({_largest(nodes)})")
+                continue
+            name = host_name(host)
+            candidates = self._named(name, nodes)
+            if not candidates:
+                raise ClusterError(f"federate {fed.name}: no node of the cluster is labelled {LABEL}={name} or has "
+                                   f"that address or hostname (its nodes: {_listing(nodes)})", host.loc)
+            fitting = [n for n in candidates if _fits(demand, n)]
+            if not fitting:
+                raise ClusterError(f"federate {fed.name} asks for {demand}: node {name} has "
+                                   f"{describe(_counted(candidates[0]))}", host.loc)
+            ids = [n["NodeID"] for n in fitting]
+            self.labels[k] = name
+            self.strategies[k] = {"label_selector": {"ray.io/node-id": ids[0] if len(ids) == 1 else f"in({','.join(ids)})"}}
+        if spread:
+            self.group = placement_group([self.demands.get(k, Demand()).resources() for k in spread], strategy="SPREAD")
+            for bundle, k in enumerate(spread):
+                self.labels[k] = None
+                self.strategies[k] = {"scheduling_strategy": PlacementGroupSchedulingStrategy(
+                    self.group, placement_group_bundle_index=bundle)}
+
+    # ------------------------------------------------------------ federates
+
+    def launch(self, lf_path: str, k: int, restoring: bool) -> federation.Launched:
+        """Start federate k in a Ray actor where `_place` put it (federation.launch's counterpart);
+        `placed` waits until Ray has placed every one."""
+        ray = self.ray
+        demand = self.demands.get(k, Demand())
+        actor = ray.remote(FederateActor).options(
+            num_cpus=demand.cpus, num_gpus=demand.gpus, resources=dict(demand.custom), max_restarts=0,
+            name=None, **self.strategies[k]).remote()
+        listener = socket.create_server((self.address, 0))
+        token = secrets.token_bytes(federation.TOKEN_BYTES)
+        port = listener.getsockname()[1]
+        argv = [os.path.relpath(lf_path, self.root), str(k), "--connect", f"{self.address}:{port}", "--forward-output",
+                *(["--restoring"] if restoring else [])]
+        environ = {k: v for k, v in os.environ.items() if PASSED_ENV.match(k)}
+        process = RemoteProcess(actor, actor.where.remote(), actor.run.remote(argv, token.hex(), environ), self.labels[k])
+        self.actors.append(process)
+        return federation.Launched(process, None, listener, token)
+
+    def placed(self, launched: dict[int, federation.Launched]) -> None:
+        """Wait until Ray has placed every launched federate; ClusterError naming those it could not
+        place in PLACEMENT_WAIT seconds (what they ask for exists, but is taken)."""
+        ray = self.ray
+        waiting = {started.process.where_ref: k for k, started in launched.items()}  # type: ignore[attr-defined]
+        deadline = time.monotonic() + PLACEMENT_WAIT
+        noted = False
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                names = ", ".join(self.listed[k].name for k in sorted(waiting.values()))
+                raise ClusterError(f"the cluster did not place federate(s) {names} within {PLACEMENT_WAIT:g} s: the "
+                                   f"resources they ask for exist but are taken (by other jobs?)")
+            ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=min(left, WAITING_NOTE))
+            for ref in ready:
+                launched[waiting.pop(ref)].process.placed(ray)  # type: ignore[attr-defined]
+            if waiting and not noted:
+                noted = True
+                names = ", ".join(self.listed[k].name for k in sorted(waiting.values()))
+                print(f"waiting for the cluster to place federate(s) {names}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Remove every actor and the placement group of this run, and leave the cluster."""
+        ray = self.ray
+        for process in self.actors:
+            try:
+                ray.kill(process.actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - gone already, whatever Ray says of it
+                pass
+        if self.group is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(self.group)
+        ray.shutdown()
+
+
+def _quiet_worker_deaths(ray: Any) -> None:
+    """Ray's driver prints the raylet's long report when a worker dies; lfrl says which federate was
+    lost, and where, itself. Other messages of Ray's still show."""
+    worker = getattr(getattr(ray, "_private", None), "worker", None)
+    shown = getattr(worker, "print_to_stdstream", None)
+    if shown is None or getattr(shown, "lfrl_quiet", False):
+        return
+
+    def print_to_stdstream(data: dict, *args: Any, **kwargs: Any) -> None:
+        if data.get("pid") == "raylet" and any("A worker died or was killed" in line for line in data.get("lines", ())):
+            return
+        shown(data, *args, **kwargs)
+
+    print_to_stdstream.lfrl_quiet = True  # type: ignore[attr-defined]
+    worker.print_to_stdstream = print_to_stdstream
+
+
+def _reachable(address: str) -> None:
+    """Refuse an address with no Ray cluster behind it at once (ray.init would retry for minutes)."""
+    if address == "auto":
+        return  # Ray finds the cluster started on this machine, or says at once that there is none
+    if address.startswith("ray://"):
+        raise ClusterError(f"--cluster {address}: Ray Client addresses are not supported: federates connect "
+                           f"straight back to lfrl, so run lfrl on a node of the cluster with its HOST:PORT")
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ClusterError(f"--cluster {address}: expected auto or HOST:PORT (as `ray start --head` prints it)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ClusterError(f"--cluster {address}: no Ray cluster answers there ({exc.strerror or exc})") from None
+
+
+def _fits(demand: Demand, node: dict[str, Any]) -> bool:
+    total = node.get("Resources") or {}
+    return all(total.get(k, 0.0) >= v for k, v in demand.resources().items())
+
+
+def _largest(nodes: list[dict[str, Any]]) -> str:
+    """Each node's resources, for an error message."""
+    return "; ".join(f"{_name(n)}: {describe(_counted(n))}" for n in _ordered(nodes))
+
+
+def _counted(node: dict[str, Any]) -> dict[str, float]:
+    """A node's resources that a federate can ask for (not Ray's memory and node markers)."""
+    return {k: v for k, v in (node.get("Resources") or {}).items()
+            if not k.startswith("node:") and k not in ("memory", "object_store_memory")}
+
+
+def _name(node: dict[str, Any]) -> str:
+    label = (node.get("Labels") or {}).get(LABEL)
+    return f"{LABEL}={label}" if label else f"{node.get('NodeManagerAddress')} ({node['NodeID'][:12]})"
+
+
+def _listing(nodes: list[dict[str, Any]]) -> str:
+    return ", ".join(_name(n) for n in _ordered(nodes))
+
+
+def _ordered(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Labelled nodes by label, then the others (Ray lists them in no fixed order)."""
+    return sorted(nodes, key=lambda n: (LABEL not in (n.get("Labels") or {}), _name(n)))

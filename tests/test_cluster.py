@@ -1,0 +1,247 @@
+"""Federated programs on a Ray cluster (`lfrl run --cluster`, lfpy/runtime/cluster.py): several nodes
+simulated on this machine with ray.cluster_utils.Cluster, a head and two nodes labelled
+lfrl-host=a and lfrl-host=b (b with one logical GPU), one cluster for the module."""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.lfutil import default_signals, run_lf, write
+from tests.test_determinism import DIAMOND_OF_BANKS, MODAL_BANK
+from tests.test_federation import federated
+
+ray = pytest.importorskip("ray")
+from ray.cluster_utils import Cluster  # noqa: E402
+
+NODE = {"object_store_memory": 80 * 2**20}  # small object stores: nothing of a round goes through them
+
+
+class Nodes:
+    """The module's cluster and its labelled nodes."""
+
+    def __init__(self) -> None:
+        self.cluster = Cluster(initialize_head=True, head_node_args={**NODE, "num_cpus": 4, "include_dashboard": False})
+        self.a = self.cluster.add_node(**NODE, num_cpus=8, resources={"actor_slot": 1}, labels={"lfrl-host": "a"})
+        self.b = self.add_b()
+        self.address = self.cluster.address
+
+    def add_b(self):  # noqa: ANN201 - a ray node handle
+        return self.cluster.add_node(**NODE, num_cpus=8, num_gpus=1, resources={"actor_slot": 1},
+                                     labels={"lfrl-host": "b"})
+
+    def ids(self) -> set[str]:
+        return {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+
+
+@pytest.fixture(scope="module")
+def nodes() -> Iterator[Nodes]:
+    on_sigterm = signal.getsignal(signal.SIGTERM)
+    made = Nodes()
+    ray.init(address=made.address, log_to_driver=False, logging_level=logging.WARNING)
+    signal.signal(signal.SIGTERM, on_sigterm)  # ray.init's would end pytest at once
+    yield made
+    ray.shutdown()
+    made.cluster.shutdown()
+
+
+def left_on_the_cluster() -> tuple[list[str], list[str]]:
+    """Actors still alive and placement groups not removed (of any job): what a run left behind."""
+    deadline = time.monotonic() + 10
+    while True:
+        actors = [a for a, info in ray._private.state.actors().items() if info["State"] != "DEAD"]
+        groups = [g for g, info in ray.util.placement_group_table().items() if info["state"] != "REMOVED"]
+        if not (actors or groups) or time.monotonic() > deadline:
+            return actors, groups
+        time.sleep(0.2)
+
+
+def on_cluster(tmp_path: Path, nodes: Nodes, source: str, *args: str, name: str = "Test.lf",
+               trace: Path | None = None) -> subprocess.CompletedProcess[str]:
+    result = run_lf(tmp_path, source, "--cluster", nodes.address, *args, name=name, trace=trace)
+    assert "Traceback" not in result.stderr, result.stderr
+    return result
+
+
+PLACED = """target Python { timeout: 2 msec }
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  state n = 0
+  reaction(t) -> out {=
+    self.n += 1
+    out.set(self.n)
+  =}
+}
+reactor Sink(id = 0) {
+  input inp
+  reaction(inp) {=
+    import ray
+    print(f"sink {self.id} got {inp.value} on {ray.get_runtime_context().get_node_id()}")
+  =}
+}
+federated reactor {
+  source = new Source()
+  a = new Sink(id = 1) at a;
+  b = new Sink(id = 2) at b;
+  anywhere = new Sink(id = 3)
+  source.out -> a.inp
+  source.out -> b.inp
+  source.out -> anywhere.inp
+}
+"""
+
+
+def test_federates_run_on_the_nodes_their_at_names_and_print_in_order(tmp_path: Path, nodes: Nodes) -> None:
+    result = on_cluster(tmp_path, nodes, PLACED)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 9
+    anywhere = lines[2].rsplit(" ", 1)[1]
+    assert anywhere in nodes.ids()
+    assert lines == [f"sink {k} got {n} on {node}" for n in (1, 2, 3)
+                     for k, node in ((1, nodes.a.node_id), (2, nodes.b.node_id), (3, anywhere))]
+    assert left_on_the_cluster() == ([], [])
+
+
+@pytest.mark.parametrize(("program", "workers"), [(DIAMOND_OF_BANKS, 1), (DIAMOND_OF_BANKS, 2), (MODAL_BANK, 1)],
+                         ids=["diamond-1", "diamond-2", "modal"])
+def test_traces_on_the_cluster_are_the_main_reactors(tmp_path: Path, nodes: Nodes, program: str, workers: int) -> None:
+    expected = tmp_path / "main.jsonl"
+    assert run_lf(tmp_path, program, name="Main.lf", trace=expected).returncode == 0
+    got = tmp_path / "fed.jsonl"
+    result = on_cluster(tmp_path, nodes, federated(program), "--workers", str(workers), "--resources",
+                        "*:cpus=0.5", name="Fed.lf", trace=got)
+    assert result.returncode == 0, result.stderr
+    lines = expected.read_text().splitlines()
+    assert len(lines) > 50
+    assert [re.sub(r'"Fed\.', '"Main.', line) for line in got.read_text().splitlines()] == lines
+
+
+@pytest.mark.parametrize(("nowhere", "args", "message"), [
+    (True, (), r"Test\.lf:21:27: error: federate b: no node of the cluster is labelled lfrl-host=nowhere or "
+                  r"has that address or hostname \(its nodes: lfrl-host=a, lfrl-host=b, [\d.]+ \(\w{12}\)\)\n"),
+    (False, ("--resources", "anywhere:gpus=4"), r"^error: federate anywhere asks for cpus=1, gpus=4: no node of "
+                                                 r"the cluster has that much \(lfrl-host=a: cpus=8, actor_slot=1; lfrl-host=b: "
+                                                 r"cpus=8, gpus=1, actor_slot=1; [\d.]+ \(\w{12}\): cpus=4\)\n"),
+    (False, ("--resources", "a:gpus=1"), r"Test\.lf:20:27: error: federate a asks for cpus=1, gpus=1: node a has "
+                                      r"cpus=8, actor_slot=1\n"),
+], ids=["unknown-name", "no-node-has-it", "not-on-that-node"])
+def test_a_placement_that_cannot_be_met_is_an_error_within_seconds(tmp_path: Path, nodes: Nodes, nowhere: bool,
+                                                                    args: tuple[str, ...], message: str) -> None:
+    program = PLACED.replace("at b;", "at nowhere;") if nowhere else PLACED
+    started = time.monotonic()
+    result = on_cluster(tmp_path, nodes, program, *args)
+    assert time.monotonic() - started < 10
+    assert result.returncode == 1
+    assert re.search(message, result.stderr), result.stderr
+    assert result.stdout == ""
+    assert left_on_the_cluster() == ([], [])
+
+
+LONG = """target Python { timeout: 60 sec }
+reactor Source {
+  output out
+  timer t(0, 50 msec)
+  state n = 0
+  reaction(t) -> out {=
+    self.n += 1
+    out.set(self.n)
+  =}
+  reaction(shutdown) {= print("source shutdown") =}
+}
+reactor Sink(id = 0, folder = "") {
+  input inp
+  reaction(startup) {=
+    import os
+    with open(os.path.join(self.folder, f"pid{self.id}.tmp"), "w") as out:
+      out.write(str(os.getpid()))
+    os.rename(os.path.join(self.folder, f"pid{self.id}.tmp"), os.path.join(self.folder, f"pid{self.id}"))
+  =}
+  reaction(inp) {= pass =}
+  reaction(shutdown) {= print(f"sink {self.id} shutdown") =}
+}
+federated reactor {
+  source = new Source()
+  a = new Sink(id = 1, folder = "FOLDER") at a;
+  b = new Sink(id = 2, folder = "FOLDER") at b;
+  source.out -> a.inp
+  source.out -> b.inp
+}
+"""
+
+
+def start_long(tmp_path: Path, nodes: Nodes) -> subprocess.Popen[str]:
+    path = write(tmp_path, LONG.replace("FOLDER", str(tmp_path)))
+    process = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", nodes.address],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    deadline = time.monotonic() + 60
+    while not all((tmp_path / f"pid{k}").exists() for k in (1, 2)):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.1)
+    return process
+
+
+def test_a_federate_whose_process_is_killed_is_lost_with_its_node(tmp_path: Path, nodes: Nodes) -> None:
+    process = start_long(tmp_path, nodes)
+    subprocess.run(["kill", "-KILL", (tmp_path / "pid2").read_text()], check=True)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 1
+    assert err.splitlines() == [f"error: federate b on node {nodes.b.node_id[:12]} (lfrl-host=b) was lost: its "
+                                f"worker process has died; the program stops"]
+    assert out.splitlines() == ["source shutdown", "sink 1 shutdown"]
+    assert left_on_the_cluster() == ([], [])
+
+
+def test_ctrl_c_stops_every_federate_on_the_cluster(tmp_path: Path, nodes: Nodes) -> None:
+    process = start_long(tmp_path, nodes)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert sorted(out.splitlines()) == ["sink 1 shutdown", "sink 2 shutdown", "source shutdown"]
+    assert "Traceback" not in err
+    assert left_on_the_cluster() == ([], [])
+
+
+@pytest.mark.slow
+def test_a_lost_node_ends_the_program_with_an_error_naming_it(tmp_path: Path, nodes: Nodes) -> None:
+    process = start_long(tmp_path, nodes)
+    lost = nodes.b.node_id
+    nodes.cluster.remove_node(nodes.b)
+    try:
+        out, err = process.communicate(timeout=60)
+    finally:
+        nodes.b = nodes.add_b()  # the same label, for the tests after this one
+    assert process.returncode == 1
+    assert re.fullmatch(rf"error: federate b on node {lost[:12]} \(lfrl-host=b\) was lost: (its node has died|its "
+                        rf"worker process has died); the program stops\n", err), err
+    assert out.splitlines() == ["source shutdown", "sink 1 shutdown"]
+    assert left_on_the_cluster() == ([], [])
+
+
+def test_cluster_runs_need_a_federated_program_and_a_cluster(tmp_path: Path) -> None:
+    main = run_lf(tmp_path, DIAMOND_OF_BANKS, "--cluster", "auto", name="Main.lf")
+    assert main.returncode == 1
+    assert main.stderr.startswith(f"{tmp_path / 'Main.lf'}:50:1: error: --cluster runs the federates of a federated "
+                                  f"reactor in Ray actors; Main is a main reactor\n")
+    nobody = run_lf(tmp_path, PLACED, "--cluster", "127.0.0.1:9")
+    assert (nobody.returncode, nobody.stderr) == (1, "error: --cluster 127.0.0.1:9: no Ray cluster answers there "
+                                                     "(Connection refused)\n")
+    alone = run_lf(tmp_path, PLACED, "--resources", "a:gpus=1")
+    assert alone.returncode == 2
+    assert alone.stderr.endswith("lfrl run: error: --resources places federates on a cluster: it needs --cluster\n")
+    unknown = run_lf(tmp_path, PLACED, "--cluster", "127.0.0.1:9", "--resources", "nobody:gpus=1")
+    assert unknown.stderr == ("error: --resources nobody: no federate of the program is called so (its federates: "
+                              "source, a, b, anywhere)\n")
+    bad = run_lf(tmp_path, PLACED, "--cluster", "auto", "--resources", "a:gpus=lots")
+    assert bad.returncode == 2
+    assert bad.stderr.endswith("lfrl run: error: argument --resources: 'gpus=lots' in 'a:gpus=lots': expected "
+                               "RESOURCE=AMOUNT, an amount of 0 or more (e.g. gpus=1)\n")
