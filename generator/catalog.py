@@ -54,7 +54,8 @@ class Param:
     help: str
     min: float | None = None
     max: float | None = None
-    # 'env_id' (a gymnasium environment id), one of PATHS ('file', 'folder', 'input'), 'net_arch' (layer
+    # 'env_id' (a gymnasium environment id), one of PATHS ('file', 'folder', 'input'), 'hosts' (node names
+    # for `at`, separated by commas), 'net_arch' (layer
     # sizes such as 256,256), 'auto_or_number' ("auto" or a number), 'ent_coef' (SAC's: auto, auto_X or a
     # number), 'module' (a Python module name)
     check: str | None = None
@@ -158,8 +159,15 @@ class Param:
                                     f"{value!r}")
             if number <= 0:
                 raise TemplateError(f"{self.flag}: the entropy coefficient must be positive, got {value!r}")
+        if self.check == "hosts" and value and not all(HOST.fullmatch(name) for name in str(value).split(",")):
+            raise TemplateError(f"{self.flag}: node names (a node's lfrl-host label, address or hostname) separated "
+                                f"by commas, such as a,b, got {value!r}")
         if self.check == "module" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", str(value)):
             raise TemplateError(f"{self.flag}: expected a Python module name such as my_networks, got {value!r}")
+
+
+# What LF's `at` takes as a host (without user@ and :port): a name with dots and dashes, an IPv4 address.
+HOST = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(-[A-Za-z0-9_]+)*(\.[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*)*|\d{1,3}(\.\d{1,3}){3}")
 
 
 def whole_number(text: str) -> int | None:
@@ -402,6 +410,11 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
               "learner, buffer, evaluator and monitor share lfrl's); pays when stepping the environments and acting "
               "cost more than a round's updates"),
+        Param("actors_at", str, "", "with --processes yes, for `lfrl run --cluster`: the Ray node of each actor "
+              "(its lfrl-host label, address or hostname), one name for all or one per actor, such as a,b; none: Ray "
+              "spreads them (docs/cluster.md)", check="hosts"),
+        Param("learner_at", str, "", "with --processes yes, for `lfrl run --cluster`: the node the learner (lfrl's "
+              "own process, which coordinates) must run on; `lfrl run` refuses to start elsewhere", check="hosts"),
         Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
     )
     if algo == "dqn":
@@ -459,6 +472,15 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
             raise TemplateError(f"--env-id: {algo} needs continuous actions; {env_id!r} has discrete ones (use dqn)")
         n = {k: values[k] for k in ("total_steps", "train_freq", "actors", "batch_size", "buffer_size", "learners",
                                     "learning_starts", "gradient_steps")}
+        placed = [name for name in str(values["actors_at"]).split(",") if name]
+        if (placed or values["learner_at"]) and not values["processes"]:
+            which = "--actors-at" if placed else "--learner-at"
+            raise TemplateError(f"{which} places federates on a cluster: it needs --processes yes")
+        if len(placed) not in (0, 1, int(n["actors"])):  # type: ignore[call-overload]
+            raise TemplateError(f"--actors-at names {len(placed)} nodes for {n['actors']} actors: give one for all "
+                                f"or one per actor")
+        if "," in str(values["learner_at"]):
+            raise TemplateError(f"--learner-at: one node, got {values['learner_at']!r}")
         if int(n["train_freq"]) % int(n["actors"]):  # type: ignore[call-overload]
             raise TemplateError(f"--train-freq {n['train_freq']} is not a multiple of --actors {n['actors']} (each "
                                 "actor takes an equal share of a round's steps)")
@@ -480,7 +502,8 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
         program = str(values.get("program") or algo)  # the .lf file's name: the runs' folders are named for it
         arch = str(values["net_arch"])
         config: dict[str, object] = {"algo": algo, "program": program,
-                                     **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program")},
+                                     **{k: v for k, v in values.items()
+                                        if k not in ("logdir", "processes", "program", "actors_at", "learner_at")},
                                      "logdir": logdir, "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")]}
         if algo != "dqn":
             config["n_critics"] = 1 if algo == "ddpg" else 2
@@ -491,7 +514,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                 config[key] = float(str(config[key]))
         return {"algo": algo, "algo_title": LEARNER_TITLES[algo], "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
                 "config": config, "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
-                "logdir": logdir, "program": program}
+                "logdir": logdir, "program": program, "placed": placed}
 
     return derive
 

@@ -245,3 +245,14 @@ def test_cluster_runs_need_a_federated_program_and_a_cluster(tmp_path: Path) -> 
     assert bad.returncode == 2
     assert bad.stderr.endswith("lfrl run: error: argument --resources: 'gpus=lots' in 'a:gpus=lots': expected "
                                "RESOURCE=AMOUNT, an amount of 0 or more (e.g. gpus=1)\n")
+
+
+@pytest.mark.slow
+def test_dqn_with_its_actors_on_two_nodes_learns_the_weights_of_one_process(tmp_path: Path, nodes: Nodes) -> None:
+    from tests.test_learners_run import DQN, generate, last_lines, run
+
+    values = {**DQN, "actors": 2, "prioritized": True}
+    placed = generate(tmp_path, "dqn", name="cluster", **values, processes=True, actors_at="a,b")
+    assert "  actor0 = new Actor(bank_index = 0, config = {= CONFIG =}) at a;\n" in placed.read_text()
+    assert last_lines(run(placed, "--cluster", nodes.address)) == last_lines(run(generate(tmp_path, "dqn", **values)))
+    assert left_on_the_cluster() == ([], [])
