@@ -11,6 +11,7 @@ import sys
 import types
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import CodeType
 
@@ -167,12 +168,51 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         name = built.elaborated.main.name
         diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; {name} {what}")
         return 1
+    outcome = Outcome()
+    status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, outcome)
+    resumes = 0
+    while cluster is not None and cluster.on_node_loss == "resume" and outcome.lost and status == 1:
+        if outcome.checkpoint is None:
+            print("error: --on-node-loss resume: no checkpoint was written before the loss, so there is nothing to "
+                  "resume from (ask for them with lf.request_checkpoint, or --checkpoint-every in lfrl's "
+                  "templates)", file=sys.stderr, flush=True)
+            break
+        resumes += 1
+        if resumes > MAX_RESUMES:
+            print(f"error: --on-node-loss resume: federates were lost {resumes} times; giving up",
+                  file=sys.stderr, flush=True)
+            break
+        print(f"resuming from {outcome.checkpoint} on the cluster's nodes now", file=sys.stderr, flush=True)
+        outcome = Outcome(checkpoint=outcome.checkpoint)  # kept if the resumed run writes none
+        status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, outcome.checkpoint, cluster, outcome,
+                                 resuming=True)
+    return status
+
+
+MAX_RESUMES = 5  # resumes after lost nodes in one `lfrl run --on-node-loss resume`
+
+
+@dataclass
+class Outcome:
+    """What a run leaves for `run_file` to decide whether to resume it: the last checkpoint it
+    wrote, and the federates it lost with their node (on a cluster)."""
+
+    checkpoint: str | None = None
+    lost: list[str] = field(default_factory=list)
+
+
+def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
+                    fast: bool | None, resume: str | None, cluster: ClusterOptions | None, outcome: Outcome,
+                    resuming: bool = False) -> int:
+    """Start the federates' processes (here, or in Ray actors), then load and run the program."""
+    main = built.elaborated.main.reactor
+    count = len(federates(built.elaborated)) if main.federated else 1
     nodes: Cluster | None = None
     launcher = federation.launch
     launched: dict[int, federation.Launched] = {}
     try:
         if cluster is not None:
-            nodes = _cluster(cluster, built, diags)
+            nodes = _cluster(cluster, built, diags, resuming)
             if nodes is None:
                 return 1
             launcher = nodes.launch
@@ -189,13 +229,13 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         print("interrupted", file=sys.stderr, flush=True)
         return _closed(nodes, launched, 130)
     if not launched:
-        return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None)
+        return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None, outcome)
     # A Ctrl-C from now on is a stop, as while the federates start and during the run: once they are
     # up, the startup reactions run and then the shutdown reactions (a second one ends at once).
     stops = StopOnSignals(NotYetRunning())
     try:
         with stops:
-            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops, launcher)
+            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops, outcome, launcher)
     except KeyboardInterrupt:  # the second Ctrl-C
         print("interrupted", file=sys.stderr, flush=True)
         return stops.sched.interrupt_status
@@ -203,10 +243,10 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         _closed(nodes, launched, 0)
 
 
-def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics) -> Cluster | None:
+def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics, resuming: bool) -> Cluster | None:
     """Connect to the Ray cluster and place the federates; None when that cannot be done (reported)."""
     try:
-        return Cluster(options, built.elaborated, built.elaborated.main.reactor.loc.file)
+        return Cluster(options, built.elaborated, built.elaborated.main.reactor.loc.file, resuming)
     except ClusterError as exc:
         _cluster_error(exc, diags)
         return None
@@ -229,8 +269,8 @@ def _closed(nodes: Cluster | None, launched: dict[int, federation.Launched], sta
 
 def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
                fast: bool | None, resume: str | None, launched: dict[int, federation.Launched],
-               stops: StopOnSignals | None, launcher: Callable[[str, int, bool], federation.Launched] = federation.launch
-               ) -> int:
+               stops: StopOnSignals | None, outcome: Outcome,
+               launcher: Callable[[str, int, bool], federation.Launched] = federation.launch) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
     identity = checkpoint.program_identity(built.source, _parameters(built.elaborated))
@@ -279,9 +319,10 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     trace: list | None = [] if trace_path else None
     if stops is not None:
         stops.hand_over(env.sched)
-        status = _run_federated(env, built, trace, diags, elsewhere, launched, launcher)
+        status = _run_federated(env, built, trace, diags, elsewhere, launched, launcher, outcome)
     else:
         status = env.run(trace)
+    outcome.checkpoint = env.last_checkpoint or outcome.checkpoint
     if trace_path and trace is not None:
         with open(trace_path, "w") as out:
             for entry in trace:
@@ -323,7 +364,7 @@ def load_module(built: Built) -> dict[str, object]:
 
 def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics,
                    restored: dict[str, dict] | None, launched: dict[int, federation.Launched],
-                   launcher: Callable[[str, int, bool], federation.Launched]) -> int:
+                   launcher: Callable[[str, int, bool], federation.Launched], outcome: Outcome) -> int:
     """Run a federated program with its federates in processes (federation.py), started already
     (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
     federates' processes."""
@@ -349,6 +390,7 @@ def _run_federated(env: Environment, built: Built, trace: list | None, diags: Di
         fed.kill()
         raise
     fed.close()
+    outcome.lost = [fed.names[k] for k in fed.dead if getattr(fed.processes.get(k), "lost", None)]
     return 1 if fed.dead and status == 0 else status
 
 

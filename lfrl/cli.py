@@ -119,9 +119,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.cluster is not None:
         from lfpy.runtime.cluster import ClusterOptions
 
-        cluster = ClusterOptions(args.cluster, args.resources)
-    elif args.resources:
-        args.run_parser.error("--resources places federates on a cluster: it needs --cluster")
+        cluster = ClusterOptions(args.cluster, args.resources, args.on_node_loss or "stop")
+    elif args.resources or args.on_node_loss:
+        flag = "--resources places federates" if args.resources else "--on-node-loss is about federates"
+        args.run_parser.error(f"{flag} on a cluster: it needs --cluster")
     status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
                       fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster)
     _report(diags)
@@ -317,6 +318,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                      type=resources_arg,
                      help="with --cluster, what a federate (envs[1]), every member of a bank (envs) or every federate (*) asks of its "
                           "node, e.g. learner:gpus=1 or envs:cpus=2,accel=1 (default cpus=1); repeatable")
+    run.add_argument("--on-node-loss", choices=("stop", "resume"),
+                     help="with --cluster, when a federate's actor or node is lost: stop with an error (default), or "
+                          "resume from the run's last checkpoint on the nodes there are then (a replacement node "
+                          "with the same lfrl-host label is waited for): the results of the uninterrupted run")
     run.set_defaults(run_parser=run)
     return parser, commands
 

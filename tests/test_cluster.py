@@ -238,6 +238,8 @@ def test_cluster_runs_need_a_federated_program_and_a_cluster(tmp_path: Path) -> 
     alone = run_lf(tmp_path, PLACED, "--resources", "a:gpus=1")
     assert alone.returncode == 2
     assert alone.stderr.endswith("lfrl run: error: --resources places federates on a cluster: it needs --cluster\n")
+    loss = run_lf(tmp_path, PLACED, "--on-node-loss", "resume")
+    assert loss.stderr.endswith("lfrl run: error: --on-node-loss is about federates on a cluster: it needs --cluster\n")
     unknown = run_lf(tmp_path, PLACED, "--cluster", "127.0.0.1:9", "--resources", "nobody:gpus=1")
     assert unknown.stderr == ("error: --resources nobody: no federate of the program is called so (its federates: "
                               "source, a, b, anywhere)\n")
@@ -255,4 +257,28 @@ def test_dqn_with_its_actors_on_two_nodes_learns_the_weights_of_one_process(tmp_
     placed = generate(tmp_path, "dqn", name="cluster", **values, processes=True, actors_at="a,b")
     assert "  actor0 = new Actor(bank_index = 0, config = {= CONFIG =}) at a;\n" in placed.read_text()
     assert last_lines(run(placed, "--cluster", nodes.address)) == last_lines(run(generate(tmp_path, "dqn", **values)))
+    assert left_on_the_cluster() == ([], [])
+
+
+@pytest.mark.slow
+def test_a_lost_node_is_resumed_from_the_last_checkpoint_with_the_uninterrupted_results(tmp_path: Path,
+                                                                                        nodes: Nodes) -> None:
+    from tests.test_learners_run import DQN, command, generate, last_lines, run
+
+    values = {**DQN, "actors": 2, "total_steps": 3000, "checkpoint_every": 500}
+    placed = generate(tmp_path, "dqn", name="cluster", **values, processes=True, actors_at="a,b")
+    process = subprocess.Popen(command("run", str(placed), "--cluster", nodes.address, "--on-node-loss", "resume"),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list((placed.parent / "runs").glob("*/checkpoints/*")):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.05)
+    lost = nodes.b.node_id
+    nodes.cluster.remove_node(nodes.b)
+    nodes.b = nodes.add_b()  # a replacement with the same label
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert re.search(rf"error: federate actor1 on node {lost[:12]} \(lfrl-host=b\) was lost: .*; the program stops\n"
+                     r"resuming from \S+/checkpoints/\S+ on the cluster's nodes now\n", err), err
+    assert last_lines(out.splitlines()) == last_lines(run(generate(tmp_path, "dqn", **values)))
     assert left_on_the_cluster() == ([], [])

@@ -104,6 +104,7 @@ class ClusterOptions:
 
     address: str  # `auto`, or HOST:PORT of the cluster's head, as `ray start` prints it
     resources: list[tuple[str, Demand]] = field(default_factory=list)  # --resources, in order
+    on_node_loss: str = "stop"  # or "resume": from the run's last checkpoint, on the nodes there are then
 
 
 def host_name(host: Host) -> str:
@@ -205,7 +206,8 @@ class Cluster:
     """lfrl's process as the Ray driver of one run: connected, the federates placed and started
     (`launch`), and everything it made on the cluster removed again (`close`)."""
 
-    def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str) -> None:
+    def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str, resuming: bool = False) -> None:
+        """`resuming`: after a lost node, wait (PLACEMENT_WAIT) for a node that `at` names to come back."""
         try:
             import ray
         except ImportError:
@@ -234,7 +236,7 @@ class Cluster:
         _quiet_worker_deaths(ray)
         self.address = ray.util.get_node_ip_address()
         self.own_node = ray.get_runtime_context().get_node_id()
-        self._place(elaborated)
+        self._place(elaborated, resuming)
 
     # ------------------------------------------------------------ placement
 
@@ -260,6 +262,19 @@ class Cluster:
     def _nodes(self) -> list[dict[str, Any]]:
         return [n for n in self.ray.nodes() if n.get("Alive")]
 
+    def _await_named(self, names: set[str], nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The cluster's nodes once every one of `names` names a node, or PLACEMENT_WAIT has passed
+        (a replacement for a lost node, with its label, may still be starting)."""
+        deadline = time.monotonic() + PLACEMENT_WAIT
+        missing = {name for name in names if not self._named(name, nodes)}
+        if missing:
+            print(f"waiting for node(s) {', '.join(sorted(missing))} to join the cluster", file=sys.stderr, flush=True)
+        while missing and time.monotonic() < deadline:
+            time.sleep(0.5)
+            nodes = self._nodes()
+            missing = {name for name in names if not self._named(name, nodes)}
+        return nodes
+
     def _named(self, name: str, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The nodes `at NAME` means: labelled lfrl-host=NAME, else with that address or hostname."""
         labelled = [n for n in nodes if (n.get("Labels") or {}).get(LABEL) == name]
@@ -269,14 +284,16 @@ class Cluster:
             return [n for n in nodes if n["NodeID"] == self.own_node]
         return [n for n in nodes if name in (n.get("NodeManagerAddress"), n.get("NodeManagerHostname"))]
 
-    def _place(self, elaborated: Elaborated) -> None:
+    def _place(self, elaborated: Elaborated, resuming: bool) -> None:
         """Where each federate goes (`strategies`), checked against the nodes' resources at once:
         a placement that cannot be met is a ClusterError naming the federate and what is missing."""
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        nodes = self._nodes()
         hosts = {i.name: i.host for i in elaborated.main.reactor.instantiations if i.host is not None}
+        nodes = self._nodes()
+        if resuming:
+            nodes = self._await_named({host_name(h) for h in hosts.values()}, nodes)
         main_host = elaborated.main.reactor.host
         first = self.listed[0].name.split("[", 1)[0]
         for host, who in ((main_host, "the federated reactor"), (hosts.get(first), f"federate {first}")):

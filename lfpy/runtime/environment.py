@@ -58,6 +58,7 @@ class Environment:
         Raises ParameterRefused when an initialiser raises `lf.ParameterError`, else what it raises."""
         self.graph = elaborated
         self.identity = identity
+        self.last_checkpoint: str | None = None  # the last checkpoint this run wrote (a resume after a lost node)
         self.restoring = restoring
         self.owned = owned
         self.remote_init: Callable[[Instance, str | None], None] | None = None
@@ -367,6 +368,7 @@ class Environment:
         for path in dict.fromkeys(paths):
             try:
                 checkpoint.write(path, self.sched.current, self.identity or {}, payload)
+                self.last_checkpoint = path
             except OSError as exc:
                 self._checkpoint_failed(path, f"cannot write {exc.filename or path}: {exc.strerror or exc}")
 
