@@ -282,3 +282,24 @@ def test_a_lost_node_is_resumed_from_the_last_checkpoint_with_the_uninterrupted_
                      r"resuming from \S+/checkpoints/\S+ on the cluster's nodes now\n", err), err
     assert last_lines(out.splitlines()) == last_lines(run(generate(tmp_path, "dqn", **values)))
     assert left_on_the_cluster() == ([], [])
+
+
+def test_a_new_projects_make_cluster_run_samples_what_make_run_does(tmp_path: Path, nodes: Nodes) -> None:
+    from tests.test_project import BIN, ROOT, run
+
+    made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", "Spread", "--processes", "yes",
+                "-o", str(tmp_path)], ROOT)
+    assert made.returncode == 0, made.stderr
+    project = tmp_path / "spread"
+    assert "make cluster-run" in (project / "README.md").read_text()
+    spread = run(["make", "cluster-run", f"VENV={BIN.parent}", f"CLUSTER={nodes.address}"], project)
+    assert spread.returncode == 0, spread.stdout + spread.stderr
+    here = run(["make", "run", f"VENV={BIN.parent}"], project)
+    assert here.returncode == 0, here.stderr
+
+    def results(stdout: str) -> list[str]:
+        return [line for line in stdout.splitlines() if "checksum" in line]
+
+    assert len(results(here.stdout)) == 2
+    assert results(spread.stdout) == results(here.stdout)
+    assert left_on_the_cluster() == ([], [])
