@@ -21,7 +21,7 @@ contender of a workload back to back in an order that rotates, side by side:
 - sampling: `lfrl gen sampling --workers 2 --envs-per-worker 1 --env-id CartPole-v1 --processes
   yes`, synchronised every step: worker 0 next to the driver in lfrl's process (the head), worker 1 a
   federate. *lfrl, cluster*: its bank placed `at a;` and run with --cluster; *lfrl, one host*: the
-  generated program as is (worker 1 in a process, over a pipe); *Ray actors*: one actor per
+  generated program as is (worker 1 in a process, over a pipe or loopback TCP); *Ray actors*: one actor per
   environment, on the head and on node a (the same two nodes), the driver sampling the actions and
   sending them, `ray.get` of both steps at every step, as vs_ray.py's Ray peer but with the actors
   placed. Samples/s (2 per step); the ratio lfrl-cluster / Ray (target >= 5x).
@@ -150,9 +150,9 @@ def sampling(folder: Path, sizes: Sizes, address: str, wholes: dict[str, list[fl
     shutil.copytree(host.parent, cluster.parent)
     cluster.write_text(placed(host.read_text(), "envs", "a"))
 
-    def run(name: str, path: Path, *args: str) -> Callable[[], Measurement]:
+    def run(name: str, path: Path, *args: str, transport: str | None = None) -> Callable[[], Measurement]:
         def measure() -> Measurement:
-            out, whole = lfrl_run(path, "--workers", "1", *args)
+            out, whole = lfrl_run(path, "--workers", "1", *args, transport=transport)
             rate = re.search(rf"^{sizes.samples} samples from 2 workers in [\d.]+ s: ([\d,]+) samples/s$", out, re.M)
             checksums = re.findall(r"^worker (\d+): checksum (\S+)$", out, re.M)
             if rate is None or len(checksums) != 2:
@@ -163,7 +163,8 @@ def sampling(folder: Path, sizes: Sizes, address: str, wholes: dict[str, list[fl
         return measure
 
     return {"lfrl, cluster (worker 1 at a)": run("lfrl, cluster (worker 1 at a)", cluster, "--cluster", address),
-            "lfrl, one host (pipe)": run("lfrl, one host (pipe)", host)}
+            "lfrl, one host (pipe)": run("lfrl, one host (pipe)", host),
+            "lfrl, one host (loopback TCP)": run("lfrl, one host (loopback TCP)", host, transport="tcp")}
 
 
 # -------------------------------------------------------------------------------------------- Ray
@@ -331,7 +332,7 @@ def write(args: argparse.Namespace, workloads: list[Workload], sizes: Sizes, rep
         f"`ray.get(actor.echo.remote(x))` from a driver on the head to an actor on b, {sizes.calls:,} calls. "
         f"Sampling: `lfrl gen sampling --workers 2 --envs-per-worker 1 --env-id {ENV_ID} --processes yes --steps "
         f"{sizes.samples}` (worker 0 in lfrl's process next to the driver, worker 1 a federate; *cluster*: placed "
-        "`at a`), the rate it prints; Ray: an actor per environment on the head and on a, the driver sampling the "
+        "`at a`; *one host*: worker 1 in a process of its own over a pipe or loopback TCP), the rate it prints; Ray: an actor per environment on the head and on a, the driver sampling the "
         f"actions and `ray.get`ting both steps at every step, {sizes.ray_steps:,} steps. The ratios are "
         "lfrl-cluster / Ray within each round; none is given where the two lfrl forms printed different results "
         "(ping-pong's count, sampling's checksums). *Whole run* is the `lfrl run` process's time, start (and, on "

@@ -5,6 +5,7 @@ lfrl-host=a and lfrl-host=b (b with one logical GPU), one cluster for the module
 from __future__ import annotations
 
 import logging
+import os
 import re
 import signal
 import subprocess
@@ -303,3 +304,52 @@ def test_a_new_projects_make_cluster_run_samples_what_make_run_does(tmp_path: Pa
     assert len(results(here.stdout)) == 2
     assert results(spread.stdout) == results(here.stdout)
     assert left_on_the_cluster() == ([], [])
+
+
+def ray_processes(temp_dir: Path) -> list[int]:
+    """Processes of the Ray cluster whose files are under `temp_dir` (`ray start --temp-dir`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(temp_dir).encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+def test_ray_start_on_the_command_line_then_lfrl_run_cluster(tmp_path: Path) -> None:
+    """A cluster as users start one: `ray start --head` and `ray start --address` on this machine.
+    Stopped by killing its own processes: `ray stop` would stop the module's cluster too."""
+    import secrets
+    import socket
+
+    ray_bin = Path(sys.executable).parent / "ray"
+    temp_dir = Path(f"/tmp/lfrl-ray-{secrets.token_hex(3)}")  # short: Ray's socket paths must fit
+    with socket.socket() as probe:
+        probe.bind(("", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}  # as the test sets it, whatever ~/.ray holds
+    try:
+        for args in (["--head", f"--port={port}", f"--temp-dir={temp_dir}", "--labels", "lfrl-host=head"],
+                     [f"--address=127.0.0.1:{port}", "--labels", "lfrl-host=a"]):
+            started = subprocess.run([str(ray_bin), "start", "--num-cpus=2", "--disable-usage-stats", *args],
+                                     capture_output=True, text=True, env=env, timeout=120)
+            assert started.returncode == 0, started.stdout + started.stderr
+        path = write(tmp_path, PLACED.replace("at b;", "at head;"))
+        result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", f"127.0.0.1:{port}"],
+                                capture_output=True, text=True, env=env, timeout=120)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert [line.rsplit(" ", 2)[0] for line in lines] == [f"sink {k} got {n}" for n in (1, 2, 3) for k in (1, 2, 3)]
+        assert len({line.rsplit(" ", 1)[1] for line in lines[:2]}) == 2  # a and head: two nodes
+    finally:
+        for pid in ray_processes(temp_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        subprocess.run(["rm", "-rf", str(temp_dir)], check=False)
+    assert ray_processes(temp_dir) == []

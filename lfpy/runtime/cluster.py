@@ -227,8 +227,12 @@ class Cluster:
             ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
                      runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES})
         except (ConnectionError, ValueError, RuntimeError) as exc:
+            hint = ""
+            if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+                hint = (" (a cluster with token authentication, as `ray start --head` sets up where "
+                        "~/.ray/auth_token exists, needs RAY_AUTH_MODE=token here and on its other nodes)")
             raise ClusterError(f"--cluster {options.address}: cannot connect to a Ray cluster there: "
-                               f"{str(exc).strip().splitlines()[0]}") from None
+                               f"{str(exc).strip().splitlines()[0]}{hint}") from None
         finally:
             # ray.init makes SIGTERM exit at once; lfrl's own handling stops the program with its
             # shutdown reactions (status 143), as without a cluster.
@@ -364,7 +368,12 @@ class Cluster:
                                    f"resources they ask for exist but are taken (by other jobs?)")
             ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=min(left, WAITING_NOTE))
             for ref in ready:
-                launched[waiting.pop(ref)].process.placed(ray)  # type: ignore[attr-defined]
+                k = waiting.pop(ref)
+                try:
+                    launched[k].process.placed(ray)  # type: ignore[attr-defined]
+                except ray.exceptions.RayError as exc:
+                    raise ClusterError(f"federate {self.listed[k].name} could not start in a Ray actor: "
+                                       f"{_why_lost(str(exc))}") from None
             if waiting and not noted:
                 noted = True
                 names = ", ".join(self.listed[k].name for k in sorted(waiting.values()))
