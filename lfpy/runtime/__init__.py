@@ -12,7 +12,8 @@
 - `failure`: how a failure in user code is reported, at the `.lf` line that raised;
 - `api`: the names reaction bodies see (`lf`, units, `lf_print`, ...);
 - `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run;
-- `federation`, `transport`, `transient`: federated programs with their federates in processes.
+- `federation`, `transport`, `transient`: federated programs with their federates in processes;
+  `cluster`: those processes in Ray actors on the nodes of a cluster (`lfrl run --cluster`).
 
 The threading contract is written at the top of scheduler.py and ports.py.
 """
