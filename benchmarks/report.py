@@ -51,6 +51,9 @@ BENCHMARKS = [
               (), ("--quick",), 1, 0.7),
     Benchmark("federation", "Federated programs in processes: a tag's cost and parallel federates",
               (), ("--quick",), 0.3, 0.3),
+    Benchmark("cluster", "Federates on a Ray cluster (three nodes simulated on this machine): a tag's round trip "
+              "across nodes and sampling synchronised every step on two nodes, lfrl against Ray actors",
+              (), ("--quick",), 1.2, 0.5),
     Benchmark("vs_ray", "Parallel sampling: lfrl against Ray, gymnasium's vector environments, SB3's "
               "SubprocVecEnv and EnvPool", (), ("--quick",), 8, 1),
     Benchmark("qlearning", "Synchronized parallel Q-learning, lfrl against Ray", (), ("--quick",), 4, 1),

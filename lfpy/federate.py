@@ -1,11 +1,12 @@
 """A federate's process, started by the coordinator of a federated program
 (lfpy/runtime/federation.py) with what it talks on, three pipe ends or the coordinator's TCP port:
 
-  python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN | --connect HOST:PORT)
+  python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN | --connect HOST:PORT | --unix PATH)
                           [--restoring] [--forward-output]
 
 With --connect it opens two connections, each starting with the token in LFPY_FEDERATE_TOKEN: one
-for requests and answers, then one for its own messages. With --forward-output (a federate on
+for requests and answers, then one for its own messages. With --unix (a federate in a Ray actor on
+lfrl's own machine) three, used as the three pipes are, with shared memory for large values. With --forward-output (a federate on
 another machine, cluster.py) what it prints goes to the coordinator, which prints it. It builds the whole program as the
 coordinator did, initialises the reactors of federate INDEX (with --restoring, a run resumed from a
 checkpoint, their state comes from the coordinator instead), says it is ready, and runs the
@@ -50,12 +51,22 @@ def _failure_report(built: Built, exc: Exception, what: str) -> str:
 
 
 def _channels(argv: list[str]) -> tuple[Channel, Channel, Channel]:
-    """Requests, answers and own messages, from `--pipes R A O` or `--connect HOST:PORT`."""
+    """Requests, answers and own messages, from `--pipes R A O`, `--connect HOST:PORT` or `--unix PATH`."""
     if argv[0] == "--pipes":
         return (PipeChannel(read_fd=int(argv[1])), PipeChannel(write_fd=int(argv[2]), shared=Segments()),
                 PipeChannel(write_fd=int(argv[3])))
-    host, port = argv[1].rsplit(":", 1)
     token = bytes.fromhex(os.environ.pop("LFPY_FEDERATE_TOKEN"))
+    if argv[0] == "--unix":
+        fds = []
+        for _ in range(3):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(argv[1])
+            sock.sendall(token)
+            fds.append(sock.detach())
+        requests, answers, own_fd = fds
+        return (PipeChannel(read_fd=requests), PipeChannel(write_fd=answers, shared=Segments()),
+                PipeChannel(write_fd=own_fd))
+    host, port = argv[1].rsplit(":", 1)
     connections = []
     for _ in range(2):
         sock = socket.create_connection((host, int(port)))

@@ -148,6 +148,30 @@ def test_a_placement_that_cannot_be_met_is_an_error_within_seconds(tmp_path: Pat
     assert left_on_the_cluster() == ([], [])
 
 
+FAILING = """target Python
+reactor Source {
+  output out
+  reaction(startup) -> out {= out.set(0) =}
+}
+reactor Sink {
+  input inp
+  reaction(inp) {= raise ValueError("no") =}
+}
+federated reactor {
+  source = new Source()
+  sink = new Sink() at b;
+  source.out -> sink.inp
+}
+"""
+
+
+def test_a_failure_on_a_node_is_reported_at_the_users_file(tmp_path: Path, nodes: Nodes) -> None:
+    result = run_lf(tmp_path, FAILING, "--cluster", nodes.address)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"{tmp_path / 'Test.lf'}:8:20: error: reaction 'reaction_1' of Test.sink failed: "
+                                    f"ValueError: no\n"), result.stderr
+
+
 LONG = """target Python { timeout: 60 sec }
 reactor Source {
   output out
@@ -353,3 +377,42 @@ def test_ray_start_on_the_command_line_then_lfrl_run_cluster(tmp_path: Path) -> 
                 pass
         subprocess.run(["rm", "-rf", str(temp_dir)], check=False)
     assert ray_processes(temp_dir) == []
+
+
+ON_THE_COORDINATORS_NODE = """target Python { timeout: 1 msec }
+preamble {=
+  import os
+  import numpy as np
+
+  def in_shared_memory():
+    # Whether this process maps a shared-memory segment (where a large value it received lies).
+    return any(" /dev/shm/psm_" in line for line in open("/proc/self/maps"))  # Python SharedMemory segments
+=}
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  reaction(t) -> out {= out.set(np.arange(100_000, dtype=np.float64) * (lf.time.logical_elapsed() + 1)) =}
+}
+reactor Sink(label = "") {
+  input inp
+  reaction(inp) {=
+    expected = np.arange(100_000, dtype=np.float64) * (lf.time.logical_elapsed() + 1)
+    print(f"{self.label} intact {np.array_equal(inp.value, expected)}, in shared memory {in_shared_memory()}")
+  =}
+}
+federated reactor {
+  source = new Source()
+  here = new Sink(label = "here") at localhost;
+  there = new Sink(label = "there") at a;
+  source.out -> here.inp
+  source.out -> there.inp
+}
+"""
+
+
+def test_a_federate_on_the_coordinators_node_gets_large_values_through_shared_memory(tmp_path: Path,
+                                                                                      nodes: Nodes) -> None:
+    result = on_cluster(tmp_path, nodes, ON_THE_COORDINATORS_NODE)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["here intact True, in shared memory True",
+                                          "there intact True, in shared memory False"] * 2

@@ -6,8 +6,9 @@ NAME), the others in one placement group spread over the nodes, all or nothing. 
 program's folder to the nodes (a runtime_env working_dir: no shared filesystem), starts the
 federate's process there (`lfpy.federate --connect`, the actor's own process) and tells when an
 actor or its node is lost. Everything of a round goes over the direct TCP connections each federate
-opens back to lfrl's process (`SocketChannel`), never through Ray's object store; what federates print
-comes back with their answers (federation.Output).
+opens back to lfrl's process (`SocketChannel`), never through Ray's object store; a federate that
+lands on lfrl's own node connects over a Unix socket instead and gets large values through shared
+memory, as on one host. What federates print comes back with their answers (federation.Output).
 
 Imported only with --cluster: Ray is an optional dependency (`pip install 'lfrl[cluster]'`).
 """
@@ -18,10 +19,12 @@ import logging
 import os
 import re
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,18 +123,21 @@ class RemoteProcess:
 
     remote = True
 
-    def __init__(self, actor: Any, where: Any, run: Any, label: str | None) -> None:
+    def __init__(self, actor: Any, where: Any, run: Any, label: str | None, root: Path) -> None:
         self.actor = actor
-        self.where_ref = where  # (node id, hostname, pid), once the actor is placed
+        self.where_ref = where  # (node id, hostname, pid, its copy of the program's folder), once placed
+        self.root = str(root)  # the program's folder here
+        self.copy = ""
         self.run_ref = run  # the federate's exit status, or the actor's death
         self.label = label
         self.node = ""
         self.pid = 0
         self.status: int | None = None
         self.lost: str | None = None  # why the actor died, as Ray says it
+        self.failed: str | None = None  # what `run` raised (not the program's errors: those it reports)
 
     def placed(self, ray: Any) -> None:
-        self.node, _hostname, self.pid = ray.get(self.where_ref)
+        self.node, _hostname, self.pid, self.copy = ray.get(self.where_ref)
 
     def poll(self) -> int | None:
         import ray
@@ -155,14 +161,20 @@ class RemoteProcess:
             self.status = int(ray.get(self.run_ref))
         except ray.exceptions.RayActorError as exc:
             self.status, self.lost = 1, _why_lost(str(exc))
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.cause
+            self.status, self.failed = 1, f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
         except ray.exceptions.RayError as exc:
-            self.status, self.lost = 1, str(exc).strip().splitlines()[0]
+            self.status, self.lost = 1, _why_lost(str(exc))
         ray.kill(self.actor, no_restart=True)  # its process has ended: its resources go back
 
     def kill(self) -> None:
         import ray
 
         ray.kill(self.actor, no_restart=True)
+
+    def shown(self, text: str) -> str:
+        return text.replace(self.copy, self.root) if self.copy else text
 
     def where(self) -> str:
         named = f" ({LABEL}={self.label})" if self.label else ""
@@ -175,6 +187,8 @@ class RemoteProcess:
             return "stopped answering"
         if self.lost is not None:
             return f"was lost: {self.lost}"
+        if self.failed is not None:
+            return f"failed in its Ray actor: {self.failed}"
         return f"exited with status {status}"
 
 
@@ -189,12 +203,21 @@ def _why_lost(text: str) -> str:
 class FederateActor:
     """The Ray actor a federate runs in: its process is the federate's process."""
 
-    def where(self) -> tuple[str, str, int]:
+    def where(self) -> tuple[str, str, int, str]:
         import ray
 
-        return ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid()
+        return ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid(), os.getcwd()
 
-    def run(self, argv: list[str], token: str, environ: dict[str, str]) -> int:
+    def run(self, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str]) -> int:
+        """Run federate `argv` (`lfpy.federate`'s arguments, with --connect); on the coordinator's
+        node (`local`: its id, and the Unix socket lfrl listens on there) it connects over that
+        socket instead, and large values cross in shared memory as on one host."""
+        import ray
+
+        node, path = local
+        if ray.get_runtime_context().get_node_id() == node and os.path.exists(path):
+            at = argv.index("--connect")
+            argv = [*argv[:at], "--unix", path, *argv[at + 2:]]
         os.environ.update(environ)
         os.environ["LFPY_FEDERATE_TOKEN"] = token
         from lfpy import federate
@@ -220,6 +243,8 @@ class Cluster:
         self.group: Any = None
         self.strategies: dict[int, dict[str, Any]] = {}
         self.labels: dict[int, str | None] = {}
+        # The Unix sockets federates on this node connect to (only this user may).
+        self.sockets = tempfile.mkdtemp(prefix="lfrl-")
         self.demands = self._demands(options.resources)
         _reachable(options.address)
         on_sigterm = signal.getsignal(signal.SIGTERM)
@@ -344,14 +369,20 @@ class Cluster:
             num_cpus=demand.cpus, num_gpus=demand.gpus, resources=dict(demand.custom), max_restarts=0,
             name=None, **self.strategies[k]).remote()
         listener = socket.create_server((self.address, 0))
+        local = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = os.path.join(self.sockets, f"{k}-{secrets.token_hex(4)}")
+        local.bind(path)
+        local.listen()
         token = secrets.token_bytes(federation.TOKEN_BYTES)
         port = listener.getsockname()[1]
         argv = [os.path.relpath(lf_path, self.root), str(k), "--connect", f"{self.address}:{port}", "--forward-output",
                 *(["--restoring"] if restoring else [])]
         environ = {k: v for k, v in os.environ.items() if PASSED_ENV.match(k)}
-        process = RemoteProcess(actor, actor.where.remote(), actor.run.remote(argv, token.hex(), environ), self.labels[k])
+        where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
+        process = RemoteProcess(actor, where, actor.run.remote(argv, token.hex(), environ, (self.own_node, path)),
+                                self.labels[k], self.root)
         self.actors.append(process)
-        return federation.Launched(process, None, listener, token)
+        return federation.Launched(process, None, listener, token, local)
 
     def placed(self, launched: dict[int, federation.Launched]) -> None:
         """Wait until Ray has placed every launched federate; ClusterError naming those it could not
@@ -364,8 +395,9 @@ class Cluster:
             left = deadline - time.monotonic()
             if left <= 0:
                 names = ", ".join(self.listed[k].name for k in sorted(waiting.values()))
-                raise ClusterError(f"the cluster did not place federate(s) {names} within {PLACEMENT_WAIT:g} s: the "
-                                   f"resources they ask for exist but are taken (by other jobs?)")
+                raise ClusterError(f"the cluster did not start federate(s) {names} within {PLACEMENT_WAIT:g} s: the "
+                                   f"resources they ask for exist but are taken (by other jobs?), or Ray cannot start "
+                                   f"their actors (its logs on the nodes, /tmp/ray/session_latest/logs, say why)")
             ready, _ = ray.wait(list(waiting), num_returns=len(waiting), timeout=min(left, WAITING_NOTE))
             for ref in ready:
                 k = waiting.pop(ref)
@@ -377,7 +409,7 @@ class Cluster:
             if waiting and not noted:
                 noted = True
                 names = ", ".join(self.listed[k].name for k in sorted(waiting.values()))
-                print(f"waiting for the cluster to place federate(s) {names}", file=sys.stderr, flush=True)
+                print(f"waiting for the cluster to start federate(s) {names}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Remove every actor and the placement group of this run, and leave the cluster."""
@@ -392,6 +424,7 @@ class Cluster:
 
             remove_placement_group(self.group)
         ray.shutdown()
+        shutil.rmtree(self.sockets, ignore_errors=True)
 
 
 def _quiet_worker_deaths(ray: Any) -> None:

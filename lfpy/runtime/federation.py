@@ -40,6 +40,7 @@ import io
 import os
 import pickle
 import secrets
+import select
 import signal
 import socket
 import subprocess
@@ -187,6 +188,11 @@ class Process(Protocol):
         """How it ended (it has, or is about to), for messages: `exited with status 2`, `was lost: ..`."""
         ...
 
+    def shown(self, text: str) -> str:
+        """What it printed, with the paths of the program's files as lfrl's user knows them (a
+        federate in a Ray actor reads a copy of them)."""
+        ...
+
 
 class Child(subprocess.Popen):
     """A federate's process on this machine, a child of lfrl's."""
@@ -195,6 +201,9 @@ class Child(subprocess.Popen):
 
     def where(self) -> str:
         return f"(process {self.pid})"
+
+    def shown(self, text: str) -> str:
+        return text
 
     def ended(self) -> str:
         try:
@@ -208,51 +217,67 @@ class Child(subprocess.Popen):
 
 class Launched(NamedTuple):
     """A federate's process as `launch` started it, with what lfrl talks to it on: its ends of the
-    pipes, or the port the process connects to (tcp)."""
+    pipes, or the port the process connects to (tcp), or (a federate in a Ray actor, cluster.py)
+    either that port or, when it runs on this machine after all, a Unix socket (`local`)."""
 
     process: Process
     pipes: tuple[int, int, int] | None  # requests (written here), answers and own messages (read here)
     listener: socket.socket | None
     token: bytes
+    local: socket.socket | None = None
 
     def channels(self, name: str, shared: Segments | None = None) -> tuple[Channel, Channel, Channel]:
-        """Its requests, answers and own-messages channels (the process's two connections, for tcp:
-        one both ways for requests and answers, then one for its own messages); requests over pipes
-        put their large values in `shared`. FederationError if the process ended before it connected."""
+        """Its requests, answers and own-messages channels: over pipes; over TCP, the process's two
+        connections (one both ways for requests and answers, then one for its own messages); over
+        the Unix socket, three connections used as pipes are. Requests over pipes put their large
+        values in `shared`. FederationError if the process ended before it connected."""
         if self.pipes is not None:
             requests, answers, own = self.pipes
             return PipeChannel(write_fd=requests, shared=shared), PipeChannel(read_fd=answers), PipeChannel(read_fd=own)
-        assert self.listener is not None
-        with self.listener:
-            both = SocketChannel(self._accept(name))
-            return both, both, SocketChannel(self._accept(name))
+        listeners = [s for s in (self.listener, self.local) if s is not None]
+        try:
+            first = self._accept(name, listeners)
+            if first.family == socket.AF_UNIX:  # on this machine: shared memory for large values
+                answers, own = self._accept(name, [self.local]), self._accept(name, [self.local])  # type: ignore[list-item]
+                return (PipeChannel(write_fd=first.detach(), shared=shared), PipeChannel(read_fd=answers.detach()),
+                        PipeChannel(read_fd=own.detach()))
+            both = SocketChannel(first)
+            return both, both, SocketChannel(self._accept(name, [self.listener]))  # type: ignore[list-item]
+        finally:
+            self.discard()
 
-    def _accept(self, name: str) -> socket.socket:
-        """The process's next connection that starts with its token (others are closed)."""
-        assert self.listener is not None
-        self.listener.settimeout(0.2)  # to notice a process that ended before it connected
+    def _accept(self, name: str, listeners: list[socket.socket]) -> socket.socket:
+        """The process's next connection to one of `listeners` that starts with its token (others
+        are closed)."""
         while True:
-            try:
-                sock, _ = self.listener.accept()
-            except TimeoutError:
+            # A timeout, to notice a process that ended before it connected.
+            ready, _, _ = select.select(listeners, [], [], 0.2)
+            if not ready:
                 if self.process.poll() is not None:
                     raise FederationError(f"federate {name} did not start: it {self.process.ended()}") from None
                 continue
+            sock, _ = ready[0].accept()
             sock.settimeout(10)
             try:
                 token = sock.recv(TOKEN_BYTES, socket.MSG_WAITALL)
             except OSError:
                 token = b""
             if token == self.token:
+                sock.settimeout(None)
                 return sock
             sock.close()
 
     def discard(self) -> None:
-        """Close lfrl's ends (a process the program did not get to use)."""
+        """Close lfrl's ends of what the process did not use, or will not (a process the program did
+        not get to use)."""
         for fd in self.pipes or ():
             os.close(fd)
-        if self.listener is not None:
-            self.listener.close()
+        for listener in (self.listener, self.local):
+            if listener is not None:
+                if listener.family == socket.AF_UNIX and listener.fileno() >= 0:
+                    with contextlib.suppress(OSError):
+                        os.unlink(listener.getsockname())
+                listener.close()
 
 
 def launch(lf_path: str, k: int, restoring: bool) -> Launched:
@@ -363,11 +388,11 @@ class Printed(io.TextIOBase):
             self.output.write(self.fd, text)
 
 
-def show_printed(printed: Iterable[tuple[int, str]]) -> None:
+def show_printed(process: Process, printed: Iterable[tuple[int, str]]) -> None:
     """Print here what a federate printed there (`Output`)."""
     for fd, text in printed:
         stream = sys.stdout if fd == 1 else sys.stderr
-        stream.write(text)
+        stream.write(process.shown(text))
         stream.flush()
 
 
@@ -464,7 +489,7 @@ class Federation:
             raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
         if answer != ("ready",):
             if answer[0] in ("failed", "refused"):  # type: ignore[index]
-                sys.stderr.write(answer[1])  # type: ignore[index]
+                sys.stderr.write(self.processes[k].shown(answer[1]))  # type: ignore[index]
                 sys.stderr.flush()
             raise FederationError(f"federate {self.names[k]} did not start (see the errors above)",
                                   reported=answer[0] == "refused")  # type: ignore[index]
@@ -559,7 +584,7 @@ class Federation:
             elif message[0] == "checkpoint":  # type: ignore[index]
                 self.sched.request_checkpoint(message[1])  # type: ignore[index]
             elif message[0] == "print":  # type: ignore[index]
-                show_printed([message[1:]])  # type: ignore[list-item]
+                show_printed(process, [message[1:]])  # type: ignore[list-item]
         channel.close()
         # A transient federate that has left ends as it was told to; a later process may be k now.
         if not self.stopping and k not in self.dead and self.processes.get(k) is process:
@@ -679,7 +704,7 @@ class Federation:
                 continue
             (outputs, scheduled, physical, transitions, stop, failed, status, traced,  # type: ignore[misc]
              checkpoints, printed) = answer
-            show_printed(printed)
+            show_printed(self.processes[k], printed)
             if traced and sched.trace is not None:  # user trace points, with the tags they were recorded at
                 sched.trace.extend(traced)
             for slot, value in outputs:
