@@ -1,5 +1,6 @@
-"""Federates on a Ray cluster (`lfrl run --cluster`): a tag's round trip across nodes, and sampling
-synchronised every step with workers on two nodes, against Ray actors on the same nodes.
+"""Federates on a Ray cluster (`lfrl run --cluster`): a tag's round trip across nodes, sampling
+synchronised every step and DQN with workers or actors on two nodes, against Ray actors on the same
+nodes and against one host.
 
   .venv/bin/python benchmarks/cluster.py [--rounds 3] [--quick]
 
@@ -25,9 +26,13 @@ contender of a workload back to back in an order that rotates, side by side:
   environment, on the head and on node a (the same two nodes), the driver sampling the actions and
   sending them, `ray.get` of both steps at every step, as vs_ray.py's Ray peer but with the actors
   placed. Samples/s (2 per step); the ratio lfrl-cluster / Ray (target >= 5x).
+- DQN: `lfrl gen dqn --actors 2 --processes yes` on CartPole-v1, *cluster*: `--actors-at a,b` (one
+  actor on each node) with --cluster; *one host*: the actors in processes of their own (pipes). The
+  training time the program prints; the weights must be the same. No Ray peer: what the cluster
+  costs an off-policy learner against one host (cluster / one host).
 Both lfrl forms of a program must print the same results (ping-pong's count, sampling's checksums), or
 no ratio is printed. Writes benchmarks/results/cluster.md, cluster.png and cluster.json; `--quick`
-(2 rounds, shorter programs) takes about 30 s here, the default about 70 s (the cluster's start
+(2 rounds, shorter programs) takes about a minute here, the default about two (the cluster's start
 included, about 7 s).
 """
 
@@ -76,10 +81,11 @@ class Sizes:
     calls: int  # Ray actor calls per measurement
     samples: int  # lfrl's sampling run (both workers together)
     ray_steps: int  # steps of both Ray actors per measurement (2 samples each)
+    dqn_steps: int  # environment steps of the DQN run
 
 
-FULL = Sizes(trips=3000, calls=1000, samples=10_000, ray_steps=1500)
-QUICK = Sizes(trips=500, calls=300, samples=2000, ray_steps=300)
+FULL = Sizes(trips=3000, calls=1000, samples=10_000, ray_steps=1500, dqn_steps=6000)
+QUICK = Sizes(trips=500, calls=300, samples=2000, ray_steps=300, dqn_steps=2000)
 
 
 # ------------------------------------------------------------------------------------------- lfrl
@@ -168,6 +174,33 @@ def sampling(folder: Path, sizes: Sizes, address: str, wholes: dict[str, list[fl
             "lfrl, one host (loopback TCP)": run("lfrl, one host (loopback TCP)", host, transport="tcp")}
 
 
+def dqn(folder: Path, sizes: Sizes, address: str, wholes: dict[str, list[float]]) -> dict[str, Callable[[], Measurement]]:
+    """DQN's lfrl contenders: the training seconds it prints, checked by the weights' checksum."""
+    steps = sizes.dqn_steps
+    common = ["gen", "dqn", "--env-id", ENV_ID, "--actors", "2", "--total-steps", str(steps), "--learning-starts",
+              str(steps // 5), "--train-freq", str(steps // 5), "--gradient-steps", "50", "--eval-every",
+              str(10 * steps), "--eval-episodes", "2", "--progress", "no", "--processes", "yes", "--force"]
+    host = folder / "dqn-host" / "dqn.lf"
+    cluster = folder / "dqn-cluster" / "dqn.lf"
+    subprocess.run([*LFRL, *common, "-o", str(host)], check=True, cwd=ROOT, capture_output=True)
+    subprocess.run([*LFRL, *common, "--actors-at", "a,b", "-o", str(cluster)], check=True, cwd=ROOT, capture_output=True)
+
+    def run(name: str, path: Path, *args: str) -> Callable[[], Measurement]:
+        def measure() -> Measurement:
+            out, whole = lfrl_run(path, *args)
+            training = re.search(rf"^{steps} environment steps and \d+ updates in ([\d.]+) s", out, re.M)
+            checksum = re.search(r"^weights checksum (\S+)$", out, re.M)
+            if training is None or checksum is None:
+                raise SystemExit(f"{name}: no training time or checksum in its output:\n{out}")
+            wholes.setdefault(name, []).append(whole)
+            return Measurement(float(training.group(1)), checksum.group(1))
+
+        return measure
+
+    return {"lfrl, cluster (actors at a and b)": run("lfrl, cluster (actors at a and b)", cluster, "--cluster", address),
+            "lfrl, one host (actors in processes)": run("lfrl, one host (actors in processes)", host)}
+
+
 # -------------------------------------------------------------------------------------------- Ray
 
 
@@ -233,8 +266,8 @@ class Workload:
     unit: str
     lower_is_better: bool
     cluster: str  # the lfrl-cluster contender's name
-    ray: str
-    target: float
+    ray: str  # what it is compared with: Ray's contender, or lfrl on one host where Ray has none
+    target: float | None
     results: dict[str, list[Measurement]]
     wholes: dict[str, list[float]]
 
@@ -244,11 +277,18 @@ class Workload:
             return None
         return [a / b for a, b in zip(values(self.results[self.cluster]), values(self.results[self.ray]), strict=True)]
 
-    def met(self, ratios: list[float]) -> bool:
+    def met(self, ratios: list[float]) -> bool | None:
+        if self.target is None:
+            return None
         return median(ratios) <= self.target if self.lower_is_better else median(ratios) >= self.target
 
     def target_text(self) -> str:
-        return f"{'<=' if self.lower_is_better else '>='} {self.target:g}x"
+        return "none" if self.target is None else f"{'<=' if self.lower_is_better else '>='} {self.target:g}x"
+
+    @property
+    def versus(self) -> str:
+        """What the ratio compares with, in words."""
+        return "Ray" if self.ray.startswith("Ray") else "one host"
 
 
 def main() -> None:
@@ -297,13 +337,16 @@ def run(address: str, sizes: Sizes, repeat: int, round_trip: Callable[[], Measur
         folder = Path(tmp)
         pp_wholes: dict[str, list[float]] = {}
         sampling_wholes: dict[str, list[float]] = {}
+        dqn_wholes: dict[str, list[float]] = {}
         pp = {**ping_pong(folder, sizes, address, pp_wholes), "Ray actor call (actor on b)": round_trip}
         sp = {**sampling(folder, sizes, address, sampling_wholes), "Ray actors (on the head and a)": sample}
+        dq = dqn(folder, sizes, address, dqn_wholes)
         pp_results: dict[str, list[Measurement]] = {name: [] for name in pp}
         sp_results: dict[str, list[Measurement]] = {name: [] for name in sp}
-        with tqdm(total=repeat * (len(pp) + len(sp)), unit="run") as bar:
+        dq_results: dict[str, list[Measurement]] = {name: [] for name in dq}
+        with tqdm(total=repeat * (len(pp) + len(sp) + len(dq)), unit="run") as bar:
             for round_ in range(repeat):  # a round of each workload in turn, each in an order that rotates
-                for contenders, results in ((pp, pp_results), (sp, sp_results)):
+                for contenders, results in ((pp, pp_results), (sp, sp_results), (dq, dq_results)):
                     names = list(contenders)
                     shift = round_ % len(names)
                     for name in names[shift:] + names[:shift]:
@@ -316,12 +359,15 @@ def run(address: str, sizes: Sizes, repeat: int, round_trip: Callable[[], Measur
                      "Ray actor call (actor on b)", ROUND_TRIP_TARGET, pp_results, pp_wholes),
             Workload(f"sampling ({ENV_ID}, 2 workers on 2 nodes, synchronised every step)",
                      f"sampling on a Ray cluster ({ENV_ID}, 2 workers on 2 nodes)", "samples/s", False,
-                     names_sp[0], "Ray actors (on the head and a)", SAMPLING_TARGET, sp_results, sampling_wholes)]
+                     names_sp[0], "Ray actors (on the head and a)", SAMPLING_TARGET, sp_results, sampling_wholes),
+            Workload(f"DQN ({ENV_ID}, 2 actors on 2 nodes, {sizes.dqn_steps:,} steps): training",
+                     f"DQN on a Ray cluster ({ENV_ID}, 2 actors on 2 nodes): training", "s", True,
+                     list(dq_results)[0], list(dq_results)[1], None, dq_results, dqn_wholes)]
 
 
 def write(args: argparse.Namespace, workloads: list[Workload], sizes: Sizes, repeat: int, machine: Machine) -> None:
     lines = [
-        "# Federates on a Ray cluster: a round trip across nodes and sampling on two nodes, lfrl against Ray",
+        "# Federates on a Ray cluster: a round trip across nodes, sampling and DQN on two nodes, lfrl against Ray",
         "",
         f"Command: `.venv/bin/python benchmarks/cluster.py{' --quick' if args.quick else ''}`, {repeat} rounds (each "
         f"runs every contender of a workload back to back, in an order that rotates), on {machine.line()} "
@@ -337,7 +383,10 @@ def write(args: argparse.Namespace, workloads: list[Workload], sizes: Sizes, rep
         "`at a`; *one host*: worker 1 in a process of its own over a pipe or loopback TCP), the rate it prints; Ray: an actor per environment on the head and on a, the driver sampling the "
         f"actions and `ray.get`ting both steps at every step, {sizes.ray_steps:,} steps. The ratios are "
         "lfrl-cluster / Ray within each round; none is given where the two lfrl forms printed different results "
-        "(ping-pong's count, sampling's checksums). *Whole run* is the `lfrl run` process's time, start (and, on "
+        "(ping-pong's count, sampling's checksums, DQN's weights). DQN: `lfrl gen dqn --actors 2 --processes yes "
+        f"--env-id {ENV_ID} --total-steps {sizes.dqn_steps}` (5 rounds, 50 updates each), *cluster* with "
+        "`--actors-at a,b`, *one host* with its actors in processes over pipes; the training time it prints; the "
+        "ratio is cluster / one host (no Ray peer). *Whole run* is the `lfrl run` process's time, start (and, on "
         "the cluster, connecting to Ray and starting the federates' actors) included.",
         "",
         "| workload | contender | value | whole run (s) | same results as the other lfrl forms |",
@@ -347,7 +396,7 @@ def write(args: argparse.Namespace, workloads: list[Workload], sizes: Sizes, rep
     ratio_lines = []
     for w in workloads:
         differ = disagreement(w.results)
-        fmt = ",.1f" if w.lower_is_better else ",.0f"
+        fmt = ",.2f" if w.unit == "s" else ",.1f" if w.lower_is_better else ",.0f"
         for name, ms in w.results.items():
             same = "-" if ms[0].check is None else ("yes" if differ is None else "NO")
             whole = spread(w.wholes[name]) if name in w.wholes else "-"
@@ -356,10 +405,17 @@ def write(args: argparse.Namespace, workloads: list[Workload], sizes: Sizes, rep
         if ratios is None:
             ratio_lines.append(f"- {w.title}: the lfrl forms printed different results ({differ}): no ratio.")
         else:
-            ratio_lines.append(f"- {w.title}: lfrl-cluster / Ray {ratio_spread(ratios)} (target {w.target_text()}: "
-                               f"{'met' if w.met(ratios) else '**not met**'}).")
+            met = w.met(ratios)
+            verdict = "" if met is None else f" (target {w.target_text()}: {'met' if met else '**not met**'})"
+            ratio_lines.append(f"- {w.title}: lfrl-cluster / {w.versus} {ratio_spread(ratios)}{verdict}.")
         one_host = ", ".join(f"{n.removeprefix('lfrl, one host (').removesuffix(')')} {median(values(w.results[n])):{fmt}}"
                              for n in w.results if n.startswith("lfrl, one host ("))
+        if w.versus != "Ray":
+            summaries.append(Summary(
+                w.summary, w.unit, median(values(w.results[w.cluster])),
+                note=(f"lfrl-cluster / one host {median(ratios):.2f}x (same weights)" if ratios else "weights differ; ")
+                + f"; lfrl on one host: {median(values(w.results[w.ray])):.1f} {w.unit}"))
+            continue
         summaries.append(Summary(
             w.summary, w.unit, median(values(w.results[w.cluster])), ray=median(values(w.results[w.ray])),
             vs_ray=(median([1 / r for r in ratios]) if w.lower_is_better else median(ratios)) if ratios else None,

@@ -52,8 +52,8 @@ BENCHMARKS = [
     Benchmark("federation", "Federated programs in processes: a tag's cost and parallel federates",
               (), ("--quick",), 0.3, 0.3),
     Benchmark("cluster", "Federates on a Ray cluster (three nodes simulated on this machine): a tag's round trip "
-              "across nodes and sampling synchronised every step on two nodes, lfrl against Ray actors",
-              (), ("--quick",), 1.2, 0.5),
+              "across nodes and sampling synchronised every step on two nodes, lfrl against Ray actors; DQN with "
+              "its actors on two nodes against one host", (), ("--quick",), 2, 1),
     Benchmark("vs_ray", "Parallel sampling: lfrl against Ray, gymnasium's vector environments, SB3's "
               "SubprocVecEnv and EnvPool", (), ("--quick",), 8, 1),
     Benchmark("qlearning", "Synchronized parallel Q-learning, lfrl against Ray", (), ("--quick",), 4, 1),
