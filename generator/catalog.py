@@ -282,6 +282,35 @@ class Template:
                                if f.values.get(param.name, param.default) != param.default})
 
 
+def placement(members: str, which: str, learner: bool, note: str = "") -> tuple[Param, ...]:
+    """The parameters that place a template's `members` (its federates with --processes yes) on the
+    nodes of a Ray cluster, and (`learner`) the learner, which runs in lfrl's process."""
+    params = (Param(f"{members}_at", str, "", f"with --processes yes, for `lfrl run --cluster`: the Ray node of each "
+                    f"{which} (its lfrl-host label, address or hostname), one name for all or one per {which}, such "
+                    f"as a,b; none: Ray spreads them{note} (docs/cluster.md)", check="hosts"),)
+    if learner:
+        params += (Param("learner_at", str, "", "with --processes yes, for `lfrl run --cluster`: the node the learner "
+                         "(lfrl's own process, which coordinates) must run on; `lfrl run` refuses to start elsewhere",
+                         check="hosts"),)
+    return params
+
+
+def placed(values: dict[str, object], members: str, count: int) -> list[str]:
+    """The nodes `--MEMBERS-at` names, checked against `count` members and --processes (and
+    --learner-at, where the template has it)."""
+    nodes = [name for name in str(values[f"{members}_at"]).split(",") if name]
+    flag = f"--{members}-at"
+    if (nodes or values.get("learner_at")) and not values["processes"]:
+        which = flag if nodes else "--learner-at"
+        raise TemplateError(f"{which} places federates on a cluster: it needs --processes yes")
+    if len(nodes) not in (0, 1, count):
+        raise TemplateError(f"{flag} names {len(nodes)} nodes for {count} {members.removesuffix('s')}(s): give one "
+                            f"for all or one for each")
+    if "," in str(values.get("learner_at", "")):
+        raise TemplateError(f"--learner-at: one node, got {values['learner_at']!r}")
+    return nodes
+
+
 def derive_sampling(values: dict[str, object]) -> dict[str, object]:
     """Each worker steps its environments together, so the samples must split into whole vector
     steps."""
@@ -291,7 +320,7 @@ def derive_sampling(values: dict[str, object]) -> dict[str, object]:
         instead = f"{below} or {above}" if below else str(above)
         raise TemplateError(f"--steps {steps} is not a multiple of --envs-per-worker {envs}: each worker steps its "
                             f"{envs} environments together; {instead} would split exactly")
-    return {}
+    return {"placed": placed(values, "workers", int(values["workers"]) - 1)}  # type: ignore[call-overload]
 
 
 def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
@@ -317,7 +346,7 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     if int(values["capacity"]) < int(values["batch_size"]):  # type: ignore[call-overload]
         raise TemplateError(f"--capacity {values['capacity']} is less than --batch-size {values['batch_size']}: the "
                             f"buffer could never fill a batch, and the learner would never train")
-    return {"obs_dim": obs_dim}
+    return {"obs_dim": obs_dim, "placed": placed(values, "actors", int(values["actors"]))}  # type: ignore[call-overload]
 
 
 # mpe2's scenarios with simple_spread's parallel API: N agents (`N=`), all with the same observations
@@ -410,11 +439,7 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
         Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
               "learner, buffer, evaluator and monitor share lfrl's); pays when stepping the environments and acting "
               "cost more than a round's updates"),
-        Param("actors_at", str, "", "with --processes yes, for `lfrl run --cluster`: the Ray node of each actor "
-              "(its lfrl-host label, address or hostname), one name for all or one per actor, such as a,b; none: Ray "
-              "spreads them (docs/cluster.md)", check="hosts"),
-        Param("learner_at", str, "", "with --processes yes, for `lfrl run --cluster`: the node the learner (lfrl's "
-              "own process, which coordinates) must run on; `lfrl run` refuses to start elsewhere", check="hosts"),
+        *placement("actors", "actor", learner=True),
         Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
     )
     if algo == "dqn":
@@ -472,15 +497,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
             raise TemplateError(f"--env-id: {algo} needs continuous actions; {env_id!r} has discrete ones (use dqn)")
         n = {k: values[k] for k in ("total_steps", "train_freq", "actors", "batch_size", "buffer_size", "learners",
                                     "learning_starts", "gradient_steps")}
-        placed = [name for name in str(values["actors_at"]).split(",") if name]
-        if (placed or values["learner_at"]) and not values["processes"]:
-            which = "--actors-at" if placed else "--learner-at"
-            raise TemplateError(f"{which} places federates on a cluster: it needs --processes yes")
-        if len(placed) not in (0, 1, int(n["actors"])):  # type: ignore[call-overload]
-            raise TemplateError(f"--actors-at names {len(placed)} nodes for {n['actors']} actors: give one for all "
-                                f"or one per actor")
-        if "," in str(values["learner_at"]):
-            raise TemplateError(f"--learner-at: one node, got {values['learner_at']!r}")
+        nodes = placed(values, "actors", int(n["actors"]))  # type: ignore[call-overload]
         if int(n["train_freq"]) % int(n["actors"]):  # type: ignore[call-overload]
             raise TemplateError(f"--train-freq {n['train_freq']} is not a multiple of --actors {n['actors']} (each "
                                 "actor takes an equal share of a round's steps)")
@@ -514,7 +531,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                 config[key] = float(str(config[key]))
         return {"algo": algo, "algo_title": LEARNER_TITLES[algo], "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
                 "config": config, "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
-                "logdir": logdir, "program": program, "placed": placed}
+                "logdir": logdir, "program": program, "placed": nodes}
 
     return derive
 
@@ -627,6 +644,8 @@ CATALOG: dict[str, Template] = {
                 Param("seed", int, 0, "seed; worker i's is derived from (seed, i)", min=0, max=2**31 - 1),
                 Param("processes", bool, False, "a federated program: every worker but the first steps in a "
                       "process of its own (parallel even when stepping holds the GIL, as ale-py's does)"),
+                *placement("workers", "worker", learner=False,
+                           note="; worker 0 steps next to the driver, in lfrl's process, so name workers 1.."),
                 Param("progress", bool, True, "show a progress bar"),
             ),
             ("EnvWorker.lf", "SampleDriver.lf"),
@@ -650,6 +669,7 @@ CATALOG: dict[str, Template] = {
                 Param("processes", bool, False, "a federated program: every actor collects in a process of its own "
                       "(the learner and the buffer share lfrl's); pays when stepping the environments costs more "
                       "than the learner's updates"),
+                *placement("actors", "actor", learner=True),
                 Param("progress", bool, True, "show a progress bar with the recent mean episode return"),
                 Param("save", str, "", "at the end, write the Q-network's weights (torch.save of its state_dict) to "
                                        "this file, relative to the program's folder; where an earlier run's file is "
@@ -698,7 +718,24 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters["pyrepr"] = repr  # a Python literal of a value (strings, numbers, lists, None)
+    env.globals.update(members=members, member_ports=member_ports)
     return env
+
+
+def members(name: str, single: str, count: int, cls: str, args: str, placed: list[str]) -> str:
+    """The federates of a bank, as the templates declare them (indented lines, no final newline):
+    `name = new[count] cls(args)`, `at` the one node `placed` names (`lfrl run --cluster`); with a
+    node for each member, one instance per member (`single` and its index) with the bank_index it
+    would have had, each `at` its node."""
+    if len(placed) > 1:
+        return "\n".join(f"  {single}{i} = new {cls}(bank_index = {i}, {args}) at {node};"
+                         for i, node in enumerate(placed))
+    return f"  {name} = new[{count}] {cls}({args})" + (f" at {placed[0]};" if placed else "")
+
+
+def member_ports(name: str, single: str, port: str, placed: list[str]) -> str:
+    """Port `port` of every member of what `members` declared: the bank's, or each instance's."""
+    return ", ".join(f"{single}{i}.{port}" for i in range(len(placed))) if len(placed) > 1 else f"{name}.{port}"
 
 
 def template(name: str) -> Template:

@@ -416,3 +416,30 @@ def test_a_federate_on_the_coordinators_node_gets_large_values_through_shared_me
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["here intact True, in shared memory True",
                                           "there intact True, in shared memory False"] * 2
+
+
+def test_qlearning_and_sampling_with_members_placed_on_two_nodes_give_the_one_process_results(
+        tmp_path: Path, nodes: Nodes) -> None:
+    from generator.catalog import write
+
+    def run(program: Path, *args: str) -> list[str]:
+        result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(program), *args], capture_output=True,
+                                text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.splitlines()
+
+    q = {"actors": 2, "rounds": 6, "steps_per_round": 16, "batch_size": 32, "hidden": 16, "updates": 2,
+         "progress": False}
+    placed = write("qlearning", {**q, "processes": True, "actors_at": "a,b"}, tmp_path / "qc" / "Q.lf")
+    assert "  actor1 = new QActor(bank_index = 1, " in placed.read_text()
+    here = run(write("qlearning", q, tmp_path / "q" / "Q.lf"))
+    assert run(placed, "--cluster", nodes.address)[:2] == here[:2]  # all but the time
+    assert "weights checksum" in here[0]
+    s = {"workers": 3, "steps": 300, "sync_every": 5, "progress": False}
+    placed = write("sampling", {**s, "processes": True, "workers_at": "a,b"}, tmp_path / "sc" / "Sampling.lf")
+    assert "  env1 = new EnvWorker(bank_index = 1, first = 1, " in placed.read_text()
+    here = run(write("sampling", s, tmp_path / "s" / "Sampling.lf"))
+    assert [line for line in run(placed, "--cluster", nodes.address) if line.startswith("worker ")] == \
+        [line for line in here if line.startswith("worker ")]
+    assert len([line for line in here if line.startswith("worker ")]) == 3
+    assert left_on_the_cluster() == ([], [])
