@@ -30,13 +30,18 @@ def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
     ({"env_id": "NoSuchGame"}, "--env-id: unknown environment id 'NoSuchGame'"),
     ({"env_id": "ALE/Pongg-v5"}, "--env-id: unknown environment id 'ALE/Pongg-v5'"),
     ({"speed": 3}, "template 'sampling' has no parameter 'speed'; it has: env_id, workers, envs_per_worker, steps, "
-                   "sync_every, seed, processes, progress"),
+                   "sync_every, seed, processes, workers_at, progress"),
     ({"envs_per_worker": 0}, "--envs-per-worker must be at least 1, got 0"),
     ({"envs_per_worker": 4097}, "--envs-per-worker must be at most 4096, got 4097"),
     ({"envs_per_worker": 4, "steps": 101}, "--steps 101 is not a multiple of --envs-per-worker 4: each worker steps "
                                            "its 4 environments together; 100 or 104 would split exactly"),
     ({"envs_per_worker": 8, "steps": 5}, "--steps 5 is not a multiple of --envs-per-worker 8: each worker steps its 8 "
                                          "environments together; 8 would split exactly"),
+    ({"workers_at": "a"}, "--workers-at places federates on a cluster: it needs --processes yes"),
+    ({"workers": 3, "processes": True, "workers_at": "a,b,c"}, "--workers-at names 3 nodes for 2 worker(s): give one "
+                                                                "for all or one for each"),
+    ({"processes": True, "workers_at": "a b"}, "--workers-at: node names (a node's lfrl-host label, address or "
+                                               "hostname) separated by commas, such as a,b, got 'a b'"),
 ])
 def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None:
     with pytest.raises(TemplateError) as info:
