@@ -443,3 +443,17 @@ def test_qlearning_and_sampling_with_members_placed_on_two_nodes_give_the_one_pr
         [line for line in here if line.startswith("worker ")]
     assert len([line for line in here if line.startswith("worker ")]) == 3
     assert left_on_the_cluster() == ([], [])
+
+
+@pytest.mark.parametrize("after", [0.5, 1.5])
+def test_ctrl_c_while_ray_places_the_federates_ends_with_130_and_leaves_nothing(tmp_path: Path, nodes: Nodes,
+                                                                                after: float) -> None:
+    path = write(tmp_path, LONG.replace("FOLDER", str(tmp_path)))
+    process = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", nodes.address],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    time.sleep(after)
+    process.send_signal(signal.SIGINT)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert left_on_the_cluster() == ([], [])
