@@ -243,8 +243,7 @@ class Cluster:
         self.group: Any = None
         self.strategies: dict[int, dict[str, Any]] = {}
         self.labels: dict[int, str | None] = {}
-        # The Unix sockets federates on this node connect to (only this user may).
-        self.sockets = tempfile.mkdtemp(prefix="lfrl-")
+        self.sockets: str | None = None  # a folder for the Unix sockets federates on this node connect to
         self.demands = self._demands(options.resources)
         _reachable(options.address)
         on_sigterm = signal.getsignal(signal.SIGTERM)
@@ -265,7 +264,11 @@ class Cluster:
         _quiet_worker_deaths(ray)
         self.address = ray.util.get_node_ip_address()
         self.own_node = ray.get_runtime_context().get_node_id()
-        self._place(elaborated, resuming)
+        try:
+            self._place(elaborated, resuming)
+        except BaseException:  # a placement that cannot be met, Ctrl-C: nothing may stay on the cluster
+            self.close()
+            raise
 
     # ------------------------------------------------------------ placement
 
@@ -369,6 +372,8 @@ class Cluster:
             num_cpus=demand.cpus, num_gpus=demand.gpus, resources=dict(demand.custom), max_restarts=0,
             name=None, **self.strategies[k]).remote()
         listener = socket.create_server((self.address, 0))
+        if self.sockets is None:
+            self.sockets = tempfile.mkdtemp(prefix="lfrl-")  # only this user may connect
         local = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         path = os.path.join(self.sockets, f"{k}-{secrets.token_hex(4)}")
         local.bind(path)
@@ -377,7 +382,7 @@ class Cluster:
         port = listener.getsockname()[1]
         argv = [os.path.relpath(lf_path, self.root), str(k), "--connect", f"{self.address}:{port}", "--forward-output",
                 *(["--restoring"] if restoring else [])]
-        environ = {k: v for k, v in os.environ.items() if PASSED_ENV.match(k)}
+        environ = {name: value for name, value in os.environ.items() if PASSED_ENV.match(name)}
         where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
         process = RemoteProcess(actor, where, actor.run.remote(argv, token.hex(), environ, (self.own_node, path)),
                                 self.labels[k], self.root)
@@ -424,7 +429,8 @@ class Cluster:
 
             remove_placement_group(self.group)
         ray.shutdown()
-        shutil.rmtree(self.sockets, ignore_errors=True)
+        if self.sockets is not None:
+            shutil.rmtree(self.sockets, ignore_errors=True)
 
 
 def _quiet_worker_deaths(ray: Any) -> None:
