@@ -374,8 +374,7 @@ class Environment:
 
     def _checkpoint_failed(self, path: str, reason: str) -> None:
         print_message(f"{path}: error: checkpoint not written: {reason}")
-        self.sched.exit_status = 1
-        self.sched.request_stop()
+        self.sched.fail()
 
     def _mode_entry(self, inst: Instance) -> Callable[[str, str], None]:
         """On entering mode `mode`: with reset, reinitialise its state, restart its timers, reset

@@ -8,7 +8,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 
-from lfpy.runtime.tag import Tag, make_tag
+from lfpy.runtime.tag import Tag
 
 # An event: (time, microstep, sequence, handler, value). The sequence keeps the order of
 # scheduling among events of one tag, so the last value scheduled for an action wins.
@@ -23,12 +23,6 @@ class EventQueue:
     def push(self, tag: Tag, handler: Callable[[object], None], value: object = None) -> None:
         self.seq += 1
         heapq.heappush(self.heap, (tag[0], tag[1], self.seq, handler, value))
-
-    def next_tag(self) -> Tag | None:
-        if not self.heap:
-            return None
-        head = self.heap[0]
-        return make_tag((head[0], head[1]))
 
     def __len__(self) -> int:
         return len(self.heap)

@@ -507,8 +507,7 @@ class Federation:
                 self.dead[k] = "did not start"
             if not exc.reported:
                 print_message(f"error: {exc}; the program stops")
-            self.sched.exit_status = 1
-            self.sched.request_stop()
+            self.sched.fail()
             return False
         self.send_start(k, effective)
         self.away.discard(k)
@@ -609,8 +608,7 @@ class Federation:
                 return
             self.dead[k] = how = self._how_it_ended(k)
             self.away.add(k)
-            self.sched.exit_status = 1
-            self.sched.request_stop()
+            self.sched.fail()
             print_message(f"error: federate {self.names[k]} {self.processes[k].where()} {how}; the program stops")
 
     def _send(self, k: int, message: object) -> bool:
@@ -625,8 +623,7 @@ class Federation:
                 raise
             values = [item for _i, inputs in message[3] for item in inputs]  # type: ignore[index]
             _report_unsendable(self.env, self.slots, values, exc)
-            self.sched.exit_status = 1
-            self.sched.request_stop()
+            self.sched.fail()
             return False
 
     def end(self, k: int) -> None:

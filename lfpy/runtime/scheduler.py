@@ -51,10 +51,6 @@ if TYPE_CHECKING:
     from lfpy.runtime.plan import Gate, Plan
 
 
-class StopNow(Exception):
-    """`exit(n)` in a reaction: end the program at once with status n."""
-
-
 class Scheduler:
     """Built complete from a bound program's `Plan`; implements `Schedule`, what ports, actions and
     timers ask of it."""
@@ -568,7 +564,12 @@ class Scheduler:
             report_failure((r.lf_file, r.lf_line, r.lf_col),
                            f"reaction '{r.name}' of {r.full_name.rsplit('.', 1)[0]} failed", exc, self.source_map,
                            self.reported)
-        self.exit_status = 1
+        self.fail()
+
+    def fail(self, status: int = 1) -> None:
+        """The program has failed (reported already): it stops at the next microstep, shutdown
+        reactions run, and it exits with `status`."""
+        self.exit_status = status
         self.request_stop()
 
     def _interrupted(self) -> None:
@@ -619,8 +620,7 @@ class Scheduler:
                 except Exception as exc:  # a state initialiser of the mode failed: user code
                     report_failure(None, f"entering mode '{state.current}' of {state.owner} failed", exc,
                                    self.source_map, self.reported)
-                    self.exit_status = 1
-                    self.request_stop()
+                    self.fail()
         if self.checkpoint_requests and self.on_checkpoint is not None:
             with self.lock:
                 paths, self.checkpoint_requests = self.checkpoint_requests, []
