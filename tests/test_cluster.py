@@ -4,6 +4,7 @@ lfrl-host=a and lfrl-host=b (b with one logical GPU), one cluster for the module
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -204,8 +205,8 @@ federated reactor {
 """
 
 
-def start_long(tmp_path: Path, nodes: Nodes) -> subprocess.Popen[str]:
-    path = write(tmp_path, LONG.replace("FOLDER", str(tmp_path)))
+def start_long(tmp_path: Path, nodes: Nodes, timeout: str = "60 sec") -> subprocess.Popen[str]:
+    path = write(tmp_path, LONG.replace("FOLDER", str(tmp_path)).replace("timeout: 60 sec", f"timeout: {timeout}"))
     process = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", nodes.address],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     deadline = time.monotonic() + 60
@@ -457,3 +458,25 @@ def test_ctrl_c_while_ray_places_the_federates_ends_with_130_and_leaves_nothing(
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert left_on_the_cluster() == ([], [])
+
+
+@pytest.mark.slow
+def test_a_node_that_stops_answering_is_found_lost_through_ray(tmp_path: Path, nodes: Nodes) -> None:
+    """A machine that vanishes closes no connection: no end of file ever comes. Here node b's raylet
+    is stopped (SIGSTOP): its federate's process lives on with its connections open, and Ray's
+    health checks declaring the node dead are what ends the wait."""
+    process = start_long(tmp_path, nodes, timeout="600 sec")
+    stopped = nodes.b
+    raylet = stopped.all_processes["raylet"][0].process.pid
+    os.kill(raylet, signal.SIGSTOP)
+    try:
+        out, err = process.communicate(timeout=300)  # Ray's health checks: about a minute here
+    finally:
+        os.kill(raylet, signal.SIGCONT)
+        with contextlib.suppress(Exception):
+            nodes.cluster.remove_node(stopped)
+        nodes.b = nodes.add_b()
+    assert process.returncode == 1
+    assert re.fullmatch(rf"error: federate b on node {stopped.node_id[:12]} \(lfrl-host=b\) was lost: .*; the "
+                        rf"program stops\n", err), err
+    assert out.splitlines() == ["source shutdown", "sink 1 shutdown"]

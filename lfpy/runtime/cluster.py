@@ -434,20 +434,23 @@ class Cluster:
 
 
 def _quiet_worker_deaths(ray: Any) -> None:
-    """Ray's driver prints the raylet's long report when a worker dies; lfrl says which federate was
-    lost, and where, itself. Other messages of Ray's still show."""
+    """Ray's driver prints the raylet's long reports when a worker dies or a node is declared dead;
+    lfrl says which federate was lost, and where, itself. Other messages of Ray's still show."""
     worker = getattr(getattr(ray, "_private", None), "worker", None)
     shown = getattr(worker, "print_to_stdstream", None)
     if shown is None or getattr(shown, "lfrl_quiet", False):
         return
 
     def print_to_stdstream(data: dict, *args: Any, **kwargs: Any) -> None:
-        if data.get("pid") == "raylet" and any("A worker died or was killed" in line for line in data.get("lines", ())):
+        if data.get("pid") == "raylet" and any(said in line for line in data.get("lines", ()) for said in LOST):
             return
         shown(data, *args, **kwargs)
 
     print_to_stdstream.lfrl_quiet = True  # type: ignore[attr-defined]
     worker.print_to_stdstream = print_to_stdstream
+
+
+LOST = ("A worker died or was killed", "has been marked dead because")  # Ray's reports that lfrl's replace
 
 
 def _reachable(address: str) -> None:

@@ -479,6 +479,21 @@ class Federation:
         self.requests[k], self.answers[k], own = launched.channels(self.names[k], self.segments)
         threading.Thread(target=self._listen, args=(k, launched.process, own),
                          daemon=True, name=f"lf-federate-{k}").start()
+        if launched.process.remote:
+            threading.Thread(target=self._watch, args=(k, launched.process, [self.answers[k], own]),
+                             daemon=True, name=f"lf-federate-{k}-watch").start()
+
+    def _watch(self, k: int, process: Process, channels: list[Channel]) -> None:
+        """A federate on another machine whose process ends while its connections stay open (its
+        machine is gone: no FIN ever comes; Ray tells when its node is declared dead): it is lost,
+        and receives from it stop waiting."""
+        with contextlib.suppress(Exception):  # Ray shutting down under this thread: the run is over
+            process.wait()
+            if self.stopping or k in self.dead or self.processes.get(k) is not process:
+                return
+            self._lost(k)
+            for channel in channels:
+                channel.abort()
 
     def await_ready(self, k: int) -> None:
         """Wait until federate k has built its reactors; FederationError if it could not (with what

@@ -30,6 +30,7 @@ the cores.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import mmap
@@ -68,6 +69,9 @@ class Channel(Protocol):
 
     def next_round(self) -> None:
         """The receiver has taken what it keeps of every earlier message: their memory may be reused."""
+
+    def abort(self) -> None:
+        """Its peer is known to be gone: whoever waits to receive gets EOFError."""
 
     def close(self) -> None: ...
 
@@ -230,6 +234,9 @@ class PipeChannel:
         if self.shared is not None:
             self.shared.next_round()
 
+    def abort(self) -> None:
+        """Nothing: a pipe's (or this machine's Unix socket's) writer gone closes it."""
+
     def dumps(self, message: object) -> bytes:
         """`message` framed for `send_bytes`: what pickling raises (an unpicklable value) is raised
         here, before anything is sent."""
@@ -339,6 +346,12 @@ class SocketChannel:
 
     def next_round(self) -> None:
         """Nothing: a message's buffers are in the receiver's memory once it is sent."""
+
+    def abort(self) -> None:
+        """Wake whoever waits on this connection (EOFError there): its peer is known to be gone."""
+        if self.sock is not None:
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_RDWR)
 
     def dumps(self, message: object) -> list[bytes | memoryview]:
         """`message` framed for `send_bytes`: its header and pickle, then its large buffers as they
