@@ -28,7 +28,7 @@ run: setup
 	$(VENV)/bin/lfrl run build/sampling/Sampling.lf
 
 # The tests, but the slow ones (minutes each: a wheel installed in a fresh environment, a documented
-# training run, Atari); `make test-slow` runs those, and CI runs both.
+# training run, Atari, the heavier Ray cluster runs); `make test-slow` runs those, and CI runs both.
 test: setup
 	$(PY) -m pytest -q -m "not slow and not bench"
 
