@@ -169,7 +169,7 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; {name} {what}")
         return 1
     outcome = Outcome()
-    status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, outcome)
+    status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, count, outcome)
     resumes = 0
     while cluster is not None and cluster.on_node_loss == "resume" and outcome.lost and status == 1:
         if outcome.checkpoint is None:
@@ -184,8 +184,8 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
             break
         print(f"resuming from {outcome.checkpoint} on the cluster's nodes now", file=sys.stderr, flush=True)
         outcome = Outcome(checkpoint=outcome.checkpoint)  # kept if the resumed run writes none
-        status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, outcome.checkpoint, cluster, outcome,
-                                 resuming=True)
+        status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, outcome.checkpoint, cluster, count,
+                                 outcome, resuming=True)
     return status
 
 
@@ -202,11 +202,11 @@ class Outcome:
 
 
 def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
-                    fast: bool | None, resume: str | None, cluster: ClusterOptions | None, outcome: Outcome,
-                    resuming: bool = False) -> int:
-    """Start the federates' processes (here, or in Ray actors), then load and run the program."""
+                    fast: bool | None, resume: str | None, cluster: ClusterOptions | None, count: int,
+                    outcome: Outcome, resuming: bool = False) -> int:
+    """Start the processes of federates 1..count-1 (here, or in Ray actors), then load and run the
+    program."""
     main = built.elaborated.main.reactor
-    count = len(federates(built.elaborated)) if main.federated else 1
     nodes: Cluster | None = None
     launcher = federation.launch
     launched: dict[int, federation.Launched] = {}
@@ -390,7 +390,7 @@ def _run_federated(env: Environment, built: Built, trace: list | None, diags: Di
         fed.kill()
         raise
     fed.close()
-    outcome.lost = [fed.names[k] for k in fed.dead if getattr(fed.processes.get(k), "lost", None)]
+    outcome.lost = [fed.names[k] for k in fed.dead if k in fed.processes and fed.processes[k].lost]
     return 1 if fed.dead and status == 0 else status
 
 

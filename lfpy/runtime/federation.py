@@ -175,6 +175,7 @@ class Process(Protocol):
     Ray actor on a node of a cluster (cluster.py)."""
 
     remote: bool  # on another machine, maybe: its clock is not the coordinator's
+    lost: str | None  # why it was lost with its node or actor (a cluster's), once it has been
 
     def poll(self) -> int | None: ...
     def wait(self, timeout: float | None = None) -> int: ...
@@ -198,6 +199,7 @@ class Child(subprocess.Popen):
     """A federate's process on this machine, a child of lfrl's."""
 
     remote = False
+    lost = None  # a process here ends; it is not lost
 
     def where(self) -> str:
         return f"(process {self.pid})"
