@@ -286,16 +286,17 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
         return 1
     props = built.elaborated.target_properties
     owned = federation.instances_of(built.elaborated, 0) if launched else None
+    workers = workers or int(props.get("workers", 1) or 1)  # type: ignore[call-overload]
+    # Federates in processes: the coordinator's scheduler runs its levels with them.
+    levels = federation.Levels(workers) if launched else None
     try:
         env = Environment(
-            built.elaborated, namespace, built.class_names,
-            workers=workers or int(props.get("workers", 1) or 1),  # type: ignore[call-overload]
+            built.elaborated, namespace, built.class_names, workers=workers, runner=levels,
             fast=bool(props.get("fast", False)) if fast is None else fast,
             timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
             keepalive=props.get("keepalive"),  # type: ignore[arg-type]
             package_dir=str(package_root(Path(path))),
-            identity=identity, restoring=saved is not None, owned=owned,
-        )
+            identity=identity, restoring=saved is not None, owned=owned)
     except ParameterRefused as exc:  # a reactor refused a parameter's value: one error, at its line
         diags.error(exc.loc, exc.message)
         return 1
@@ -305,12 +306,12 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     elsewhere: dict[str, dict] | None = None  # saved state of the reactors in federates' processes
     if saved is not None:
         try:
-            elsewhere = checkpoint.restore(env, saved[1], saved[0])
+            elsewhere = env.restore(saved[1])
         except checkpoint.CheckpointError as exc:
             diags.error(Loc(str(resume), 1, 1), str(exc))
             return 1
         try:
-            checkpoint.call_resumed(env)
+            env.call_resumed()
         except SystemExit as exc:  # lf_print_error_and_exit: it has said why
             return exc.code if isinstance(exc.code, int) else 1
         except Exception as exc:
@@ -319,7 +320,8 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     trace: list | None = [] if trace_path else None
     if stops is not None:
         stops.hand_over(env.sched)
-        status = _run_federated(env, built, trace, diags, elsewhere, launched, launcher, outcome)
+        assert levels is not None
+        status = _run_federated(env, levels, built, trace, diags, elsewhere, launched, launcher, outcome)
     else:
         status = env.run(trace)
     outcome.checkpoint = env.last_checkpoint or outcome.checkpoint
@@ -362,16 +364,15 @@ def load_module(built: Built) -> dict[str, object]:
     return namespace
 
 
-def _run_federated(env: Environment, built: Built, trace: list | None, diags: Diagnostics,
-                   restored: dict[str, dict] | None, launched: dict[int, federation.Launched],
+def _run_federated(env: Environment, levels: federation.Levels, built: Built, trace: list | None,
+                   diags: Diagnostics, restored: dict[str, dict] | None, launched: dict[int, federation.Launched],
                    launcher: Callable[[str, int, bool], federation.Launched], outcome: Outcome) -> int:
     """Run a federated program with its federates in processes (federation.py), started already
     (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
     federates' processes."""
     lf_file = built.elaborated.main.reactor.loc
-    fed = federation.Federation(env, lf_file.file, trace is not None, launcher)
+    fed = federation.Federation(env, levels, lf_file.file, trace is not None, launcher)
     fed.restored = restored
-    env.sched.federation = fed
     # Signals are handled by run_file's StopOnSignals, which acts on this scheduler now.
     try:
         fed.start(launched)
@@ -385,11 +386,10 @@ def _run_federated(env: Environment, built: Built, trace: list | None, diags: Di
         print("interrupted", file=sys.stderr, flush=True)
         return env.sched.interrupt_status
     try:
-        status = env.run(trace)
+        status = env.run(trace)  # the federates are told to exit once it has stopped (`Federation.close`)
     except BaseException:
         fed.kill()
         raise
-    fed.close()
     outcome.lost = [fed.names[k] for k in fed.dead if k in fed.processes and fed.processes[k].lost]
     return 1 if fed.dead and status == 0 else status
 

@@ -28,6 +28,7 @@ from lfpy.diagnostics import Diagnostic, Diagnostics
 from lfpy.loader import package_root
 from lfpy.runtime import federation
 from lfpy.runtime.environment import Environment, ParameterRefused
+from lfpy.runtime.messages import Failed, Ready, Refused, encode
 from lfpy.runtime.transport import Channel, PipeChannel, Segments, SocketChannel
 
 
@@ -91,12 +92,12 @@ def main(argv: list[str]) -> int:
     diags = Diagnostics()
     built = build(path, diags, write=False)
     if built is None:
-        answers.send(("failed", diags.render_all() + "\n" if diags.items else ""))
+        answers.send(encode(Failed(diags.render_all() + "\n" if diags.items else "")))
         return 1
     try:
         namespace = load_module(built)
     except Exception as exc:  # a preamble failed at import time
-        answers.send(("failed", _failure_report(built, exc, "preamble")))
+        answers.send(encode(Failed(_failure_report(built, exc, "preamble"))))
         return 1
     try:
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
@@ -104,13 +105,13 @@ def main(argv: list[str]) -> int:
                           restoring="--restoring" in argv, owned=federation.instances_of(built.elaborated, index),
                           scheduler=federation.FederateScheduler)
     except ParameterRefused as exc:  # the whole report: one error at the line that gave the value
-        answers.send(("refused", diags.render(Diagnostic("error", exc.message, exc.loc)) + "\n"))
+        answers.send(encode(Refused(diags.render(Diagnostic("error", exc.message, exc.loc)) + "\n")))
         return 1
     except Exception as exc:  # a state variable's or parameter's initial value failed
-        answers.send(("failed", _failure_report(built, exc, "initializing the reactors")))
+        answers.send(encode(Failed(_failure_report(built, exc, "initializing the reactors"))))
         return 1
     env.sched.source_map = _source_map(built)
-    answers.send(("ready",))
+    answers.send(encode(Ready()))
     try:
         return federation.serve(env, index, requests, answers, own, output)
     finally:

@@ -520,7 +520,7 @@ def test_ctrl_c_between_two_reactions_ends_the_program_with_130(tmp_path: Path, 
 
     def interrupted(_r: object) -> int:
         raise KeyboardInterrupt
-    monkeypatch.setattr(scheduler, "_order", interrupted)
+    monkeypatch.setattr(scheduler, "by_order", interrupted)
     source = """target Python
 reactor Hello {
   reaction(startup) {= print("not reached") =}
@@ -854,7 +854,7 @@ main reactor(p = {= (1,
 
 
 class RecordingSchedule:
-    """Only what `lfpy.runtime.plan.Schedule` offers (slots: anything else raises), recording each call."""
+    """Only what `lfpy.runtime.interfaces.Schedule` offers (slots: anything else raises), recording each call."""
 
     __slots__ = ("current", "tag_number", "arrival", "set_ports", "buckets", "calls")
 
@@ -889,7 +889,7 @@ def test_ports_actions_and_timers_need_only_the_schedule_interface() -> None:
     """What the runtime objects ask of a scheduler is `Schedule`: a federate process's scheduler
     implements the same, so these objects run unchanged there."""
     from lfpy.runtime.actions import Action
-    from lfpy.runtime.plan import Schedule
+    from lfpy.runtime.interfaces import Schedule
     from lfpy.runtime.ports import Delivery, Port
     from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.tag import Tag

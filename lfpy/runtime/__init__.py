@@ -5,15 +5,20 @@
 - `ports`, `actions`, `timers`, `modes`: what reaction bodies touch;
 - `reaction`: a reaction bound to its reactor object and arguments;
 - `reactor`: the base class of generated reactor classes (`self.check_deadline()`, ...);
-- `plan`: what a scheduler is built from (`Plan`), and what ports, actions and timers may ask of it
-  (`Schedule`, which a federate process's scheduler implements too);
-- `scheduler`: advances time, runs each tag's reactions level by level on a worker pool;
+- `interfaces`: what the objects a scheduler runs may ask of it (`Schedule`, `Runtime`,
+  `Interruptible`), the only view of the scheduler below it;
+- `plan`: what a scheduler is built from (`Plan`);
+- `scheduler`: advances time, runs each tag's reactions level by level with a level runner (inline,
+  a worker pool, or federated);
 - `signals`: Ctrl-C and SIGTERM request a stop (shutdown reactions run); a second one ends at once;
 - `failure`: how a failure in user code is reported, at the `.lf` line that raised;
 - `api`: the names reaction bodies see (`lf`, units, `lf_print`, ...);
-- `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run;
-- `federation`, `transport`, `transient`: federated programs with their federates in processes;
+- `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run, and
+  holds its state for checkpoints (`checkpoint`: the file);
+- `federation`, `messages`, `transport`, `transient`: federated programs with their federates in
+  processes;
   `cluster`: those processes in Ray actors on the nodes of a cluster (`lfrl run --cluster`).
 
-The threading contract is written at the top of scheduler.py and ports.py.
+The modules form a stack (docs/runtime.md); the threading contract is written at the top of
+scheduler.py and ports.py.
 """

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from lfpy.runtime.api import lf_print_warning
+from lfpy.runtime.failure import print_message
 from lfpy.runtime.tag import Tag
 
 if TYPE_CHECKING:
-    from lfpy.runtime.plan import Gate, Schedule
+    from lfpy.runtime.interfaces import Gate, Schedule
     from lfpy.runtime.reaction import Reaction
 
 
@@ -46,7 +46,7 @@ class Action:
         """Schedule this action `delay` ns (plus its minimum delay) from now, with `value`."""
         delay = int(delay)
         if delay < 0:  # as reactor-c does
-            lf_print_warning(f"schedule called with a negative extra_delay {delay}. Replacing with zero.")
+            print_message(f"WARNING: schedule called with a negative extra_delay {delay}. Replacing with zero.")
             delay = 0
         if self.physical:
             self._sched.schedule_physical(self, delay, value)

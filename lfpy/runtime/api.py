@@ -7,7 +7,6 @@ The generated module star-imports the constants; `lf` and `request_stop` are bou
 from __future__ import annotations
 
 import os
-import signal
 from typing import TYPE_CHECKING
 
 from lfpy.runtime.failure import print_message
@@ -15,7 +14,7 @@ from lfpy.runtime.reactor import ReactorBase
 from lfpy.runtime.tag import BILLION, FOREVER, NEVER, UNIT_FUNCTIONS, Tag, tag_compare
 
 if TYPE_CHECKING:
-    from lfpy.runtime.scheduler import Scheduler
+    from lfpy.runtime.interfaces import Runtime
 
 globals().update(UNIT_FUNCTIONS)
 __all__ = ["ReactorBase", "lf_print", "lf_print_warning", "lf_print_error", "lf_print_error_and_exit", "BILLION",
@@ -23,7 +22,7 @@ __all__ = ["ReactorBase", "lf_print", "lf_print_warning", "lf_print_error", "lf_
 
 
 class _Time:
-    def __init__(self, sched: Scheduler) -> None:
+    def __init__(self, sched: Runtime) -> None:
         self._s = sched
 
     def logical(self) -> int:
@@ -80,7 +79,7 @@ class LfApi:
 
     ParameterError = ParameterError
 
-    def __init__(self, sched: Scheduler, source_file: str, package_dir: str) -> None:
+    def __init__(self, sched: Runtime, source_file: str, package_dir: str) -> None:
         self._s = sched
         self.time = _Time(sched)
         self._source_dir = os.path.dirname(source_file)
@@ -115,14 +114,7 @@ class LfApi:
         """Why the program is stopping, in its shutdown reactions: "timeout", "SIGINT" (Ctrl-C),
         "SIGTERM", or "requested" (request_stop(), a failure, or nothing left to happen); None
         before (an lfpy extension; in a federate's own process, None)."""
-        s = self._s
-        if not s.stopping:
-            return None
-        if s.stop_signal is not None:
-            return signal.Signals(s.stop_signal).name
-        if s.timeout is not None and s.current.time >= s.start_time + s.timeout:
-            return "timeout"
-        return "requested"
+        return self._s.stop_reason()
 
     def source_directory(self) -> str:
         return self._source_dir

@@ -1,11 +1,13 @@
 """Binding the elaborated graph to runtime objects: reactor objects of the generated classes,
-ports with their fan-out, actions, timers, reactions with their arguments, and modes."""
+ports with their fan-out, actions, timers, reactions with their arguments, and modes; and the
+program's state as a checkpoint holds it (checkpoint.py has the file)."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from lfpy.ast import Loc
 from lfpy.graph import (
@@ -27,7 +29,7 @@ from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.plan import Plan
 from lfpy.runtime.ports import ContainedPorts, Delivery, Multiport, Port
 from lfpy.runtime.reaction import Reaction
-from lfpy.runtime.scheduler import Scheduler
+from lfpy.runtime.scheduler import LevelRunner, Scheduler, runner_for
 from lfpy.runtime.tag import FOREVER, Tag
 from lfpy.runtime.timers import Timer
 
@@ -44,27 +46,36 @@ class ParameterRefused(Exception):
         super().__init__(self.message)
 
 
+class Remote(Protocol):
+    """Reactors whose state lives in other processes (a federated program's federates, federation.py)."""
+
+    def init_state(self, inst: Instance, mode: str | None) -> None:
+        """Run `inst`'s state initialisers (those of `mode` only, when given) where it lives."""
+
+    def capture(self) -> dict[str, dict[str, Any]]:
+        """For a checkpoint: the state of those reactors, by instance name. Raises CheckpointError."""
+
+
 class Environment:
     """One run of one program: the scheduler and every runtime object, built from the graph."""
 
     def __init__(self, elaborated: Elaborated, namespace: dict[str, Any], class_names: dict[int, str],
                  workers: int, fast: bool, timeout: int | None, keepalive: bool | None, package_dir: str,
                  identity: dict[str, Any] | None = None, restoring: bool = False,
-                 owned: set[int] | None = None, scheduler: type[Scheduler] = Scheduler) -> None:
+                 owned: set[int] | None = None, scheduler: type[Scheduler] = Scheduler,
+                 runner: LevelRunner | None = None) -> None:
         """`identity`: the program's, for its checkpoints (`checkpoint.program_identity`).
         `restoring`: the reactors' state will come from a checkpoint, so their initialisers do not
         run (they may have effects, such as opening files). `owned`: the ids of the instances
         whose initialisers run in this process (a federate's, see federation.py); None: all.
+        `runner`: how the scheduler runs a tag's levels; None: inline, or on a pool of `workers`.
         Raises ParameterRefused when an initialiser raises `lf.ParameterError`, else what it raises."""
         self.graph = elaborated
         self.identity = identity
         self.last_checkpoint: str | None = None  # the last checkpoint this run wrote (a resume after a lost node)
         self.restoring = restoring
         self.owned = owned
-        self.remote_init: Callable[[Instance, str | None], None] | None = None
-        # In a federated program: the state of the reactors in the federates' processes, for a
-        # checkpoint (set by federation.py).
-        self.remote_capture: Callable[[], dict[str, dict[str, Any]]] | None = None
+        self.remote: Remote | None = None  # the reactors that live in other processes (`delegate`)
         self.ns = namespace
         # Reactions run in order of (inferred deadline, level), LF's priority: upstream reactions
         # have a smaller pair than what they feed, and equal pairs share a level, so they are
@@ -109,7 +120,8 @@ class Environment:
                     self._write_checkpoints)
         # Physical actions keep the program alive unless the program says otherwise.
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
-        self.sched = scheduler(plan, workers, fast, timeout, has_physical if keepalive is None else keepalive)
+        self.sched = scheduler(plan, runner or runner_for(workers), fast, timeout,
+                               has_physical if keepalive is None else keepalive)
         self._specialize()
         namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
         namespace["request_stop"] = self.sched.request_stop
@@ -361,7 +373,7 @@ class Environment:
         """Write the state at the end of this tag to each path; a failure is an error that stops
         the program (shutdown reactions still run), since the run would not be resumable."""
         try:
-            payload = checkpoint.capture(self)
+            payload = self.capture()
         except checkpoint.CheckpointError as exc:
             self._checkpoint_failed(paths[0], str(exc))
             return
@@ -406,11 +418,16 @@ class Environment:
 
     def init_state(self, inst: Instance, mode: str | None = None) -> None:
         """Run `inst`'s state initialisers (those of `mode` only, when given) where its state lives:
-        here, or in its federate's process (`remote_init`, set by federation.py)."""
+        here, or in its federate's process (`delegate`)."""
         if self.owned is None or id(inst) in self.owned:
             self.objects[id(inst)]._lf_init_state(mode)
-        elif self.remote_init is not None:
-            self.remote_init(inst, mode)
+        elif self.remote is not None:
+            self.remote.init_state(inst, mode)
+
+    def delegate(self, remote: Remote) -> None:
+        """The reactors this process does not own live in `remote`'s processes: their initialisers
+        run there, and a checkpoint asks it for their state."""
+        self.remote = remote
 
     def _reset_subtree(self, inst: Instance) -> None:
         self.init_state(inst)
@@ -431,3 +448,123 @@ class Environment:
         """Run to completion; returns the exit status."""
         self.sched.trace = trace
         return self.sched.run()
+
+    # ------------------------------------------------------------ the program's state (checkpoints)
+
+    def checkpoint_refused(self) -> str | None:
+        """Why this program cannot be checkpointed, or None."""
+        if self.mode_states:
+            return "checkpoints of programs with modes are not supported"
+        if any(a.physical for a in self.actions.values()):
+            return "checkpoints of programs with physical actions are not supported (what schedules them lives " \
+                   "outside the program)"
+        return None
+
+    def _reactor_state(self, inst: Instance) -> dict[str, Any]:
+        params = self.parameter_names[id(inst)]
+        return {k: v for k, v in vars(self.objects[id(inst)]).items() if k not in params and not k.startswith("_lf_")}
+
+    def _here(self) -> list[Instance]:
+        """The instances whose state lives in this process (in a federated program, a federate's)."""
+        return [inst for inst in self.graph.instances if self.owned is None or id(inst) in self.owned]
+
+    def capture_reactors(self) -> bytes:
+        """The state of the reactors that live in this process, pickled (a federate's part of a
+        checkpoint). Raises CheckpointError naming what cannot be saved."""
+        reactors = {inst.full_name: self._reactor_state(inst) for inst in self._here()}
+        try:
+            return pickle.dumps(reactors, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise checkpoint.CheckpointError(_unpicklable(reactors, [], exc)) from None
+
+    def restore_reactors(self, reactors: dict[str, dict[str, Any]]) -> None:
+        """Put saved reactor state (by instance name) into the reactors that live in this process."""
+        for inst in self._here():
+            obj = self.objects[id(inst)]
+            for attr, value in reactors.get(inst.full_name, {}).items():
+                setattr(obj, attr, value)
+
+    def call_resumed(self) -> None:
+        """Once a resumed program's state is back, before its first tag: every reactor of this
+        process that has a method `resumed` has it called, in instance order, to redo what its
+        startup reaction did outside its state (reopen its files, apply process-wide settings). An
+        lfpy extension, spelled as an ordinary LF method: lfc's runtimes, which have no checkpoints,
+        never call it. Raises what the method raises."""
+        for inst in self._here():
+            method = getattr(self.objects[id(inst)], "resumed", None)
+            if callable(method):
+                method()
+
+    def capture(self) -> bytes:
+        """The program's state now (between two tags, on the scheduler's thread), pickled: the
+        scheduler's (`snapshot`, its events' handlers by name), the reactors', the actions' and
+        timers'. Raises CheckpointError naming what cannot be saved."""
+        reason = self.checkpoint_refused()
+        if reason is not None:
+            raise checkpoint.CheckpointError(reason)
+        state = self.sched.snapshot()
+        keys = {_handler_id(handler): key for key, handler in self.event_handlers().items()}
+        events = []
+        for time, microstep, seq, handler, value in state["events"]:
+            key = keys.get(_handler_id(handler))
+            if key is None:  # pragma: no cover - every handler of a program without modes is named
+                raise checkpoint.CheckpointError(f"an event at ({time}, {microstep}) cannot be saved")
+            events.append((time, microstep, seq, key, value))
+        reactors = {inst.full_name: self._reactor_state(inst) for inst in self._here()}
+        if self.remote is not None:  # the reactors that live in the federates' processes
+            reactors.update(self.remote.capture())
+        reactors = {inst.full_name: reactors[inst.full_name] for inst in self.graph.instances}  # one order
+        state.update(events=events, reactors=reactors,
+                     actions={name: (a.last_tag, a.pending) for name, a in self.actions_by_name.items()},
+                     timers={name: t.generation for name, t in self.timers_by_name.items()})
+        try:
+            return pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise checkpoint.CheckpointError(_unpicklable(reactors, events, exc)) from None
+
+    def restore(self, payload: bytes) -> dict[str, dict[str, Any]]:
+        """Put the state of a checkpoint (`checkpoint.read`'s payload) into this freshly built
+        environment, whose reactors were made without running their initialisers; returns the saved
+        state of the reactors that live in other processes (a federated program's federates), by
+        instance name. Raises CheckpointError."""
+        reason = self.checkpoint_refused()
+        if reason is not None:
+            raise checkpoint.CheckpointError(reason)
+        try:
+            state = pickle.loads(payload)
+        except Exception as exc:
+            raise checkpoint.CheckpointError(f"cannot restore the program's state: {type(exc).__name__}: {exc}") \
+                from None
+        handlers = self.event_handlers()
+        self.restore_reactors(state["reactors"])
+        for name, action in self.actions_by_name.items():
+            action.last_tag, action.pending = state["actions"][name]
+        for name, timer in self.timers_by_name.items():
+            timer.generation = state["timers"][name]
+        self.sched.restore({**state, "events": [(time, microstep, seq, handlers[key], value)
+                                                for time, microstep, seq, key, value in state["events"]]})
+        here = {inst.full_name for inst in self._here()}
+        return {name: attrs for name, attrs in state["reactors"].items() if name not in here}
+
+
+def _unpicklable(reactors: dict[str, dict[str, Any]], events: list, exc: Exception) -> str:
+    """Which attribute (or event value) could not be pickled, and why."""
+    for name, attrs in reactors.items():
+        for attr, value in attrs.items():
+            try:
+                pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as inner:
+                return (f"cannot save {attr!r} of {name} (a {type(value).__module__}.{type(value).__qualname__}): "
+                        f"{type(inner).__name__}: {inner}")
+    for _t, _m, _s, key, value in events:
+        try:
+            pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as inner:
+            return f"cannot save a value waiting for {key[1]}: {type(inner).__name__}: {inner}"
+    return f"cannot save the program's state: {type(exc).__name__}: {exc}"
+
+
+def _handler_id(handler: Any) -> tuple[int, str]:
+    """Bound methods are made anew at each access: one is known by its object and function."""
+    owner = getattr(handler, "__self__", None)
+    return (id(owner), handler.__func__.__name__) if owner is not None else (id(handler), "")

@@ -54,9 +54,30 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from lfpy.runtime import checkpoint
 from lfpy.runtime.actions import Action
 from lfpy.runtime.failure import print_message, report_failure
+from lfpy.runtime.messages import (
+    Capture,
+    Checkpoint,
+    Clock,
+    ClockReading,
+    Exit,
+    Failed,
+    Physical,
+    Print,
+    Ran,
+    Ready,
+    Refused,
+    Restore,
+    Run,
+    Start,
+    State,
+    Stop,
+    Unsaved,
+    decode,
+    encode,
+)
 from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
-from lfpy.runtime.scheduler import Scheduler
+from lfpy.runtime.scheduler import LevelRunner, Pool, Scheduler, by_order
 from lfpy.runtime.tag import Tag
 from lfpy.runtime.transient import Transients
 from lfpy.runtime.transport import Channel, PipeChannel, Segments, SocketChannel
@@ -328,7 +349,7 @@ class Outbox:
     def send(self, message: tuple) -> None:
         with self.lock:
             try:
-                self.channel.send(message)
+                self.channel.send(encode(message))
             except OSError:  # the coordinator has gone: this process is ending
                 pass
 
@@ -349,7 +370,7 @@ class Output:
             if self.held is not None:
                 self.held.append((fd, text))
                 return
-        self.outbox.send(("print", fd, text))
+        self.outbox.send(Print(fd, text))
 
     def hold(self) -> None:
         with self.lock:
@@ -398,13 +419,61 @@ def show_printed(process: Process, printed: Iterable[tuple[int, str]]) -> None:
         stream.flush()
 
 
+class Levels(LevelRunner):
+    """The coordinator's level runner: each level's reactions of other federates are sent to their
+    processes first (`Federation.dispatch`), this process's run meanwhile (on a pool with several
+    workers), then the answers are applied (`collect`). Given to the scheduler when it is built; the
+    `Federation` made from that program then drives it (`drive`)."""
+
+    def __init__(self, workers: int) -> None:
+        self.pool = Pool(workers) if workers > 1 else None
+        self.concurrent = self.pool is not None
+        self.federation: Federation | None = None
+
+    def drive(self, federation: Federation) -> None:
+        self.federation = federation
+
+    def start(self, sched: Scheduler) -> None:
+        super().start(sched)
+        if self.pool is not None:
+            self.pool.start(sched)
+
+    def run(self) -> None:
+        sched, federation, pool = self.sched, self.federation, self.pool
+        assert federation is not None, "a federated program's scheduler runs with its Federation"
+        for bucket in sched.buckets:
+            if not bucket:
+                continue
+            batch = sorted(bucket, key=by_order) if len(bucket) > 1 else bucket[:]
+            bucket.clear()  # in place: ports hold their readers' buckets (ports.py)
+            mark = len(sched.set_ports)
+            local = batch if all(r.federate == 0 for r in batch) else federation.dispatch(batch)
+            if pool is not None and len(local) > 1:
+                pool.map(local)
+            else:
+                for r in local:
+                    sched.invoke(r)
+            federation.collect()
+            if sched.halted:
+                sched.clear_levels()
+                return
+            if pool is not None:
+                sched.propagate(mark)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+
 class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
-    def __init__(self, env: Environment, lf_path: str, trace: bool,
+    def __init__(self, env: Environment, levels: Levels, lf_path: str, trace: bool,
                  launcher: Callable[[str, int, bool], Launched] = launch) -> None:
-        """`launcher(lf_path, k, restoring)` starts a new process of federate k (a transient
-        federate joining): `launch` here, or in a Ray actor (cluster.py)."""
+        """`levels`: the runner `env`'s scheduler was built with. `launcher(lf_path, k, restoring)`
+        starts a new process of federate k (a transient federate joining): `launch` here, or in a
+        Ray actor (cluster.py)."""
+        levels.drive(self)
         self.env = env
         self.launcher = launcher
         self.sched = env.sched
@@ -424,10 +493,9 @@ class Federation:
         self.resets: dict[int, list[tuple[int, str | None]]] = {}
         self.instance_index = {id(inst): i for i, inst in enumerate(env.graph.instances)}
         self.instance_federate = federate_of_instances(env.graph)
-        env.remote_init = self._reset_remote
-        env.remote_capture = self._capture_remote
+        env.delegate(self)
         self.instance_names = [[inst.full_name for inst in f.instances] for f in listed]
-        # Resumed from a checkpoint: the saved state of each federate's reactors (`checkpoint.restore`),
+        # Resumed from a checkpoint: the saved state of each federate's reactors (`Environment.restore`),
         # sent to its process before it starts; its reactors' initialisers do not run.
         self.restored: dict[str, dict[str, Any]] | None = None
         self.processes: dict[int, Process] = {}
@@ -439,10 +507,13 @@ class Federation:
         self.dead: dict[int, str] = {}  # federate -> how it ended
         self.sent: list[int] = []  # federates with a batch out, in federate order
         self.stopping = False  # the coordinator is ending them: their ends are not failures
+        self.closed = False
         self._lost_lock = threading.Lock()
         self.away: set[int] = set()  # federates whose reactions are not run: dead, or transients that left
         self.sched.federation_id = f"{env.graph.main.name}-{uuid.uuid4().hex[:12]}"
         self.transients = Transients(self, listed) if any(f.transient for f in listed) else None
+        self.sched.at_start(self._started)
+        self.sched.at_stop(self.close)
 
     # ------------------------------------------------------------ processes
 
@@ -456,22 +527,18 @@ class Federation:
         for k in range(1, len(self.names)):
             self.await_ready(k)
             if self.restored is not None:  # the federate answers again once its reactors have resumed
-                self._send(k, ("restore", {name: self.restored.get(name, {}) for name in self.instance_names[k]}))
+                self._send(k, Restore({name: self.restored.get(name, {}) for name in self.instance_names[k]}))
                 self.await_ready(k)
         if self.transients is not None:
             try:
                 self.transients.open()
             except OSError as exc:
                 raise FederationError(f"cannot write the launchers of the transient federates: {exc}") from None
-        previous = self.sched.on_start
 
-        def on_start() -> None:
-            for k in self.requests:
-                self.send_start(k, Tag(self.sched.start_time, 0))
-            if previous is not None:
-                previous()
-
-        self.sched.on_start = on_start
+    def _started(self) -> None:
+        """The start time is known: every federate is told."""
+        for k in self.requests:
+            self.send_start(k, Tag(self.sched.start_time, 0))
 
     def adopt(self, k: int, launched: Launched) -> None:
         """Talk to federate k's process `launch` started: its channels, and a thread that listens to
@@ -501,15 +568,15 @@ class Federation:
         """Wait until federate k has built its reactors; FederationError if it could not (with what
         it reported, printed here: only a federate this process waits for has its errors shown)."""
         try:
-            answer = self.answers[k].receive()
+            answer = self._receive(k)
         except EOFError:
             raise FederationError(f"federate {self.names[k]} did not start: it {self._how_it_ended(k)}") from None
-        if answer != ("ready",):
-            if answer[0] in ("failed", "refused"):  # type: ignore[index]
-                sys.stderr.write(self.processes[k].shown(answer[1]))  # type: ignore[index]
+        if not isinstance(answer, Ready):
+            if isinstance(answer, (Failed, Refused)):
+                sys.stderr.write(self.processes[k].shown(answer.report))
                 sys.stderr.flush()
             raise FederationError(f"federate {self.names[k]} did not start (see the errors above)",
-                                  reported=answer[0] == "refused")  # type: ignore[index]
+                                  reported=isinstance(answer, Refused))
 
     def restart(self, k: int, effective: Tag) -> bool:
         """A new process of federate k (a transient federate joining at tag `effective`); False if it
@@ -536,8 +603,8 @@ class Federation:
         sched = self.sched
         if self.processes[k].remote and k not in self.clock_skew:
             self.clock_skew[k] = self._clock_skew(k)
-        self._send(k, ("start", sched.start_time, sched.clock_offset + self.clock_skew.get(k, 0), self.trace,
-                       tuple(effective), sched.federation_id))
+        self._send(k, Start(sched.start_time, sched.clock_offset + self.clock_skew.get(k, 0), self.trace,
+                            tuple(effective), sched.federation_id))
 
     def _clock_skew(self, k: int) -> int:
         """Federate k's clock minus this process's (ns), from the quickest of a few round trips: its
@@ -545,62 +612,62 @@ class Federation:
         best: tuple[int, int] | None = None
         for _ in range(5):
             before = time.time_ns()
-            if not self._send(k, ("clock",)):
+            if not self._send(k, Clock()):
                 return 0
             try:
-                _, remote = self.answers[k].receive()  # type: ignore[misc]
+                reading: ClockReading = self._receive(k)
             except (EOFError, OSError):
                 return 0  # found gone when it is next sent something
             after = time.time_ns()
             if best is None or after - before < best[0]:
-                best = (after - before, remote - (before + after) // 2)
+                best = (after - before, reading.time - (before + after) // 2)
         assert best is not None
         return best[1]
 
-    def _capture_remote(self) -> dict[str, dict[str, Any]]:
+    def capture(self) -> dict[str, dict[str, Any]]:
         """For a checkpoint at the end of a tag: the state of every federate's reactors, asked of
         their processes (which wait for the next tag). Raises CheckpointError naming what cannot be
-        saved."""
+        saved (`Environment.delegate`)."""
         if self.transients is not None:
             raise checkpoint.CheckpointError("checkpoints of programs with transient federates are not supported")
-        asked = [k for k in sorted(self.requests) if k not in self.away and self._send(k, ("capture",))]
+        asked = [k for k in sorted(self.requests) if k not in self.away and self._send(k, Capture())]
         reactors: dict[str, dict[str, Any]] = {}
         problems = []
         for k in asked:
             try:
-                kind, data = self.answers[k].receive()  # type: ignore[misc]
+                answer: State | Unsaved = self._receive(k)
             except (EOFError, OSError):
                 self._lost(k)
                 continue
-            if kind == "state":
-                reactors.update(pickle.loads(data))
+            if isinstance(answer, State):
+                reactors.update(pickle.loads(answer.data))
             else:
-                problems.append(data)
+                problems.append(answer.reason)
         problems += [f"federate {self.names[k]} has ended" for k in range(1, len(self.names)) if k in self.away]
         if problems:
             raise checkpoint.CheckpointError(problems[0])
         return reactors
 
-    def _reset_remote(self, inst: Instance, mode: str | None) -> None:
+    def init_state(self, inst: Instance, mode: str | None) -> None:
+        """`inst` lives in a federate: its state initialisers run there, before its next reactions
+        (`Environment.delegate`)."""
         self.resets.setdefault(self.instance_federate[id(inst)], []).append((self.instance_index[id(inst)], mode))
 
     def _listen(self, k: int, process: Process, channel: Channel) -> None:
         """What federate k (this `process` of it) sends on its own: physical actions scheduled by
         its threads, stop requests."""
+        handlers: dict[type, Callable[[Any], None]] = {
+            Physical: lambda m: self.sched.schedule_physical_at(self.slots[m.slot], m.when, m.value),
+            Stop: lambda _m: self._stop_requested(k),
+            Checkpoint: lambda m: self.sched.request_checkpoint(m.path),
+            Print: lambda m: show_printed(process, [(m.fd, m.text)]),
+        }
         while True:
             try:
-                message = channel.receive()
+                message = decode(channel.receive())
             except (EOFError, OSError):
                 break
-            if message[0] == "physical":  # type: ignore[index]
-                _, slot, when, value = message  # type: ignore[misc]
-                self.sched.schedule_physical_at(self.slots[slot], when, value)  # type: ignore[arg-type]
-            elif message[0] == "stop":  # type: ignore[index]
-                self._stop_requested(k)
-            elif message[0] == "checkpoint":  # type: ignore[index]
-                self.sched.request_checkpoint(message[1])  # type: ignore[index]
-            elif message[0] == "print":  # type: ignore[index]
-                show_printed(process, [message[1:]])  # type: ignore[list-item]
+            handlers[type(message)](message)
         channel.close()
         # A transient federate that has left ends as it was told to; a later process may be k now.
         if not self.stopping and k not in self.dead and self.processes.get(k) is process:
@@ -628,20 +695,23 @@ class Federation:
             self.sched.fail()
             print_message(f"error: federate {self.names[k]} {self.processes[k].where()} {how}; the program stops")
 
-    def _send(self, k: int, message: object) -> bool:
+    def _send(self, k: int, message: tuple) -> bool:
         try:
-            self.requests[k].send(message)
+            self.requests[k].send(encode(message))
             return True
         except OSError:
             self._lost(k)
             return False
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
-            if message[0] != "run":  # type: ignore[index]
+            if not isinstance(message, Run):
                 raise
-            values = [item for _i, inputs in message[3] for item in inputs]  # type: ignore[index]
-            _report_unsendable(self.env, self.slots, values, exc)
+            _report_unsendable(self.env, self.slots, [item for _i, inputs in message.batch for item in inputs], exc)
             self.sched.fail()
             return False
+
+    def _receive(self, k: int) -> Any:
+        """Federate k's next answer. Raises EOFError (or OSError) when it has gone."""
+        return decode(self.answers[k].receive())
 
     def end(self, k: int) -> None:
         """End federate k's process once it has run its last reactions (a transient federate that
@@ -649,7 +719,7 @@ class Federation:
         self.away.add(k)
         request, answer, process = self.requests.pop(k), self.answers.pop(k), self.processes.pop(k)
         try:
-            request.send(("exit",))
+            request.send(encode(Exit()))
         except OSError:
             pass
         request.close()
@@ -658,13 +728,16 @@ class Federation:
 
     def close(self) -> None:
         """End every federate process (after the program, or when it ends at once) and wait for it."""
+        if self.closed:
+            return
+        self.closed = True
         self.stopping = True
         if self.transients is not None:
             self.transients.close()
         for k in self.requests:
             if k not in self.dead:
                 try:
-                    self.requests[k].send(("exit",))
+                    self.requests[k].send(encode(Exit()))
                 except OSError:
                     pass
             self.requests[k].close()
@@ -704,7 +777,7 @@ class Federation:
         now = self.sched.current
         self.segments.next_round()  # every federate has answered (collect): it has mapped what it keeps
         self.sent = [k for k in sorted(groups)
-                     if self._send(k, ("run", now.time, now.microstep, groups[k], self.resets.pop(k, [])))]
+                     if self._send(k, Run(now.time, now.microstep, groups[k], self.resets.pop(k, [])))]
         return local
 
     def collect(self) -> None:
@@ -712,50 +785,48 @@ class Federation:
         sched = self.sched
         for k in self.sent:
             try:
-                answer = self.answers[k].receive()
+                ran: Ran = self._receive(k)
             except (EOFError, OSError):
                 self._lost(k)
                 continue
-            (outputs, scheduled, physical, transitions, stop, failed, status, traced,  # type: ignore[misc]
-             checkpoints, printed) = answer
-            show_printed(self.processes[k], printed)
-            if traced and sched.trace is not None:  # user trace points, with the tags they were recorded at
-                sched.trace.extend(traced)
-            for slot, value in outputs:
-                self.slots[slot].set(value)  # type: ignore[union-attr]
-            for slot, delay, value in scheduled:
-                sched.schedule_logical(self.slots[slot], delay, value)  # type: ignore[arg-type]
-            for slot, when, value in physical:
-                sched.schedule_physical_at(self.slots[slot], when, value)  # type: ignore[arg-type]
-            for index, transition in transitions:  # taken at the end of the tag, as for local ones
+            show_printed(self.processes[k], ran.printed)
+            if ran.traced:  # user trace points, with the tags they were recorded at
+                sched.add_trace(ran.traced)
+            slots = self.slots
+            for slot, value in ran.outputs:
+                slots[slot].set(value)  # type: ignore[union-attr]
+            for slot, delay, value in ran.scheduled:
+                sched.schedule_logical(slots[slot], delay, value)
+            for slot, when, value in ran.physical:
+                sched.schedule_physical_at(slots[slot], when, value)  # type: ignore[arg-type]
+            for index, transition in ran.transitions:  # taken at the end of the tag, as for local ones
                 self.modes[index].pending = transition
-            if failed:  # the federate has reported it
-                sched.exit_status = 1
-            if stop:
+            if ran.failed:  # reported there; its stop request follows (a transient federate leaves)
+                sched.fail(stop=False)
+            if ran.stop:
                 self._stop_requested(k)
-            for path in checkpoints:
+            for path in ran.checkpoints:
                 sched.request_checkpoint(path)
-            if status is not None:  # exit(n) in one of its reactions: the program ends at once
-                sched.exit_status = status
-                sched.halted = True
+            if ran.status is not None:  # exit(n) in one of its reactions: the program ends at once
+                sched.halt(ran.status)
         self.sent = []
 
 
-def _resumed(env: Environment) -> tuple:
-    """A federate's answer once its reactors' state is back: ("ready",) when their `resumed` methods
-    have run, else ("failed", what went wrong, reported as the runtime reports a failure)."""
+def _resumed(env: Environment) -> Ready | Failed:
+    """A federate's answer once its reactors' state is back: Ready when their `resumed` methods have
+    run, else Failed with what went wrong, reported as the runtime reports a failure."""
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            checkpoint.call_resumed(env)
+            env.call_resumed()
     except SystemExit:  # lf_print_error_and_exit: what it printed says why
-        return ("failed", errors.getvalue())
+        return Failed(errors.getvalue())
     except Exception as exc:
         with contextlib.redirect_stderr(errors):
             report_failure(None, "resuming the reactors failed", exc, env.sched.source_map)
-        return ("failed", errors.getvalue())
+        return Failed(errors.getvalue())
     sys.stderr.write(errors.getvalue())
-    return ("ready",)
+    return Ready()
 
 
 def _reap(process: Process) -> None:
@@ -795,19 +866,56 @@ class FederateScheduler(Scheduler):
         if self._in_reaction():
             self.physical_scheduled.append((action, when, value))
         else:
-            self.send_async(("physical", action, when, value))
+            self.send_async(Physical(action, when, value))  # type: ignore[arg-type]  # its slot: send_async
 
     def request_stop(self) -> None:
         if self._in_reaction():
             self.stop_requested = True
         else:
-            self.send_async(("stop",))
+            self.send_async(Stop())
 
     def request_checkpoint(self, path: str) -> None:
         if self._in_reaction():
             self.checkpoint_requests.append(path)  # sent with the answer
         else:
-            self.send_async(("checkpoint", path))
+            self.send_async(Checkpoint(path))
+
+    def begin(self, start: Start) -> None:
+        """The federation has started (or this transient federate joins at `start.effective`)."""
+        self.start_time, self.clock_offset, self.federation_id = start.start_time, start.clock_offset, \
+            start.federation_id
+        self.effective_start = Tag(*start.effective)
+        if start.tracing:  # user trace points are recorded here and sent with each answer
+            self.trace = []
+
+    def enter(self, tag: Tag) -> None:
+        """Reactions at `tag` follow (sent now: `arrival` is when)."""
+        self.current = tag
+        self.arrival = self.physical()
+
+    def run_reaction(self, r: Reaction) -> bool:
+        """Run `r` as the coordinator would; whether it failed (reported here) without ending the
+        program at once."""
+        self.exit_status = 0
+        self.invoke(r)
+        return self.exit_status != 0 and not self.halted
+
+    def answer(self, outputs: list[tuple[int, Any]], slot_of: dict[int, int], modes: list[ModeState],
+               failed: bool, printed: list[tuple[int, str]]) -> Ran:
+        """What the reactions of this tag did, and forget it here."""
+        transitions = [(i, state.pending) for i, state in enumerate(modes) if state.pending is not None]
+        for state in modes:
+            state.pending = None
+        traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in self.trace or ()]
+        if self.trace:
+            self.trace.clear()
+        ran = Ran(outputs, [(slot_of[id(a)], d, v) for a, d, v in self.scheduled],
+                  [(slot_of[id(a)], w, v) for a, w, v in self.physical_scheduled], transitions, self.stop_requested,
+                  failed, self.exit_status if self.halted else None, traced, self.checkpoint_requests, printed)
+        self.set_ports.clear()
+        self.scheduled, self.physical_scheduled, self.checkpoint_requests = [], [], []
+        self.stop_requested = False
+        return ran
 
 
 def serve(env: Environment, index: int, requests: Channel, answers: Channel, own: Outbox,
@@ -815,58 +923,76 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
     """A federate process's loop: run the reactions it is sent until told to exit (or the
     coordinator has gone). Returns the process's exit status. `output`: what this process prints
     goes to the coordinator (a federate on another machine)."""
-    sched = env.sched
-    assert isinstance(sched, FederateScheduler)
-    table = slots(env)
-    slot_of = {id(o): i for i, o in enumerate(table)}
-    reaction_reads = [reads(r) for r in env.reactions]
-    modes = mode_states(env)
-    kept = _kept_slots(env, index, table, slot_of)
-
-    def send_async(message: tuple) -> None:
-        if message[0] == "physical":
-            message = ("physical", slot_of[id(message[1])], *message[2:])
-        own.send(message)
-
-    sched.send_async = send_async
-    for o in table:
-        if isinstance(o, Port):
-            o.__class__ = FederatePort
-    send_all = False
+    served = Served(env, index, answers, own, output)
+    handlers: dict[type, Callable[[Any], bool]] = {
+        Start: served.start, Run: served.run, Capture: served.capture, Clock: served.clock, Restore: served.restore,
+        Exit: lambda _m: False,
+    }
     while True:
         try:
-            message = requests.receive()
+            message = decode(requests.receive())
         except EOFError:
             return 0
-        kind = message[0]  # type: ignore[index]
-        if kind == "exit":
+        if not handlers[type(message)](message):
             return 0
-        if kind == "start":
-            _, sched.start_time, sched.clock_offset, send_all, effective, sched.federation_id = message  # type: ignore[misc]
-            sched.effective_start = Tag(*effective)
-            if send_all:  # the coordinator traces: user trace points are recorded here and sent with each answer
-                sched.trace = []
-            continue
-        if kind == "capture":  # a checkpoint: this federate's reactors' state
-            try:
-                answers.send(("state", checkpoint.capture_reactors(env)))
-            except checkpoint.CheckpointError as exc:
-                answers.send(("unsaved", str(exc)))
-            continue
-        if kind == "clock":  # on another machine: the coordinator measures how its clock differs
-            answers.send(("clock", time.time_ns()))
-            continue
-        if kind == "restore":  # resumed from a checkpoint: the state of this federate's reactors
-            checkpoint.restore_reactors(env, message[1])  # type: ignore[index]
-            answers.send(_resumed(env))
-            continue
-        _, when, microstep, batch, resets = message  # type: ignore[misc]
-        if output is not None:
-            output.hold()
-        sched.current = Tag(when, microstep)
-        sched.arrival = sched.physical()
+
+
+class Served:
+    """A federate process's side: one handler per request; each answers what it must and says
+    whether to go on."""
+
+    def __init__(self, env: Environment, index: int, answers: Channel, own: Outbox, output: Output | None) -> None:
+        sched = env.sched
+        assert isinstance(sched, FederateScheduler)
+        self.env, self.sched, self.answers, self.output = env, sched, answers, output
+        self.table = slots(env)
+        self.slot_of = {id(o): i for i, o in enumerate(self.table)}
+        self.reaction_reads = [reads(r) for r in env.reactions]
+        self.modes = mode_states(env)
+        self.kept = _kept_slots(env, index, self.table, self.slot_of)
+        self.send_all = False  # the coordinator traces: every port's value goes back
+
+        def send_async(message: tuple) -> None:
+            if isinstance(message, Physical):
+                message = Physical(self.slot_of[id(message.slot)], message.when, message.value)
+            own.send(message)
+
+        sched.send_async = send_async
+        for o in self.table:
+            if isinstance(o, Port):
+                o.__class__ = FederatePort
+
+    def start(self, message: Start) -> bool:
+        self.sched.begin(message)
+        self.send_all = message.tracing
+        return True
+
+    def capture(self, _message: Capture) -> bool:
+        """A checkpoint: this federate's reactors' state."""
+        try:
+            self.answers.send(encode(State(self.env.capture_reactors())))
+        except checkpoint.CheckpointError as exc:
+            self.answers.send(encode(Unsaved(str(exc))))
+        return True
+
+    def clock(self, _message: Clock) -> bool:
+        """On another machine: the coordinator measures how its clock differs."""
+        self.answers.send(encode(ClockReading(time.time_ns())))
+        return True
+
+    def restore(self, message: Restore) -> bool:
+        """Resumed from a checkpoint: the state of this federate's reactors."""
+        self.env.restore_reactors(message.reactors)
+        self.answers.send(encode(_resumed(self.env)))
+        return True
+
+    def run(self, message: Run) -> bool:
+        env, sched, table = self.env, self.sched, self.table
+        if self.output is not None:
+            self.output.hold()
+        sched.enter(Tag(message.time, message.microstep))
         failed = False
-        for position, mode in resets:  # modes entered with reset at an earlier tag
+        for position, mode in message.resets:  # modes entered with reset at an earlier tag
             inst = env.graph.instances[position]
             try:
                 env.objects[id(inst)]._lf_init_state(mode)
@@ -874,50 +1000,36 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
                 report_failure(None, f"entering mode '{mode}' of {inst.full_name} failed", exc, sched.source_map,
                                sched.reported)
                 failed = True
-        for i, inputs in batch:
+        for i, inputs in message.batch:
             if sched.halted:
                 break
-            for o in reaction_reads[i]:
+            for o in self.reaction_reads[i]:
                 o.is_present = False
             for slot, value in inputs:
                 o = table[slot]
                 if value is not Kept:
                     o.value = value
                 o.is_present = True
-            sched.exit_status = 0
-            sched._invoke(env.reactions[i])
-            failed |= sched.exit_status != 0 and not sched.halted
+            failed |= sched.run_reaction(env.reactions[i])
+        slot_of, kept, send_all = self.slot_of, self.kept, self.send_all
         outputs = [(slot_of[id(p)], Kept if not send_all and slot_of[id(p)] in kept else p.value)
                    for p in sched.set_ports]
-        sched.set_ports.clear()
-        scheduled = [(slot_of[id(a)], d, v) for a, d, v in sched.scheduled]
-        physical = [(slot_of[id(a)], w, v) for a, w, v in sched.physical_scheduled]
-        transitions = [(i, state.pending) for i, state in enumerate(modes) if state.pending is not None]
-        for state in modes:
-            state.pending = None
-        status = sched.exit_status if sched.halted else None
-        traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in sched.trace or ()]
-        if sched.trace:
-            sched.trace.clear()
-        answers.next_round()  # the coordinator has taken what it keeps of the last answer
-        checkpoints, sched.checkpoint_requests = sched.checkpoint_requests, []
+        self.answers.next_round()  # the coordinator has taken what it keeps of the last answer
         sys.stdout.flush()
         sys.stderr.flush()
-        printed = output.release() if output is not None else []
+        printed = self.output.release() if self.output is not None else []
+        ran = sched.answer(outputs, slot_of, self.modes, failed, printed)
         try:
-            data = answers.dumps((outputs, scheduled, physical, transitions, sched.stop_requested, failed, status,
-                                  traced, checkpoints, printed))
+            data = self.answers.dumps(encode(ran))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
-            _report_unsendable(env, table, [*outputs, *((s, v) for s, _d, v in scheduled)], exc)
-            data = answers.dumps(([(s, Kept) for s, _v in outputs], [], [], [], True, True, None, traced, [],
-                                  printed))
-        sched.scheduled.clear()
-        sched.physical_scheduled.clear()
-        sched.stop_requested = False
+            _report_unsendable(env, table, [*ran.outputs, *((s, v) for s, _d, v in ran.scheduled)], exc)
+            data = self.answers.dumps(encode(Ran([(s, Kept) for s, _v in ran.outputs], [], [], [], True, True, None,
+                                                 ran.traced, [], printed)))
         try:
-            answers.send_bytes(data)
+            self.answers.send_bytes(data)
         except OSError:
-            return 0
+            return False
+        return True
 
 
 def _kept_slots(env: Environment, index: int, table: list[Port | Action], slot_of: dict[int, int]) -> set[int]:

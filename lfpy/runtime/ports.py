@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from lfpy.runtime.plan import Gate, Schedule
+    from lfpy.runtime.interfaces import Gate, Schedule
     from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.tag import Tag
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lfpy.runtime.scheduler import Scheduler
+    from lfpy.runtime.interfaces import Runtime
 
 
 class ReactorBase:
     """Base of every generated reactor class: what `self` offers beyond parameters and state."""
 
-    _lf_sched: Scheduler
+    _lf_sched: Runtime
 
     def check_deadline(self, invoke_handler: bool = True) -> bool:
         """True if the running reaction has missed its deadline; then also runs its handler unless

@@ -1,8 +1,14 @@
 """The scheduler: advances superdense time and runs each tag's triggered reactions level by level.
 
 Parts, one job each (as in reactor-cpp): `EventQueue` (events.py) holds future tags; the level
-buckets (`buckets`, one list per level) are the ready queue of the current tag; the worker pool
-(`ThreadPoolExecutor`, only with more than one worker) runs one level's reactions at once.
+buckets (`buckets`, one list per level) are the ready queue of the current tag; a level runner,
+given at construction, runs a tag's levels: `Inline` (one worker), `Pool` (a worker pool runs one
+level's reactions at once) or the federated runner (federation.py: other federates' reactions run
+in their processes).
+
+Extensions (federation, transient federates, checkpoints) use only public methods: callbacks
+registered with `at_start`, `at_end_of_tag` and `at_stop`, `snapshot`/`restore` of the scheduler's
+state, `discard_events`, `fail` and `halt`.
 
 Threading contract:
 - The event queue, the current tag, `set_ports`' processing, mode changes and the end of a tag
@@ -12,7 +18,7 @@ Threading contract:
 - Several workers: the reactions of one level run on the pool at once. They touch only their own
   reactor's state and the ports they write (one writer per channel); `Port.set` appends to
   `set_ports` (list.append is atomic) and the scheduler queues the readers after the level's
-  barrier (`_propagate`). No lock per port or message: the level barrier is the synchronisation.
+  barrier (`propagate`). No lock per port or message: the level barrier is the synchronisation.
 - `schedule_logical` may be called from reactions of one level at once: with several workers it
   holds `lock` while it decides the tag and pushes the event (`Action.pending` is guarded by `lock`
   too); with one, only the scheduler's thread calls it and no lock is needed.
@@ -34,8 +40,8 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from heapq import heappop, heappush
-from typing import TYPE_CHECKING
+from heapq import heapify, heappop, heappush
+from typing import TYPE_CHECKING, Any
 
 from lfpy.runtime.actions import Action
 from lfpy.runtime.events import EventQueue
@@ -47,19 +53,117 @@ from lfpy.runtime.tag import FOREVER, Tag, make_tag
 from lfpy.runtime.timers import Timer
 
 if TYPE_CHECKING:
-    from lfpy.runtime.federation import Federation
-    from lfpy.runtime.plan import Gate, Plan
+    from lfpy.runtime.interfaces import Gate
+    from lfpy.runtime.plan import Plan
+
+
+class LevelRunner:
+    """Runs the reactions queued at a tag, level by level (`run`); the scheduler calls `start` when
+    its run starts and `close` when it ends."""
+
+    concurrent = False  # whether reactions of one level may run at once, on other threads
+
+    def start(self, sched: Scheduler) -> None:
+        self.sched = sched
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class Inline(LevelRunner):
+    """One worker, the hot path: each level's reactions run in order on the scheduler's thread;
+    `Port.set` queues what they trigger into later levels (never into the level running, so
+    iterating is safe)."""
+
+    def run(self) -> None:
+        # The try is outside the inner loop: entering it costs little, but not nothing.
+        sched = self.sched
+        for bucket, shared in sched.levels:
+            if bucket:
+                try:
+                    if shared:
+                        bucket.sort(key=by_order)
+                        for r in bucket:
+                            r.call()
+                        bucket.clear()
+                    else:  # a level of one reaction
+                        r = bucket.pop()
+                        r.call()
+                except KeyboardInterrupt:  # Ctrl-C, also between two reactions (`r` may not be running)
+                    raise
+                except BaseException as exc:
+                    sched.failed(r, exc)
+                    rest = bucket[bucket.index(r) + 1:] if shared else []
+                    for r in rest:  # the rest of the level still runs
+                        if sched.halted:
+                            break
+                        sched.invoke(r)
+                    bucket.clear()
+                    if sched.halted:
+                        sched.clear_levels()
+                        return
+
+
+class Pool(LevelRunner):
+    """Several workers: each level's reactions run on a thread pool at once; the readers of the
+    ports they set are queued after the level's barrier."""
+
+    concurrent = True
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.pool: ThreadPoolExecutor | None = None
+
+    def start(self, sched: Scheduler) -> None:
+        super().start(sched)
+        self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
+
+    def map(self, reactions: list[Reaction]) -> None:
+        """Run `reactions` (of one level) on the pool, and wait for all of them."""
+        for _ in self.pool.map(self.sched.invoke, reactions):  # type: ignore[union-attr]
+            pass
+
+    def run(self) -> None:
+        sched = self.sched
+        buckets = sched.buckets
+        for level in range(len(buckets)):
+            bucket = buckets[level]
+            if not bucket:
+                continue
+            buckets[level] = []
+            mark = len(sched.set_ports)
+            if len(bucket) == 1:
+                sched.invoke(bucket[0])
+            else:
+                bucket.sort(key=by_order)
+                self.map(bucket)
+            if sched.halted:
+                return
+            sched.propagate(mark)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def runner_for(workers: int) -> LevelRunner:
+    """The level runner of an unfederated program with `workers` workers."""
+    return Pool(workers) if workers > 1 else Inline()
 
 
 class Scheduler:
     """Built complete from a bound program's `Plan`; implements `Schedule`, what ports, actions and
     timers ask of it."""
 
-    def __init__(self, plan: Plan, workers: int, fast: bool, timeout: int | None, keepalive: bool) -> None:
+    def __init__(self, plan: Plan, runner: LevelRunner, fast: bool, timeout: int | None, keepalive: bool) -> None:
         self.events = EventQueue()
         self.push = self.events.push
         self.buckets: list[list[Reaction]] = [[] for _ in range(max(plan.levels, 1))]
-        self.workers = workers
+        self.runner = runner
+        self.concurrent = runner.concurrent  # reactions of a level run at once: take `lock`, record ports
         self.fast = fast
         self.timeout = timeout
         self.keepalive = keepalive
@@ -90,31 +194,76 @@ class Scheduler:
         self.interrupt_status = 130  # the status when a second signal ends the program at once
         self.trace: list[tuple[int, int, str, object]] | None = None
         self.trace_events: list[str] = []  # descriptions of registered user trace events
-        self.pool: ThreadPoolExecutor | None = None
         self.source_map: SourceMap | None = None
         self.reported: set[tuple[str, str, str]] = set()  # failures reported (guarded by `lock`)
         self._local = threading.local()  # the reaction each worker thread is running
         self._current: Reaction | None = None  # the reaction with a deadline running, with one worker
-        # Once the start time is known, resumed or not (federation.py: it tells the federates).
-        self.on_start: Callable[[], None] | None = None
+        # Registered by extensions: once the start time is known (resumed or not), at the end of
+        # every tag, and once the run has ended.
+        self._at_start: list[Callable[[], None]] = []
+        self._at_end_of_tag: list[Callable[[], None]] = []
+        self._at_stop: list[Callable[[], None]] = []
         # Physical time as the program sees it is `time.time_ns() - clock_offset`: a resumed run goes
         # on from the physical time elapsed when its checkpoint was written (`resume_elapsed`).
         self.clock_offset = 0
         self.resume_elapsed: int | None = None
         self.checkpoint_requests: list[str] = []
         self.on_checkpoint = plan.write_checkpoints
-        # A federated program in processes: runs other federates' reactions there (federation.py).
-        self.federation: Federation | None = None
         self.federation_id = "Unidentified Federation"  # `lf.get_federation_id()`
         self.effective_start: Tag | None = None  # a transient federate's join tag; None: the start tag
         self.arrival: int | None = None  # in a federate's process: when this tag's message came in
-        self.at_end_of_tag: Callable[[], None] | None = None  # transient federates join and leave there
-        self._run_levels: Callable[[], None] = self._run_levels_inline  # `run` picks it
 
     @property
     def records_ports(self) -> bool:
         """Whether `Port.set` only records the port (`PoolPort`) and the readers are queued later."""
-        return self.workers > 1
+        return self.concurrent
+
+    # ------------------------------------------------------------ extensions
+
+    def at_start(self, fn: Callable[[], None]) -> None:
+        """Call `fn` once the start time is known, resumed or not, before the first tag."""
+        self._at_start.append(fn)
+
+    def at_end_of_tag(self, fn: Callable[[], None]) -> None:
+        """Call `fn` at the end of every tag but the last, once its reactions have all run."""
+        self._at_end_of_tag.append(fn)
+
+    def at_stop(self, fn: Callable[[], None]) -> None:
+        """Call `fn` once the run has ended (after the last tag, or at once)."""
+        self._at_stop.append(fn)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The scheduler's state between two tags (for a checkpoint): the tag, the start and stop
+        tags, physical time elapsed, the event queue in order, the user trace events."""
+        return {"tag": tuple(self.current), "start_time": self.start_time, "stop_tag": tuple(self.stop_tag),
+                "tag_number": self.tag_number, "elapsed": self.physical() - self.start_time,
+                "seq": self.events.seq, "events": sorted(self.events.heap), "trace_events": list(self.trace_events)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Go on from a `snapshot` (its events' handlers those of this program): `run` continues with
+        the next event, and physical time with the time elapsed when it was taken."""
+        heap = list(state["events"])
+        heapify(heap)
+        self.events.heap, self.events.seq = heap, state["seq"]
+        self.current = Tag(*state["tag"])
+        self.start_time = state["start_time"]
+        self.stop_tag = Tag(*state["stop_tag"])
+        self.tag_number = state["tag_number"]
+        self.trace_events[:] = state["trace_events"]
+        self.resume_elapsed = state["elapsed"]
+
+    def discard_events(self, unwanted: Callable[[Callable[[object], None]], bool]) -> None:
+        """Drop the queued events whose handler is `unwanted` (a transient federate has left)."""
+        heap = self.events.heap
+        kept = [event for event in heap if not unwanted(event[3])]
+        if len(kept) != len(heap):
+            heap[:] = kept  # in place: the loop holds the list
+            heapify(heap)
+
+    def add_trace(self, entries: list[tuple[int, int, str, object]]) -> None:
+        """Trace entries recorded elsewhere (a federate's user trace points), when tracing."""
+        if self.trace is not None:
+            self.trace.extend(entries)
 
     # ------------------------------------------------------------ time
 
@@ -142,7 +291,7 @@ class Scheduler:
         total = action.min_delay + delay
         now = self.current
         tag = make_tag((now[0] + total, 0)) if total else now
-        if self.pool is None:  # one worker: only this thread schedules logical actions
+        if not self.concurrent:  # one worker: only this thread schedules logical actions
             self._schedule_at(action, tag, value)
         else:
             with self.lock:
@@ -274,7 +423,7 @@ class Scheduler:
         """Run from startup (or, resumed from a checkpoint, from the tag after it) to shutdown;
         returns the exit status."""
         resumed = self.resume_elapsed is not None
-        if resumed:  # `checkpoint.restore` has set the tag, the start time and the events
+        if resumed:  # `restore` has set the tag, the start time and the events
             self.clock_offset = time.time_ns() - (self.start_time + self.resume_elapsed)  # type: ignore[operator]
             if self.timeout is not None:
                 self.stop_tag = min(self.stop_tag, Tag(self.start_time + self.timeout, 0))
@@ -285,26 +434,19 @@ class Scheduler:
                 self.stop_tag = Tag(self.start_time + self.timeout, 0)
             for timer in self.timers:
                 self.push(Tag(self.start_time + timer.offset, 0), timer.fire, timer.event())
-        if self.on_start is not None:
-            self.on_start()
-        if self.workers > 1:
-            self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="lf-worker")
-        # How each tag's levels run, picked once: inline (one worker), on the pool, or with the
-        # reactions of other federates in their processes.
-        if self.federation is not None:
-            self._run_levels = self._run_levels_federated
-        elif self.pool is not None:
-            self._run_levels = self._run_levels_pool
-        else:
-            self._run_levels = self._run_levels_inline
+        for fn in self._at_start:
+            fn()
+        self.runner.start(self)
+        self._run_levels = self.runner.run
         try:
             with StopOnSignals(self):
                 self._loop(resumed)
         except KeyboardInterrupt:  # a second Ctrl-C, or one where no handler could be installed
             self._interrupted()
         finally:
-            if self.pool is not None:
-                self.pool.shutdown(wait=False, cancel_futures=True)
+            self.runner.close()
+        for fn in self._at_stop:
+            fn()
         if self.stop_signal is not None and self.exit_status == 0:
             self.exit_status = 128 + self.stop_signal
         sys.stdout.flush()
@@ -374,8 +516,8 @@ class Scheduler:
         while heap and heap[0][0] == time_ and heap[0][1] == microstep:
             event = heappop(heap)
             event[3](event[4])
-        if self.pool is not None and self.set_ports:  # ports delivered by `after` connections
-            self._propagate(0)
+        if self.concurrent and self.set_ports:  # ports delivered by `after` connections
+            self.propagate(0)
         if startup:
             for r in self.startup:
                 self.enqueue(r)
@@ -385,80 +527,10 @@ class Scheduler:
         self._run_levels()
         self._end_tag()
 
-    def _run_levels_pool(self) -> None:
-        """Several workers: each level's reactions run on the pool at once; the readers of the ports
-        they set are queued after the level's barrier."""
-        buckets = self.buckets
-        for level in range(len(buckets)):
-            bucket = buckets[level]
-            if not bucket:
-                continue
-            buckets[level] = []
-            mark = len(self.set_ports)
-            if len(bucket) == 1:
-                self._invoke(bucket[0])
-            else:
-                bucket.sort(key=_order)
-                for _ in self.pool.map(self._invoke, bucket):
-                    pass
-            if self.halted:
-                return
-            self._propagate(mark)
-
-    def _run_levels_federated(self) -> None:
-        """As `_run_levels_pool`, with the reactions of other federates run in their processes: each
-        level's are sent first, this process's run meanwhile, then their results are applied."""
-        federation = self.federation
+    def clear_levels(self) -> None:
+        """Drop every queued reaction of this tag (the program has halted)."""
         for bucket in self.buckets:
-            if not bucket:
-                continue
-            batch = sorted(bucket, key=_order) if len(bucket) > 1 else bucket[:]
-            bucket.clear()  # in place: ports hold their readers' buckets (ports.py)
-            mark = len(self.set_ports)
-            local = batch if all(r.federate == 0 for r in batch) else federation.dispatch(batch)
-            if self.pool is not None and len(local) > 1:
-                for _ in self.pool.map(self._invoke, local):
-                    pass
-            else:
-                for r in local:
-                    self._invoke(r)
-            federation.collect()
-            if self.halted:
-                for b in self.buckets:
-                    b.clear()
-                return
-            if self.pool is not None:
-                self._propagate(mark)
-
-    def _run_levels_inline(self) -> None:
-        """One worker, the hot path: run each level's reactions in order; `Port.set` queues what
-        they trigger into later levels (never into the level running, so iterating is safe). The
-        try is outside the inner loop: entering it costs little, but not nothing."""
-        for bucket, shared in self.levels:
-            if bucket:
-                try:
-                    if shared:
-                        bucket.sort(key=_order)
-                        for r in bucket:
-                            r.call()
-                        bucket.clear()
-                    else:  # a level of one reaction
-                        r = bucket.pop()
-                        r.call()
-                except KeyboardInterrupt:  # Ctrl-C, also between two reactions (`r` may not be running)
-                    raise
-                except BaseException as exc:
-                    self._failed(r, exc)
-                    rest = bucket[bucket.index(r) + 1:] if shared else []
-                    for r in rest:  # the rest of the level still runs
-                        if self.halted:
-                            break
-                        self._invoke(r)
-                    bucket.clear()
-                    if self.halted:
-                        for b, _shared in self.levels:
-                            b.clear()
-                        return
+            bucket.clear()
 
     def call_with_deadline(self, r: Reaction) -> None:
         """`r.call` for a reaction with a deadline on the inline path: the handler runs instead of
@@ -481,7 +553,7 @@ class Scheduler:
         else:
             r.fn(*r.args)
 
-    def _propagate(self, mark: int) -> int:
+    def propagate(self, mark: int) -> int:
         """Queue the reactions triggered by ports set since `mark` (with a worker pool)."""
         ports = self.set_ports
         end = len(ports)
@@ -513,29 +585,31 @@ class Scheduler:
 
     def running(self) -> Reaction | None:
         """The reaction with a deadline this thread is running (for `check_deadline`)."""
-        if self.pool is None:
+        if not self.concurrent:
             return self._current
         return getattr(self._local, "reaction", None)
 
-    def _invoke(self, r: Reaction) -> None:
+    def invoke(self, r: Reaction) -> None:
+        """Run reaction `r` (its deadline handler when it is late); a failure is reported and stops
+        the program (`failed`)."""
         if self.halted:
             return
-        if self.pool is None:
+        if not self.concurrent:
             self._current = r
         else:
             self._local.reaction = r
         try:
             self._call(r)
         except BaseException as exc:
-            self._failed(r, exc)
+            self.failed(r, exc)
         finally:
-            # Reactions without a deadline skip `_invoke`: none must look like the running one.
-            if self.pool is None:
+            # Reactions without a deadline skip `invoke`: none must look like the running one.
+            if not self.concurrent:
                 self._current = None
             else:
                 self._local.reaction = None
 
-    def _failed(self, r: Reaction, exc: BaseException) -> None:
+    def failed(self, r: Reaction, exc: BaseException) -> None:
         """`exit(n)` ends the program at once with status n; any other error is reported, then the
         program shuts down at the next microstep with status 1."""
         if isinstance(exc, KeyboardInterrupt):
@@ -557,8 +631,7 @@ class Scheduler:
             elif not isinstance(code, int):
                 print(code, file=sys.stderr)
                 code = 1
-            self.exit_status = code
-            self.halted = True
+            self.halt(code)
             return
         with self.lock:  # reactions of one level may fail at once: one whole report after the other
             report_failure((r.lf_file, r.lf_line, r.lf_col),
@@ -566,18 +639,36 @@ class Scheduler:
                            self.reported)
         self.fail()
 
-    def fail(self, status: int = 1) -> None:
+    def fail(self, status: int = 1, stop: bool = True) -> None:
         """The program has failed (reported already): it stops at the next microstep, shutdown
-        reactions run, and it exits with `status`."""
+        reactions run, and it exits with `status`. `stop=False`: only the status (a transient
+        federate's failure: it leaves, the others go on)."""
         self.exit_status = status
-        self.request_stop()
+        if stop:
+            self.request_stop()
+
+    def halt(self, status: int) -> None:
+        """End at once, after the reaction running (`exit(n)`): no more reactions, no shutdown
+        reactions; the program exits with `status`."""
+        self.exit_status = status
+        self.halted = True
 
     def _interrupted(self) -> None:
         """A second Ctrl-C (or SIGTERM): end at once, without shutdown reactions, with 128 + the
         signal's number, as a process killed by it."""
         print("interrupted", file=sys.stderr, flush=True)
-        self.exit_status = self.interrupt_status
-        self.halted = True
+        self.halt(self.interrupt_status)
+
+    def stop_reason(self) -> str | None:
+        """Why the program is stopping, in its shutdown reactions: "timeout", "SIGINT", "SIGTERM",
+        or "requested" (request_stop(), a failure, or nothing left to happen); None before."""
+        if not self.stopping:
+            return None
+        if self.stop_signal is not None:
+            return signal.Signals(self.stop_signal).name
+        if self.timeout is not None and self.current.time >= self.start_time + self.timeout:
+            return "timeout"
+        return "requested"
 
     def register_trace_event(self, description: str) -> int:
         with self.lock:
@@ -627,9 +718,11 @@ class Scheduler:
             self.on_checkpoint(paths)
         if self.stopping:
             self.halted = True
-        elif self.at_end_of_tag is not None:
-            self.at_end_of_tag()
+        elif self._at_end_of_tag:
+            for fn in self._at_end_of_tag:
+                fn()
 
 
-def _order(r: Reaction) -> int:
+def by_order(r: Reaction) -> int:
+    """The sort key of a level's reactions: the program's deterministic order."""
     return r.order

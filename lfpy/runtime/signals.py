@@ -19,7 +19,7 @@ from types import FrameType, TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lfpy.runtime.scheduler import Scheduler
+    from lfpy.runtime.interfaces import Interruptible
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -37,11 +37,11 @@ class NotYetRunning:
 class StopOnSignals:
     """A context manager around `Scheduler.run`'s loop."""
 
-    def __init__(self, sched: Scheduler | NotYetRunning) -> None:
+    def __init__(self, sched: Interruptible) -> None:
         self.sched = sched
         self.previous: dict[int, object] = {}
 
-    def hand_over(self, sched: Scheduler) -> None:
+    def hand_over(self, sched: Interruptible) -> None:
         """Act on `sched` from now on, which takes the stop a signal asked for so far."""
         if sched.stop_signal is None:
             sched.stop_signal = self.sched.stop_signal

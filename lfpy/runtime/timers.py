@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from lfpy.runtime.plan import Gate, Schedule
+    from lfpy.runtime.interfaces import Gate, Schedule
     from lfpy.runtime.reaction import Reaction
     from lfpy.runtime.tag import Tag
 

@@ -29,17 +29,18 @@ import socket
 import sys
 import tempfile
 import threading
-from heapq import heapify
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lfpy.runtime.tag import Tag
 
 if TYPE_CHECKING:
+    from lfpy.graph import Instance
     from lfpy.runtime.actions import Action
-    from lfpy.runtime.federation import Federate, Federation
+    from lfpy.runtime.environment import Environment
     from lfpy.runtime.modes import ModeState
     from lfpy.runtime.reaction import Reaction
+    from lfpy.runtime.scheduler import Scheduler
     from lfpy.runtime.timers import Timer
 
 
@@ -57,11 +58,35 @@ def _next(tag: Tag) -> Tag:
     return Tag(tag.time, tag.microstep + 1)
 
 
+class Member(Protocol):
+    """A federate as federation.py lists it."""
+
+    name: str
+    instances: list[Instance]
+    transient: bool
+
+
+class Members(Protocol):
+    """What transient federates need of the federation (federation.py's `Federation`)."""
+
+    env: Environment
+    sched: Scheduler
+    away: set[int]  # federates whose reactions are not run
+    dead: dict[int, str]  # federates that ended on their own
+    resets: dict[int, list]  # mode resets waiting for a federate's next reactions
+
+    def end(self, k: int) -> None:
+        """End federate k's process; its reactions no longer run."""
+
+    def restart(self, k: int, effective: Tag) -> bool:
+        """A new process of federate k, joining at `effective`; False if it could not start."""
+
+
 class Transients:
     """The coordinator's side of transient federates: launch requests, and leaving and joining at
     the tags the module docstring gives."""
 
-    def __init__(self, federation: Federation, listed: list[Federate]) -> None:
+    def __init__(self, federation: Members, listed: list[Member]) -> None:
         """`listed`: the federates in federation order (`federates` of federation.py)."""
         self.fed = federation
         env, sched = federation.env, federation.sched
@@ -89,7 +114,7 @@ class Transients:
         self.left: list[int] = []  # federates whose last tag is the current one
         self.joining: set[int] = set()
         self.server: socket.socket | None = None
-        sched.at_end_of_tag = self.end_tag
+        sched.at_end_of_tag(self.end_tag)
 
     def has(self, k: int) -> bool:
         return k in self.members
@@ -203,11 +228,7 @@ class Transients:
         for action in self.actions[k]:
             action.pending.clear()
             action.last_tag = None
-        heap = self.sched.events.heap
-        kept = [e for e in heap if id(getattr(e[3], "__self__", None)) not in gone]
-        if len(kept) != len(heap):
-            heap[:] = kept  # in place: the scheduler's loop holds the list
-            heapify(heap)
+        self.sched.discard_events(lambda handler: id(getattr(handler, "__self__", None)) in gone)
 
     def _plan_join(self, k: int, after: Tag) -> None:
         if k in self.joining or k in self.fed.dead:
