@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -429,8 +430,23 @@ class Cluster:
 
             remove_placement_group(self.group)
         ray.shutdown()
+        _quiet_ray_teardown()
         if self.sockets is not None:
             shutil.rmtree(self.sockets, ignore_errors=True)
+
+
+def _quiet_ray_teardown() -> None:
+    """Once lfrl has left the cluster, errors in the destructors of Ray's objects (a handle half made
+    when Ctrl-C came, objects collected as the interpreter exits) say nothing to lfrl's user: they are
+    dropped; any other ignored exception is shown as Python shows it."""
+    shown = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        frames = traceback.extract_tb(unraisable.exc_traceback) if unraisable.exc_traceback else []
+        if not any(f"{os.sep}ray{os.sep}" in frame.filename for frame in frames):
+            shown(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def _quiet_worker_deaths(ray: Any) -> None:
