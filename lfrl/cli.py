@@ -51,6 +51,14 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed_arg(text: str) -> int:
+    from lfrl.seeds import MAX
+
+    if not text.strip().isdigit() or int(text) > MAX:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: a whole number from 0 to {MAX}")
+    return int(text)
+
+
 def _report(diags: Diagnostics) -> None:
     if diags.items:
         print(diags.render_all(), file=sys.stderr)
@@ -115,6 +123,13 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"lfrl run: error: LFPY_TRACE: {cannot_write(exc, trace)}", file=sys.stderr)
             return 1
     diags = Diagnostics()
+    if args.seed is not None:  # the learner program's preamble reads it (lfrl.seeds.run_config), in every process
+        from lfrl.seeds import ENV, program_config
+
+        if program_config(args.file, "--seed", diags) is None:
+            _report(diags)
+            return 1
+        os.environ[ENV] = str(args.seed)
     cluster = None
     if args.cluster is not None:
         from lfpy.runtime.cluster import ClusterOptions
@@ -322,6 +337,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                      help="with --cluster, when a federate's actor or node is lost: stop with an error (default), or "
                           "resume from the run's last checkpoint on the nodes there are then (a replacement node "
                           "with the same lfrl-host label is waited for): the results of the uninterrupted run")
+    run.add_argument("--seed", type=seed_arg, metavar="S",
+                     help="run a learner program (lfrl gen dqn|ddpg|td3|sac) with seed S instead of its own; its "
+                          "results go to LOGDIR/PROGRAM_seedS_N")
     run.set_defaults(run_parser=run)
     return parser, commands
 
