@@ -26,10 +26,6 @@ from lfrl.aggregate import SeedResult
 POLL_S = 0.05  # how often the sweep looks for runs that have ended
 
 
-class SweepError(Exception):
-    """The sweep cannot start; the message says why."""
-
-
 def parse_seeds(text: str) -> list[int]:
     """`0-4`, `0,3,7`, `0-2,10`: the seeds in the order given; ValueError with the reason for
     anything else (a seed out of range, a range that runs backwards, a seed given twice)."""
@@ -223,8 +219,8 @@ def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress:
         elif result.best is None:
             print(f"seed {result.seed}: {result.status}, no evaluation{where}")
         else:
-            print(f"seed {result.seed}: {result.status}, final eval return {result.final:.2f}, best {result.best[1]:.2f} at step "
-                  f"{result.best[0]}, weights checksum {result.checksum}{where}")
+            print(f"seed {result.seed}: {result.status}, final eval return {result.final:.2f}, best "
+                  f"{result.best[1]:.2f} at step {result.best[0]}, weights checksum {result.checksum}{where}")
     print(aggregate.summary(results))
     print(f"results in {shown(folder)}", flush=True)
     if stopped is not None:
