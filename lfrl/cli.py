@@ -51,6 +51,23 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seed_arg(text: str) -> int:
+    from lfrl.seeds import MAX
+
+    if not text.strip().isdigit() or int(text) > MAX:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: a whole number from 0 to {MAX}")
+    return int(text)
+
+
+def seeds_arg(text: str) -> list[int]:
+    from lfrl.sweep import parse_seeds
+
+    try:
+        return parse_seeds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _report(diags: Diagnostics) -> None:
     if diags.items:
         print(diags.render_all(), file=sys.stderr)
@@ -115,6 +132,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"lfrl run: error: LFPY_TRACE: {cannot_write(exc, trace)}", file=sys.stderr)
             return 1
     diags = Diagnostics()
+    if args.seeds is not None:
+        return run_seeds(args, diags)
+    if args.jobs is not None:
+        args.run_parser.error("--jobs is how many seeds run at once: it needs --seeds")
+    if args.seed is not None:  # the learner program's preamble reads it (lfrl.seeds.run_config), in every process
+        from lfrl.seeds import ENV, program_config
+
+        if program_config(args.file, "--seed", diags) is None:
+            _report(diags)
+            return 1
+        os.environ[ENV] = str(args.seed)
     cluster = None
     if args.cluster is not None:
         from lfpy.runtime.cluster import ClusterOptions
@@ -127,6 +155,25 @@ def cmd_run(args: argparse.Namespace) -> int:
                       fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster)
     _report(diags)
     return 1 if diags.has_errors and status == 0 else status
+
+
+def run_seeds(args: argparse.Namespace, diags: Diagnostics) -> int:
+    """`lfrl run PROGRAM.lf --seeds LIST`: each seed an `lfrl run --seed S` of its own (lfrl.sweep)."""
+    from lfpy.runtime.tag import format_ns
+    from lfrl.sweep import sweep
+
+    for flag, given in (("--seed", args.seed is not None), ("--resume", args.resume is not None),
+                        ("--cluster", args.cluster is not None), ("--resources", bool(args.resources)),
+                        ("--on-node-loss", args.on_node_loss is not None)):
+        if given:
+            args.run_parser.error(f"--seeds runs each seed as a run of its own: it does not take {flag}")
+    options = [*(["--workers", str(args.workers)] if args.workers else []),
+               *(["--timeout", format_ns(args.timeout)] if args.timeout is not None else []),
+               *(["--fast"] if args.fast else []), *(["--lfc"] if args.lfc else []),
+               *(["--debug"] if args.debug else [])]
+    status = sweep(args.file, args.seeds, args.jobs or os.cpu_count() or 1, options, sys.stderr.isatty(), diags)
+    _report(diags)
+    return status
 
 
 def cmd_gen(args: argparse.Namespace) -> int:
@@ -322,6 +369,16 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                      help="with --cluster, when a federate's actor or node is lost: stop with an error (default), or "
                           "resume from the run's last checkpoint on the nodes there are then (a replacement node "
                           "with the same lfrl-host label is waited for): the results of the uninterrupted run")
+    run.add_argument("--seed", type=seed_arg, metavar="S",
+                     help="run a learner program (lfrl gen dqn|ddpg|td3|sac) with seed S instead of its own; its "
+                          "results go to LOGDIR/PROGRAM_seedS_N")
+    run.add_argument("--seeds", type=seeds_arg, metavar="LIST",
+                     help="run a learner program once per seed, e.g. 0-4 or 0,3,7: each an `lfrl run --seed S` "
+                          "process of its own (at most --jobs at once), then the mean and spread of their "
+                          "evaluation returns in LOGDIR/PROGRAM_seeds_N (learning_curve.png/.csv, returns.md/.csv); "
+                          "status 1 if a seed failed")
+    run.add_argument("--jobs", type=positive_int, metavar="N",
+                     help="with --seeds, how many seeds run at once (default: one per CPU)")
     run.set_defaults(run_parser=run)
     return parser, commands
 

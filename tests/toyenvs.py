@@ -29,3 +29,22 @@ class Counter(gymnasium.Env):
 gymnasium.register("Counter-v0", entry_point=Counter, kwargs={"length": 5})
 # Cut short by a time limit after 4 steps: truncated, never terminated.
 gymnasium.register("CounterCut-v0", entry_point=Counter, kwargs={"length": 100}, max_episode_steps=4)
+
+
+class RefusesSeed(gymnasium.Wrapper):
+    """CartPole-v1 that refuses to reset with the seed that actor 0 of a run seeded `run_seed` draws
+    (lfrl.seeds): that run of a learner program fails at its start, runs with other seeds do not."""
+
+    def __init__(self, run_seed: int) -> None:
+        from lfrl import seeds
+
+        super().__init__(gymnasium.make("CartPole-v1"))
+        self.refused = seeds.derive(run_seed, seeds.ACTOR, 0)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        if seed == self.refused:
+            raise RuntimeError(f"this environment refuses seed {seed}")
+        return self.env.reset(seed=seed, options=options)
+
+
+gymnasium.register("RefusesSeed1-v0", entry_point=RefusesSeed, kwargs={"run_seed": 1})
