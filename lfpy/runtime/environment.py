@@ -19,7 +19,7 @@ from lfpy.graph import (
     TimerInst,
     arg_names,
 )
-from lfpy.runtime import checkpoint
+from lfpy.runtime import checkpoint, core
 from lfpy.runtime.actions import Action
 from lfpy.runtime.api import LfApi, ParameterError
 from lfpy.runtime.failure import print_message
@@ -50,7 +50,7 @@ class Environment:
     def __init__(self, elaborated: Elaborated, namespace: dict[str, Any], class_names: dict[int, str],
                  workers: int, fast: bool, timeout: int | None, keepalive: bool | None, package_dir: str,
                  identity: dict[str, Any] | None = None, restoring: bool = False,
-                 owned: set[int] | None = None, scheduler: type[Scheduler] = Scheduler) -> None:
+                 owned: set[int] | None = None, scheduler: type[Scheduler] | None = None) -> None:
         """`identity`: the program's, for its checkpoints (`checkpoint.program_identity`).
         `restoring`: the reactors' state will come from a checkpoint, so their initialisers do not
         run (they may have effects, such as opening files). `owned`: the ids of the instances
@@ -109,6 +109,8 @@ class Environment:
                     self._write_checkpoints)
         # Physical actions keep the program alive unless the program says otherwise.
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
+        if scheduler is None:  # the C core or the pure-Python one (LFPY_CORE, see core.py)
+            scheduler = core.scheduler_class(workers, federated=owned is not None)
         self.sched = scheduler(plan, workers, fast, timeout, has_physical if keepalive is None else keepalive)
         self._specialize()
         namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
