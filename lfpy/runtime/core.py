@@ -41,6 +41,7 @@ except ImportError as exc:  # not built: the pure-Python scheduler runs everythi
     _NOT_BUILT = str(exc)
 
 CORES = ("c", "python")
+BUILT = _core is not None  # whether the C core can be selected
 
 
 class CoreChoiceError(ValueError):
