@@ -66,6 +66,24 @@ static inline void slot_set(PyObject *obj, Py_ssize_t off, PyObject *v)
     Py_XDECREF(old);
 }
 
+/* list.clear() that keeps the list's memory (a tag's lists fill and empty once per tag). */
+static void list_empty(PyObject *list)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    PyObject **items = ((PyListObject *)list)->ob_item;
+    Py_SET_SIZE(list, 0);
+    for (Py_ssize_t k = 0; k < n; k++)
+        Py_DECREF(items[k]);
+}
+
+/* isinstance(obj, type) for the runtime's classes: the class itself or a direct subclass first
+ * (CorePort, CoreAction), without walking the MRO. */
+static inline int is_a(PyObject *obj, PyTypeObject *type)
+{
+    PyTypeObject *t = Py_TYPE(obj);
+    return t == type || t->tp_base == type || PyType_IsSubtype(t, type);
+}
+
 static inline int truth(PyObject *v)
 {
     if (v == Py_True)
@@ -176,15 +194,10 @@ static PyObject *heap_pop(PyObject *heap)
 {
     Py_ssize_t n = PyList_GET_SIZE(heap);
     PyObject **items = ((PyListObject *)heap)->ob_item;
-    PyObject *last = items[n - 1];
-    Py_INCREF(last);
-    if (PyList_SetSlice(heap, n - 1, n, NULL) < 0) {
-        Py_DECREF(last);
-        return NULL;
-    }
+    PyObject *last = items[n - 1]; /* the list's reference passes to `last` */
+    Py_SET_SIZE(heap, n - 1);      /* keeps its memory for the next push */
     if (n == 1)
         return last;
-    items = ((PyListObject *)heap)->ob_item;
     PyObject *top = items[0];
     items[0] = last; /* the list's reference to `top` passes to the caller */
     if (sift_up(heap, 0) < 0) {
@@ -194,24 +207,22 @@ static PyObject *heap_pop(PyObject *heap)
     return top;
 }
 
-static int queue_push(EventQueue *q, long long time, long long microstep, PyObject *handler, PyObject *value)
+/* Push (t, m, seq, handler, value); takes the references to `t` and `m` (NULL: an error, set). */
+static int queue_push_objs(EventQueue *q, PyObject *t, PyObject *m, PyObject *handler, PyObject *value)
 {
     if (!PyList_CheckExact(q->heap)) {
         PyErr_SetString(PyExc_TypeError, "EventQueue.heap must be a list");
-        return -1;
+        t = m = NULL;
     }
-    q->seq += 1;
-    PyObject *event = PyTuple_New(5);
-    if (event == NULL)
-        return -1;
-    PyObject *t = PyLong_FromLongLong(time), *m = PyLong_FromLongLong(microstep), *s = PyLong_FromLongLong(q->seq);
-    if (t == NULL || m == NULL || s == NULL) {
+    PyObject *s = t && m ? PyLong_FromLongLong(q->seq + 1) : NULL;
+    PyObject *event = s ? PyTuple_New(5) : NULL;
+    if (event == NULL) {
         Py_XDECREF(t);
         Py_XDECREF(m);
         Py_XDECREF(s);
-        Py_DECREF(event);
         return -1;
     }
+    q->seq += 1;
     PyTuple_SET_ITEM(event, 0, t);
     PyTuple_SET_ITEM(event, 1, m);
     PyTuple_SET_ITEM(event, 2, s);
@@ -222,6 +233,11 @@ static int queue_push(EventQueue *q, long long time, long long microstep, PyObje
     int rc = heap_push(q->heap, event);
     Py_DECREF(event);
     return rc;
+}
+
+static int queue_push(EventQueue *q, long long time, long long microstep, PyObject *handler, PyObject *value)
+{
+    return queue_push_objs(q, PyLong_FromLongLong(time), PyLong_FromLongLong(microstep), handler, value);
 }
 
 /* A tag argument: any sequence (time, microstep) of ints. */
@@ -706,7 +722,14 @@ static int schedule_at(Core *c, PyObject *action, long long t, long long m, PyOb
     PyObject *inactive = gate ? inactive_of(c, gate) : NULL;
     PyObject *event = inactive ? PyTuple_Pack(2, box, inactive) : NULL;
     PyObject *handler = event ? PyMethod_New(c->action_on_event, action) : NULL;
-    rc = handler ? push_event(c, t, m, handler, event) : -1;
+    if (handler != NULL) { /* the event's time and microstep: the tag's own ints */
+        PyObject *tobj = PyTuple_GET_ITEM(tag, 0), *mobj = PyTuple_GET_ITEM(tag, 1);
+        Py_INCREF(tobj);
+        Py_INCREF(mobj);
+        rc = queue_push_objs((EventQueue *)c->events, tobj, mobj, handler, event);
+    } else {
+        rc = -1;
+    }
     Py_DECREF(box);
     Py_XDECREF(inactive);
     Py_XDECREF(event);
@@ -815,7 +838,7 @@ static int set_all(Core *c, PyObject *ports, PyObject *value, int copy)
     int rc = 0;
     for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
         PyObject *p = PySequence_Fast_GET_ITEM(seq, k);
-        if (!PyObject_TypeCheck(p, c->port_type)) {
+        if (!is_a(p, c->port_type)) {
             PyErr_SetString(PyExc_TypeError, "a port's fan-out holds ports");
             rc = -1;
             break;
@@ -905,15 +928,27 @@ static int action_event(Core *c, PyObject *action, PyObject *handler, PyObject *
     PyObject *pending = slot_get(action, c->a_pending, "pending");
     if (pending == NULL)
         return -1;
-    PyObject *key = PyList_GET_ITEM(box, 2);
-    Py_INCREF(key);
-    PyObject *got = PyDict_GetItemWithError(pending, key);
     int rc = 0;
-    if (got == NULL && PyErr_Occurred())
-        rc = -1;
-    else if (got == box)
-        rc = PyDict_DelItem(pending, key);
-    Py_DECREF(key);
+    if (PyDict_CheckExact(pending) && PyDict_GET_SIZE(pending) == 1) {
+        /* the common case, one event pending: its entry, without hashing the tag */
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        Py_hash_t h;
+        if (_PyDict_Next(pending, &pos, &k, &v, &h) && v == box) {
+            Py_INCREF(k);
+            rc = _PyDict_DelItem_KnownHash(pending, k, h);
+            Py_DECREF(k);
+        }
+    } else if (PyDict_GET_SIZE(pending)) {
+        PyObject *key = PyList_GET_ITEM(box, 2);
+        Py_INCREF(key);
+        PyObject *got = PyDict_GetItemWithError(pending, key);
+        if (got == NULL && PyErr_Occurred())
+            rc = -1;
+        else if (got == box)
+            rc = PyDict_DelItem(pending, key);
+        Py_DECREF(key);
+    }
     if (rc < 0)
         return -1;
     int wanted = truth(PyList_GET_ITEM(box, 1));
@@ -1017,9 +1052,9 @@ static int dispatch(Core *c, PyObject *handler, PyObject *value)
 {
     if (PyMethod_Check(handler)) {
         PyObject *f = PyMethod_GET_FUNCTION(handler), *self = PyMethod_GET_SELF(handler);
-        if (f == c->action_on_event && PyObject_TypeCheck(self, c->action_type))
+        if (f == c->action_on_event && is_a(self, c->action_type))
             return action_event(c, self, handler, value);
-        if (f == c->timer_fire && PyObject_TypeCheck(self, c->timer_type))
+        if (f == c->timer_fire && is_a(self, c->timer_type))
             return timer_event(c, self, handler, value);
     } else if (Py_TYPE(handler) == c->delivery_type) {
         return deliver(c, handler, value);
@@ -1180,11 +1215,13 @@ static int run_levels(Core *c)
 
 static int clear_presence(Core *c, PyObject *obj)
 {
-    if (PyObject_TypeCheck(obj, c->action_type))
+    if ((PyObject *)Py_TYPE(obj) == c->coreport_type)
+        slot_set(obj, c->p_present, Py_False);
+    else if (is_a(obj, c->action_type))
         slot_set(obj, c->a_present, Py_False);
-    else if (PyObject_TypeCheck(obj, c->timer_type))
+    else if (is_a(obj, c->timer_type))
         slot_set(obj, c->t_present, Py_False);
-    else if (PyObject_TypeCheck(obj, c->port_type))
+    else if (is_a(obj, c->port_type))
         slot_set(obj, c->p_present, Py_False);
     else
         return PyObject_SetAttrString(obj, "is_present", Py_False);
@@ -1208,7 +1245,7 @@ static int end_tag(Core *c)
     if (c->has_delayed) {
         for (Py_ssize_t k = 0; k < PyList_GET_SIZE(set_ports); k++) {
             PyObject *port = PyList_GET_ITEM(set_ports, k);
-            PyObject *delayed = PyObject_TypeCheck(port, c->port_type) ? slot_get(port, c->p_delayed, "delayed") : NULL;
+            PyObject *delayed = is_a(port, c->port_type) ? slot_get(port, c->p_delayed, "delayed") : NULL;
             if (delayed == NULL)
                 return -1;
             if (PyList_Check(delayed) && PyList_GET_SIZE(delayed) && schedule_deliveries(c, port, delayed) < 0)
@@ -1224,7 +1261,7 @@ static int end_tag(Core *c)
     Py_ssize_t n = PyList_GET_SIZE(set_ports);
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *port = PyList_GET_ITEM(set_ports, k);
-        if (!PyObject_TypeCheck(port, c->port_type)) {
+        if ((PyObject *)Py_TYPE(port) != c->coreport_type && !PyObject_TypeCheck(port, c->port_type)) {
             if (PyObject_SetAttrString(port, "is_present", Py_False) < 0)
                 return -1;
             continue;
@@ -1236,15 +1273,13 @@ static int end_tag(Core *c)
                 if (clear_presence(c, PyTuple_GET_ITEM(others, j)) < 0)
                     return -1;
     }
-    if (PyList_SetSlice(set_ports, 0, PyList_GET_SIZE(set_ports), NULL) < 0)
-        return -1;
+    list_empty(set_ports);
     PyObject *fired = c->fired;
     if (PyList_GET_SIZE(fired)) {
         for (Py_ssize_t k = 0; k < PyList_GET_SIZE(fired); k++)
             if (clear_presence(c, PyList_GET_ITEM(fired, k)) < 0)
                 return -1;
-        if (PyList_SetSlice(fired, 0, PyList_GET_SIZE(fired), NULL) < 0)
-            return -1;
+        list_empty(fired);
     }
     int modes = PyList_Check(c->mode_states) ? PyList_GET_SIZE(c->mode_states) > 0 : 1;
     int checkpoints = PyList_Check(c->checkpoint_requests) ? PyList_GET_SIZE(c->checkpoint_requests) > 0 : 1;
@@ -1500,7 +1535,7 @@ static PyObject *Core_schedule_logical(Core *c, PyObject *const *args, Py_ssize_
     }
     if (check_ready(c) < 0)
         return NULL;
-    if (!PyObject_TypeCheck(args[0], c->action_type))
+    if (!is_a(args[0], c->action_type))
         return PyObject_CallFunctionObjArgs(c->py_schedule_logical, (PyObject *)c, args[0], args[1], args[2], NULL);
     return schedule_logical(c, args[0], args[1], args[2]);
 }
@@ -1927,7 +1962,7 @@ static PyTypeObject MethodType;
 
 static Core *core_of(PyObject *sched)
 {
-    if (sched == NULL || !PyObject_TypeCheck(sched, &CoreType) || !((Core *)sched)->ready) {
+    if (sched == NULL || !is_a(sched, &CoreType) || !((Core *)sched)->ready) {
         PyErr_SetString(PyExc_TypeError, "this object is not attached to a C core");
         return NULL;
     }
@@ -1945,7 +1980,7 @@ static PyObject *port_set_call(Method *self, PyObject *const *args, size_t nargs
         return NULL;
     }
     PyObject *port = args[0];
-    if (!PyObject_TypeCheck(port, self->cls)) {
+    if (Py_TYPE(port)->tp_base != self->cls && !PyObject_TypeCheck(port, self->cls)) {
         PyErr_SetString(PyExc_TypeError, "set() needs a port");
         return NULL;
     }
@@ -1966,7 +2001,7 @@ static PyObject *action_schedule_call(Method *self, PyObject *const *args, size_
     if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames)) || nargs < 2 || nargs > 3)
         return PyObject_Vectorcall(self->fallback, args, nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
     PyObject *action = args[0];
-    if (!PyObject_TypeCheck(action, self->cls)) {
+    if (Py_TYPE(action)->tp_base != self->cls && !PyObject_TypeCheck(action, self->cls)) {
         PyErr_SetString(PyExc_TypeError, "schedule() needs an action");
         return NULL;
     }
@@ -1974,10 +2009,16 @@ static PyObject *action_schedule_call(Method *self, PyObject *const *args, size_
     if (c == NULL)
         return NULL;
     PyObject *value = nargs == 3 ? args[2] : Py_None;
-    PyObject *delay = PyNumber_Long(args[1]); /* int(delay) */
+    PyObject *delay = PyLong_CheckExact(args[1]) ? (Py_INCREF(args[1]), args[1]) : PyNumber_Long(args[1]); /* int(delay) */
     if (delay == NULL)
         return NULL;
-    int negative = PyObject_RichCompareBool(delay, k_zero, Py_LT);
+    int overflow = 0;
+    long long d = PyLong_AsLongLongAndOverflow(delay, &overflow);
+    if (d == -1 && PyErr_Occurred()) {
+        Py_DECREF(delay);
+        return NULL;
+    }
+    int negative = overflow < 0 || (!overflow && d < 0);
     if (negative < 0) {
         Py_DECREF(delay);
         return NULL;
