@@ -3,6 +3,9 @@
 import numpy
 from setuptools import Extension, setup
 
+# Portable code: no -march=native, so a built wheel runs on any x86-64/arm64 machine.
+WARNINGS = ["-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Wno-cast-function-type", "-Wno-unused-parameter"]
+
 setup(
     ext_modules=[
         Extension(
@@ -10,10 +13,15 @@ setup(
             sources=["pyreplay/_core.c", "pyreplay/replay.c", "pyreplay/sumtree.c"],
             depends=["pyreplay/replay.h", "pyreplay/sumtree.h"],
             include_dirs=[numpy.get_include()],
-            # Portable code: no -march=native, so a built wheel runs on any x86-64/arm64 machine.
-            extra_compile_args=["-O3", "-std=c99", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
-                                "-Wno-cast-function-type", "-Wno-unused-parameter"],
+            extra_compile_args=["-O3", "-std=c99", *WARNINGS],
             extra_link_args=["-lpthread"],
-        )
+        ),
+        # The scheduler's inline hot loop (lfpy/runtime/core.py selects it; LFPY_CORE=python does not).
+        # gnu99: clock_gettime and __builtin_add_overflow.
+        Extension(
+            "lfpy.runtime._core",
+            sources=["lfpy/runtime/_core.c"],
+            extra_compile_args=["-O3", "-std=gnu99", *WARNINGS],
+        ),
     ]
 )

@@ -3,9 +3,10 @@ same reaction calls, side by side in one run.
 
   .venv/bin/python benchmarks/runtime_overhead.py [--quick] [--tags 10000] [--chain 100] [--round-trips 10000] [--repeat 5]
 
-Prints each workload's time on the runtime (one worker, `fast`), in the plain loop, and the ratio
-(runtime / loop); each time is the best of `--repeat` runs, the two sides taking turns, so that a
-busy machine disturbs both alike. Writes benchmarks/results/runtime_overhead.md and .png (`--quick`:
+Prints each workload's time on the runtime (one worker, `fast`) with lfpy's C core and with its
+pure-Python core (LFPY_CORE=python), in the plain loop, the ratios (runtime / loop) and the cost per
+tag of each core; each time is the best of `--repeat` runs, the three taking turns, so that a busy
+machine disturbs them alike. Writes benchmarks/results/runtime_overhead.md and .png (`--quick`:
 a fifth of the tags and round trips, 2 runs each).
 """
 
@@ -23,7 +24,9 @@ from common import RESULTS, Machine, write_summary
 
 from lfpy.build import build
 from lfpy.diagnostics import Diagnostics
+from lfpy.runtime import core
 from lfpy.runtime.environment import Environment
+from lfpy.runtime.scheduler import Scheduler
 
 CHAIN = """target Python {{ fast: true }}
 reactor Source(tags = 10) {{
@@ -95,7 +98,7 @@ class PlainPort:
         self.is_present = True
 
 
-def runtime_seconds(source: str) -> float:
+def runtime_seconds(source: str, scheduler: type[Scheduler]) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "Bench.lf"
         path.write_text(source)
@@ -105,7 +108,7 @@ def runtime_seconds(source: str) -> float:
         namespace: dict[str, object] = {"__name__": "bench"}
         exec(compile(built.source, str(built.module), "exec"), namespace)
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
-                          keepalive=False, package_dir=tmp)
+                          keepalive=False, package_dir=tmp, scheduler=scheduler)
         start = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
             status = env.run()
@@ -165,22 +168,29 @@ def main() -> None:
         args.tags, args.round_trips, args.repeat = args.tags // 5, args.round_trips // 5, 2
     machine = Machine()
 
-    def best(runtime: Callable[[], float], plain: Callable[[], float]) -> tuple[float, float]:
-        times = [(runtime(), plain()) for _ in range(args.repeat)]
-        return min(t[0] for t in times), min(t[1] for t in times)
+    if not core.BUILT:
+        raise SystemExit("runtime_overhead.py: the C core is not built (make setup)")
+    cores = {"C core": core.CScheduler, "Python core": Scheduler}
+
+    def best(plain: Callable[[], float], source: str) -> tuple[float, float, float]:
+        times = [(runtime_seconds(source, cores["C core"]), runtime_seconds(source, cores["Python core"]), plain())
+                 for _ in range(args.repeat)]
+        return min(t[0] for t in times), min(t[1] for t in times), min(t[2] for t in times)
 
     rows = []
     chain_source = CHAIN.format(tags=args.tags, chain=args.chain)
-    chain_rt, chain_plain = best(lambda: runtime_seconds(chain_source),
-                                 lambda: plain_chain_seconds(args.tags, args.chain))
-    rows.append((f"chain of {args.chain} reactions x {args.tags} tags", chain_rt, chain_plain))
+    rows.append((f"chain of {args.chain} reactions x {args.tags} tags", args.tags,
+                 *best(lambda: plain_chain_seconds(args.tags, args.chain), chain_source)))
     pp_source = PING_PONG.format(round_trips=args.round_trips)
-    pp_rt, pp_plain = best(lambda: runtime_seconds(pp_source), lambda: plain_ping_pong_seconds(args.round_trips))
-    rows.append((f"ping-pong, {args.round_trips} round trips", pp_rt, pp_plain))
+    rows.append((f"ping-pong, {args.round_trips} round trips", args.round_trips,
+                 *best(lambda: plain_ping_pong_seconds(args.round_trips), pp_source)))
 
-    lines = ["| workload | lfpy runtime (s) | plain loop (s) | ratio runtime/loop |", "|---|---:|---:|---:|"]
-    for name, rt, plain in rows:
-        lines.append(f"| {name} | {rt:.3f} | {plain:.3f} | {rt / plain:.2f}x |")
+    lines = ["| workload | C core (s) | Python core (s) | plain loop (s) | C core/loop | Python core/loop | "
+             "us per tag, C core | us per tag, Python core | C core's cost per tag / Python core's |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, tags, c_s, py_s, plain in rows:
+        lines.append(f"| {name} | {c_s:.3f} | {py_s:.3f} | {plain:.3f} | {c_s / plain:.2f}x | {py_s / plain:.2f}x | "
+                     f"{c_s / tags * 1e6:.2f} | {py_s / tags * 1e6:.2f} | {c_s / py_s:.2f} |")
     table = "\n".join(lines)
     print(table)
     machine.done()
@@ -188,7 +198,8 @@ def main() -> None:
     (RESULTS / "runtime_overhead.md").write_text(
         f"# Runtime overhead\n\nCommand: `.venv/bin/python benchmarks/runtime_overhead.py{' --quick' * args.quick}`"
         f" (best of {args.repeat} runs each; one worker, `fast`) on {machine.line()}\n\n" + table + "\n\n"
-        "The chain: a source sets its output once per tag (a logical action paces the tags), 100 reactions\n"
+        "The C core is lfpy's default (lfpy/runtime/_core.c); the Python core is the pure-Python scheduler\n"
+        "(LFPY_CORE=python). The chain: a source sets its output once per tag (a logical action paces the tags), 100 reactions\n"
         "each read their input and set their output, a sink sums. The plain loop makes the same reaction\n"
         "calls on the same kind of port objects with no runtime. Ping-pong: two reactors bounce a counter,\n"
         "one leg through `after 0`, so each round trip is a new microstep (event queue, end of tag).\n")
@@ -197,15 +208,19 @@ def main() -> None:
     write_summary("runtime_overhead", "Runtime overhead", machine, [], quick=args.quick)
 
 
-def plot(rows: list[tuple[str, float, float]]) -> None:
+def plot(rows: list[tuple[str, int, float, float, float]]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
-    names = [name for name, _, _ in rows]
-    ax.barh(names, [rt / plain for _, rt, plain in rows], color="#2b7bba")
+    names = [name for name, *_ in rows]
+    y = range(len(rows))
+    ax.barh([i + 0.2 for i in y], [c_s / plain for _, _, c_s, _, plain in rows], height=0.4, label="C core")
+    ax.barh([i - 0.2 for i in y], [py_s / plain for _, _, _, py_s, plain in rows], height=0.4, label="Python core")
+    ax.set_yticks(list(y), names)
+    ax.legend()
     ax.axvline(1, color="grey", linewidth=1)
     ax.set_xlabel("lfpy runtime time / plain loop time")
     fig.tight_layout()

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import re
 import subprocess
@@ -70,7 +71,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import SimpleQueue
-from statistics import median
+from statistics import geometric_mean, median
 
 from common import (
     CPUS,
@@ -338,7 +339,7 @@ BENCHES = [
 ]
 
 # Each contender's work as a share of lfrl's (the costs per message differ by up to a hundred times).
-SHARES = {"lfrl": 1.0, "Pykka": 0.1, "asyncio": 0.2, "threads": 0.2, "Ray": 0.004}
+SHARES = {"lfrl": 1.0, "lfrl-py": 0.5, "Pykka": 0.1, "asyncio": 0.2, "threads": 0.2, "Ray": 0.004}
 PEERS = ("Pykka", "asyncio", "threads")
 
 
@@ -363,14 +364,16 @@ def lf_source(bench: Bench, size: dict[str, int]) -> str:
     return source[:header.start(1)] + params + source[header.end(1):]
 
 
-def run_lf(bench: Bench, size: dict[str, int], folder: Path) -> tuple[str, float]:
-    """`lfrl run` on the program with these sizes: (its check line, its own elapsed seconds)."""
+def run_lf(bench: Bench, size: dict[str, int], folder: Path, core: str | None = None) -> tuple[str, float]:
+    """`lfrl run` on the program with these sizes: (its check line, its own elapsed seconds). `core`:
+    LFPY_CORE for the run (None: as this process has it, the C core by default)."""
     path = folder / "_".join([bench.name, *(str(v) for v in size.values())]) / f"{bench.name}.lf"
     if not path.exists():
         path.parent.mkdir(parents=True)
         path.write_text(lf_source(bench, size))
+    env = dict(os.environ, **({"LFPY_CORE": core} if core else {}))
     out = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path)], capture_output=True, text=True,
-                         cwd=ROOT, check=False, timeout=WAIT_S)
+                         cwd=ROOT, check=False, timeout=WAIT_S, env=env)
     check = re.search(r"^check: (.*)$", out.stdout, re.M)
     elapsed = re.search(r"^elapsed: ([\d.]+)$", out.stdout, re.M)
     if out.returncode != 0 or not check or not elapsed:
@@ -593,6 +596,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="about an eighth of the sizes, 2 rounds")
     parser.add_argument("--rounds", type=int, help="rounds (default 5; --quick 2)")
     parser.add_argument("--only", help="comma-separated benchmarks (default all six)")
+    parser.add_argument("--skip", default="", help="comma-separated contenders to leave out (e.g. Ray,threads)")
     args = parser.parse_args()
     repeat = args.rounds or (2 if args.quick else 5)
     benches = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
@@ -603,6 +607,8 @@ def main() -> None:
     runners: dict[str, Callable] = {}
     folder = tempfile.TemporaryDirectory()
     runners["lfrl"] = lambda bench, size: run_lf(bench, size, Path(folder.name))
+    # The same programs on lfpy's pure-Python core (LFPY_CORE=python), side by side with the C core.
+    runners["lfrl-py"] = lambda bench, size: run_lf(bench, size, Path(folder.name), "python")
     try:
         pykka_run = pykka_runner()
         runners["Pykka"] = lambda bench, size: pykka_run(*bench.system(size))
@@ -617,6 +623,9 @@ def main() -> None:
         runners["Ray"] = lambda bench, size: pool.run(*bench.system(size))
     except Skipped as why:
         skipped["Ray"] = str(why)
+    for name in filter(None, args.skip.split(",")):
+        if runners.pop(name, None) is not None:
+            skipped[name] = "--skip"
     for name, why in skipped.items():
         print(f"{name} skipped: {why}", flush=True)
     rows = []
@@ -639,7 +648,7 @@ def main() -> None:
 
 
 def write_results(args: argparse.Namespace, rows: list[Row], repeat: int, machine: Machine) -> None:
-    names = ["lfrl", "Pykka", "asyncio", "threads", "Ray"]
+    names = ["lfrl", "lfrl-py", "Pykka", "asyncio", "threads", "Ray"]
 
     def cell(row: Row, name: str) -> str:
         if name not in row.results:
@@ -653,8 +662,8 @@ def write_results(args: argparse.Namespace, rows: list[Row], repeat: int, machin
         return ratio_spread(ratios)
 
     lines = ["| benchmark | unit | " + " | ".join(names) + " | best peer | lfrl vs best peer | lfrl vs Pykka | "
-             "lfrl vs Ray | sizes (" + " / ".join(names) + ") | checks |",
-             "|---|---|" + "---:|" * (len(names) + 5) + "---|"]
+             "lfrl vs Ray | C core vs Python core | sizes (" + " / ".join(names) + ") | checks |",
+             "|---|---|" + "---:|" * (len(names) + 6) + "---|"]
     for row in rows:
         best = row.best_peer()
         sizes = " / ".join(f"{row.sizes[n]:,}" if n in row.results else "-" for n in names)
@@ -662,7 +671,15 @@ def write_results(args: argparse.Namespace, rows: list[Row], repeat: int, machin
         checks = "all as expected" if row.agree() else f"FAIL: {disagreement(row.results) or 'see the lines'}"
         lines.append(f"| {row.bench.name} | us per {row.bench.unit} | " + " | ".join(cell(row, n) for n in names)
                      + f" | {best or '-'} | {ratio(row, best)} | {ratio(row, 'Pykka')} | {ratio(row, 'Ray')} | "
-                     f"{row.bench.work}: {sizes}{'; ' + fixed if fixed else ''} | {checks} |")
+                     f"{ratio(row, 'lfrl-py')} | {row.bench.work}: {sizes}{'; ' + fixed if fixed else ''} | {checks} |")
+    means = []
+    for name in ("lfrl-py", *PEERS, "Ray"):
+        per_bench = [median(row.ratio(name)) for row in rows if row.ratio(name)]
+        if len(per_bench) == len(rows):
+            means.append(f"{name} {geometric_mean(per_bench):.2f}x")
+    if means:
+        lines.append(f"\nlfrl (C core) over the {len(rows)} benchmarks, geometric mean of the median ratios: "
+                     + ", ".join(means) + ".")
     table = "\n".join(lines)
     anchor = next((row for row in rows if row.bench.name == "PingPong"), None)
     anchor_line = ""
@@ -682,7 +699,8 @@ def write_results(args: argparse.Namespace, rows: list[Row], repeat: int, machin
         "better)\n\n"
         f"Command: `{command}`, {repeat} round{'s' * (repeat > 1)}, on {machine.line()} Other work on the "
         "machine skews every column.\n\n"
-        "Each benchmark is an LF program (benchmarks/savina/) run by `lfrl run` (one runtime thread) and the same "
+        "Each benchmark is an LF program (benchmarks/savina/) run by `lfrl run` (one runtime thread; *lfrl*: "
+        "lfpy's C core, *lfrl-py*: the same program on its pure-Python core, LFPY_CORE=python) and the same "
         "algorithm with one class per actor on Pykka (`ThreadingActor`, `tell`), Ray (an actor per actor, method "
         "calls without waiting), asyncio (a task and an `asyncio.Queue` per actor) and threads (a thread and a "
         "`queue.SimpleQueue` per actor). Each clock runs from the first message (the LF program's startup "

@@ -22,7 +22,7 @@ from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
-from lfpy.runtime import checkpoint, federation
+from lfpy.runtime import checkpoint, core, federation
 from lfpy.runtime.cluster import Cluster, ClusterError, ClusterOptions
 from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.failure import SourceMap, report_failure
@@ -156,6 +156,11 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
                                          f"{'checkpoints' if resume is not None else 'Ray cluster'}")
             return 1
         return _run_with_lfc(path, diags)
+    try:
+        core.selected()  # LFPY_CORE names a core that exists: checked before anything is built or run
+    except core.CoreChoiceError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
     built = build(path, diags)
     if built is None:
         return 1 if diags.has_errors else 0

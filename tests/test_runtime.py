@@ -514,9 +514,12 @@ main reactor {
 def test_ctrl_c_between_two_reactions_ends_the_program_with_130(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Ctrl-C can arrive in the scheduler's own code, where no reaction is running: here, while
-    it orders a level of two reactions (a bank's startup reactions)."""
+    it orders a level of two reactions (a bank's startup reactions). The pure-Python scheduler's
+    code, where the failure is injected (the C core's loop is checked in test_core.py)."""
     from lfpy.runtime import scheduler
     from lfrl.cli import main
+
+    monkeypatch.setenv("LFPY_CORE", "python")
 
     def interrupted(_r: object) -> int:
         raise KeyboardInterrupt

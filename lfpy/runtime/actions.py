@@ -41,6 +41,9 @@ class Action:
 
     def attach(self, sched: Schedule) -> None:
         self._sched = sched
+        adopt = getattr(sched, "adopt", None)  # the C core (core.py) runs its actions' `schedule` itself
+        if adopt is not None:
+            adopt(self)
 
     def schedule(self, delay: int, value: object = None) -> None:
         """Schedule this action `delay` ns (plus its minimum delay) from now, with `value`."""

@@ -21,7 +21,7 @@ from lfpy.graph import (
     TimerInst,
     arg_names,
 )
-from lfpy.runtime import checkpoint
+from lfpy.runtime import checkpoint, core
 from lfpy.runtime.actions import Action
 from lfpy.runtime.api import LfApi, ParameterError
 from lfpy.runtime.failure import print_message
@@ -62,7 +62,7 @@ class Environment:
     def __init__(self, elaborated: Elaborated, namespace: dict[str, Any], class_names: dict[int, str],
                  workers: int, fast: bool, timeout: int | None, keepalive: bool | None, package_dir: str,
                  identity: dict[str, Any] | None = None, restoring: bool = False,
-                 owned: set[int] | None = None, scheduler: type[Scheduler] = Scheduler,
+                 owned: set[int] | None = None, scheduler: type[Scheduler] | None = None,
                  runner: LevelRunner | None = None) -> None:
         """`identity`: the program's, for its checkpoints (`checkpoint.program_identity`).
         `restoring`: the reactors' state will come from a checkpoint, so their initialisers do not
@@ -120,8 +120,10 @@ class Environment:
                     self._write_checkpoints)
         # Physical actions keep the program alive unless the program says otherwise.
         has_physical = any(a.origin == "physical" for i in elaborated.instances for a in i.actions.values())
-        self.sched = scheduler(plan, runner or runner_for(workers), fast, timeout,
-                               has_physical if keepalive is None else keepalive)
+        runner = runner or runner_for(workers)
+        if scheduler is None:  # the C core (for the inline runner) or the pure-Python one (LFPY_CORE, core.py)
+            scheduler = core.scheduler_class(runner)
+        self.sched = scheduler(plan, runner, fast, timeout, has_physical if keepalive is None else keepalive)
         self._specialize()
         namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
         namespace["request_stop"] = self.sched.request_stop

@@ -103,6 +103,9 @@ class Port:
                 self._reader = self.triggered[0]
                 self._bucket = buckets[self._reader.level]
                 self.__class__ = SoleReaderPort
+        adopt = getattr(sched, "adopt", None)  # the C core (core.py) runs its ports' `set` itself
+        if adopt is not None:
+            adopt(self)
 
     def __repr__(self) -> str:
         return f"<port {self.trace_name} present={self.is_present} value={self.value!r}>"

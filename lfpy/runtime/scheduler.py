@@ -691,9 +691,7 @@ class Scheduler:
                 if port.delayed:
                     self.schedule_deliveries(port)
         if self.trace is not None:
-            rel = self.current.time - self.start_time
-            for port in sorted(set_ports, key=lambda p: p.trace_name):
-                self.trace.append((rel, self.current.microstep, port.trace_name, port.value))
+            self._trace_ports()
         for port in set_ports:
             port.is_present = False
             if port.others:
@@ -704,6 +702,17 @@ class Scheduler:
             for trigger in self.fired:
                 trigger.is_present = False
             self.fired.clear()
+        self._after_tag()
+
+    def _trace_ports(self) -> None:
+        """Record the ports set at this tag in the trace (LFPY_TRACE), by name."""
+        rel = self.current.time - self.start_time
+        for port in sorted(self.set_ports, key=lambda p: p.trace_name):
+            self.trace.append((rel, self.current.microstep, port.trace_name, port.value))  # type: ignore[union-attr]
+
+    def _after_tag(self) -> None:
+        """The end of a tag once its ports are reset: mode switches, checkpoints, the stop, the
+        end-of-tag callbacks (the C core calls it when one of them has work to do)."""
         for state in self.mode_states:
             if state.pending is not None:
                 try:
