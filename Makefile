@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test test-slow test-bench lint bench clean
+.PHONY: setup run test test-python-core test-slow test-bench lint bench clean
 
 setup: $(STAMP)
 
@@ -31,6 +31,10 @@ run: setup
 # training run, Atari, the heavier Ray cluster runs); `make test-slow` runs those, and CI runs both.
 test: setup
 	$(PY) -m pytest -q -m "not slow and not bench"
+
+# The same tests on the pure-Python core, the reference the C core must match (LFPY_CORE, docs/runtime.md).
+test-python-core: setup
+	LFPY_CORE=python $(PY) -m pytest -q -m "not slow and not bench"
 
 test-slow: setup
 	$(PY) -m pytest -q -m "slow and not bench"
