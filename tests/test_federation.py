@@ -139,8 +139,8 @@ reactor Spin(bank_index = 0) {
 }
 reactor Watch(n = 2) {
   input[n] done
-  reaction(done) {=  # from the first start to the last end (one monotonic clock for every process)
-    print(f"elapsed {max(p.value[1] for p in done) - min(p.value[0] for p in done):.3f}")
+  reaction(done) {=  # how long both spun at once (one monotonic clock for every process)
+    print(f"overlap {min(p.value[1] for p in done) - max(p.value[0] for p in done):.3f}")
   =}
 }
 main reactor {
@@ -151,18 +151,17 @@ main reactor {
 """
 
 
-def elapsed(result: subprocess.CompletedProcess[str]) -> float:
+def overlap(result: subprocess.CompletedProcess[str]) -> float:
     assert result.returncode == 0, result.stderr
-    return float(re.search(r"elapsed ([\d.]+)", result.stdout).group(1))
+    return float(re.search(r"overlap (-?[\d.]+)", result.stdout).group(1))
 
 
 def test_federates_run_in_parallel(tmp_path: Path) -> None:
-    # Each spins for 0.6 s of its own CPU time: one after the other as a main reactor (the GIL),
-    # at once as federates (this machine has two cores).
-    together = elapsed(run_lf(tmp_path, PARALLEL, name="Main.lf"))
-    apart = elapsed(run_lf(tmp_path, federated(PARALLEL), name="Fed.lf"))
-    assert together > 1.15
-    assert apart < 0.8 * together, (apart, together)
+    # Each spins for 0.6 s of its own CPU time: one after the other as a main reactor (the GIL), at
+    # the same time as federates. What is checked is that their spins overlap, not how fast they
+    # are, so that a busy machine does not decide the outcome.
+    assert overlap(run_lf(tmp_path, PARALLEL, name="Main.lf")) <= 0
+    assert overlap(run_lf(tmp_path, federated(PARALLEL), name="Fed.lf")) > 0.3
 
 
 FAILING = """target Python { timeout: 1 sec }
