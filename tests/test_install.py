@@ -44,6 +44,9 @@ def test_a_wheel_installed_in_a_fresh_environment_generates_runs_and_makes_proje
     work = tmp_path / "work"
     work.mkdir()
     lfrl = str(venv / "bin" / "lfrl")
+    # The C core was built into the wheel and is the one a run uses.
+    selected = run([str(venv / "bin" / "python"), "-c", "from lfpy.runtime import core; print(core.selected())"], work)
+    assert selected.stdout == "c\n"
 
     run([lfrl, "gen", "dqn", "--total-steps", "600", "--learning-starts", "200", "--eval-every", "300",
          "--eval-episodes", "2", "--progress", "no", "-o", "dqn/dqn.lf"], work)
