@@ -76,6 +76,20 @@ static void list_empty(PyObject *list)
         Py_DECREF(items[k]);
 }
 
+/* list.append for an exact list: into spare capacity without a call. */
+static inline int list_append(PyObject *list, PyObject *item)
+{
+    PyListObject *l = (PyListObject *)list;
+    Py_ssize_t n = Py_SIZE(l);
+    if (PyList_CheckExact(list) && n < l->allocated) {
+        Py_INCREF(item);
+        l->ob_item[n] = item;
+        Py_SET_SIZE(l, n + 1);
+        return 0;
+    }
+    return PyList_Append(list, item);
+}
+
 /* isinstance(obj, type) for the runtime's classes: the class itself or a direct subclass first
  * (CorePort, CoreAction), without walking the MRO. */
 static inline int is_a(PyObject *obj, PyTypeObject *type)
@@ -93,9 +107,42 @@ static inline int truth(PyObject *v)
     return PyObject_IsTrue(v);
 }
 
+/* An exact int of at most three 30-bit digits that fits 63 bits (times in ns since 1970 take three),
+ * read without a call: 1 and its value in *out, or 0 (read it with the C API). CPython 3.11's layout;
+ * later versions take the C API's path. */
+static inline int small_ll(PyObject *v, long long *out)
+{
+#if PY_VERSION_HEX < 0x030C0000 && PYLONG_BITS_IN_DIGIT == 30
+    if (!PyLong_CheckExact(v))
+        return 0;
+    Py_ssize_t size = Py_SIZE(v);
+    const digit *d = ((PyLongObject *)v)->ob_digit;
+    Py_ssize_t n = size < 0 ? -size : size;
+    unsigned long long x;
+    if (n == 0)
+        x = 0;
+    else if (n == 1)
+        x = d[0];
+    else if (n == 2)
+        x = (unsigned long long)d[0] | (unsigned long long)d[1] << 30;
+    else if (n == 3 && d[2] < 8)
+        x = (unsigned long long)d[0] | (unsigned long long)d[1] << 30 | (unsigned long long)d[2] << 60;
+    else
+        return 0;
+    *out = size < 0 ? -(long long)x : (long long)x;
+    return 1;
+#else
+    (void)v;
+    (void)out;
+    return 0;
+#endif
+}
+
 /* An int slot as a long long; -1 with an error set when it is not one (or too large). */
 static inline int as_ll(PyObject *v, long long *out)
 {
+    if (small_ll(v, out))
+        return 0;
     int overflow = 0;
     *out = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow) {
@@ -123,8 +170,11 @@ static int event_lt(PyObject *a, PyObject *b)
     if (PyTuple_CheckExact(a) && PyTuple_CheckExact(b) && PyTuple_GET_SIZE(a) >= 3 && PyTuple_GET_SIZE(b) >= 3) {
         for (int i = 0; i < 3; i++) {
             int oa = 0, ob = 0;
-            long long x = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(a, i), &oa);
-            long long y = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(b, i), &ob);
+            long long x, y;
+            if (!small_ll(PyTuple_GET_ITEM(a, i), &x))
+                x = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(a, i), &oa);
+            if (!small_ll(PyTuple_GET_ITEM(b, i), &y))
+                y = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(b, i), &ob);
             if (oa || ob || ((x == -1 || y == -1) && PyErr_Occurred())) {
                 PyErr_Clear();
                 return PyObject_RichCompareBool(a, b, Py_LT);
@@ -184,7 +234,7 @@ static int sift_up(PyObject *heap, Py_ssize_t pos)
 
 static int heap_push(PyObject *heap, PyObject *event)
 {
-    if (PyList_Append(heap, event) < 0)
+    if (list_append(heap, event) < 0)
         return -1;
     return sift_down(heap, 0, PyList_GET_SIZE(heap) - 1);
 }
@@ -361,6 +411,7 @@ typedef struct {
     PyObject *call;  /* its `call` when `func`/`argv` were taken from it */
     PyObject *func;  /* what is called ... */
     PyObject **argv; /* ... with these arguments; argv[0] is free (PY_VECTORCALL_ARGUMENTS_OFFSET) */
+    vectorcallfunc vcall; /* func's vectorcall, called directly (NULL: through PyObject_Vectorcall) */
     Py_ssize_t nargs;
     long long order;
     long long stamp; /* the tag number at which it was last queued */
@@ -389,6 +440,11 @@ typedef struct {
     char *lvl_shared; /* more than one reaction has this level: its queue is sorted by order */
     PyObject *index;   /* Reaction -> its index in rx */
     PyObject *readers; /* Action or Timer -> Readers */
+    struct {
+        PyObject *key;
+        PyObject *readers;
+    } rcache[64]; /* `readers`' entries by address (borrowed: the dict holds them) */
+    PyObject *cur_tobj; /* an int of cur_time when one came with an event (events at this time reuse it) */
     PyObject *config;  /* what `_setup` was given, kept alive */
     /* classes and functions of the Python side */
     PyTypeObject *tag_type, *port_type, *action_type, *timer_type, *delivery_type, *partial_type;
@@ -410,6 +466,7 @@ typedef struct {
     Core *core;
     Py_ssize_t n;
     int *idx;
+    PyObject *handler; /* an action's: its bound `on_event`, the handler of its events (made when first needed) */
 } Readers;
 
 static PyTypeObject ReadersType;
@@ -423,7 +480,7 @@ static PyObject *k_zero, *k_one; /* the ints 0 and 1 */
 
 static PyObject *make_tag(Core *c, long long time, long long microstep)
 {
-    PyObject *t = PyLong_FromLongLong(time);
+    PyObject *t = time == c->cur_time && c->cur_tobj != NULL ? Py_NewRef(c->cur_tobj) : PyLong_FromLongLong(time);
     if (t == NULL)
         return NULL;
     PyObject *m = PyLong_FromLongLong(microstep);
@@ -456,6 +513,8 @@ static long long now_ns(void)
 
 static inline void set_current(Core *c, long long time, long long microstep)
 {
+    if (time != c->cur_time)
+        Py_CLEAR(c->cur_tobj);
     c->cur_time = time;
     c->cur_micro = microstep;
     Py_CLEAR(c->cur_obj);
@@ -470,19 +529,24 @@ static inline void set_stop(Core *c, long long time, long long microstep)
 
 /* --- queueing reactions */
 
-static int level_push(Core *c, int i)
+static int level_grow(Core *c, int level)
+{
+    int cap = c->lvl_cap[level] * 2 + 4;
+    int *grown = PyMem_Realloc(c->lvl[level], sizeof(int) * cap);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->lvl[level] = grown;
+    c->lvl_cap[level] = cap;
+    return 0;
+}
+
+static inline int level_push(Core *c, int i)
 {
     int level = c->rx[i].level;
-    if (c->lvl_n[level] == c->lvl_cap[level]) {
-        int cap = c->lvl_cap[level] * 2 + 4;
-        int *grown = PyMem_Realloc(c->lvl[level], sizeof(int) * cap);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c->lvl[level] = grown;
-        c->lvl_cap[level] = cap;
-    }
+    if (c->lvl_n[level] == c->lvl_cap[level] && level_grow(c, level) < 0)
+        return -1;
     c->lvl[level][c->lvl_n[level]++] = i;
     return 0;
 }
@@ -529,6 +593,7 @@ static Readers *make_readers(Core *c, PyObject *reactions)
     }
     Py_INCREF(c);
     r->core = c;
+    r->handler = NULL;
     r->n = PySequence_Fast_GET_SIZE(seq);
     r->idx = PyMem_Malloc(sizeof(int) * (r->n ? r->n : 1));
     if (r->idx == NULL) {
@@ -558,12 +623,14 @@ static Readers *make_readers(Core *c, PyObject *reactions)
 static int Readers_traverse(Readers *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->core);
+    Py_VISIT(self->handler);
     return 0;
 }
 
 static int Readers_clear(Readers *self)
 {
     Py_CLEAR(self->core);
+    Py_CLEAR(self->handler);
     return 0;
 }
 
@@ -593,28 +660,49 @@ static inline int enqueue_readers(Core *c, Readers *r)
     return 0;
 }
 
-/* Scheduler.fire: `trigger` (an action or timer) is present; queue what it triggers. */
-static int fire(Core *c, PyObject *trigger)
+/* The Readers of an action or timer (borrowed), made from its `triggered` when first asked for. */
+static PyObject *readers_of(Core *c, PyObject *trigger)
 {
-    if (PyList_Append(c->fired, trigger) < 0)
-        return -1;
+    size_t slot = ((uintptr_t)trigger >> 4) % (sizeof(c->rcache) / sizeof(c->rcache[0]));
+    if (c->rcache[slot].key == trigger)
+        return c->rcache[slot].readers;
     PyObject *r = PyDict_GetItemWithError(c->readers, trigger);
     if (r == NULL) {
         if (PyErr_Occurred())
-            return -1;
+            return NULL;
         PyObject *triggered = PyObject_GetAttr(trigger, s_triggered);
         if (triggered == NULL)
-            return -1;
+            return NULL;
         r = (PyObject *)make_readers(c, triggered);
         Py_DECREF(triggered);
         if (r == NULL)
-            return -1;
+            return NULL;
         int rc = PyDict_SetItem(c->readers, trigger, r);
         Py_DECREF(r);
         if (rc < 0)
-            return -1;
+            return NULL;
     }
-    return enqueue_readers(c, (Readers *)r);
+    c->rcache[slot].key = trigger;
+    c->rcache[slot].readers = r;
+    return r;
+}
+
+/* Scheduler.fire: `trigger` (an action or timer) is present; queue what it triggers. */
+static int fire(Core *c, PyObject *trigger)
+{
+    if (list_append(c->fired, trigger) < 0)
+        return -1;
+    PyObject *r = readers_of(c, trigger);
+    return r ? enqueue_readers(c, (Readers *)r) : -1;
+}
+
+/* `action.on_event` (borrowed), one bound method per action for all its events. */
+static PyObject *action_handler(Core *c, PyObject *action)
+{
+    Readers *r = (Readers *)readers_of(c, action);
+    if (r != NULL && r->handler == NULL)
+        r->handler = PyMethod_New(c->action_on_event, action);
+    return r ? r->handler : NULL;
 }
 
 /* --- scheduling */
@@ -721,7 +809,7 @@ static int schedule_at(Core *c, PyObject *action, long long t, long long m, PyOb
     PyObject *gate = rc < 0 ? NULL : slot_get(action, c->a_gate, "gate");
     PyObject *inactive = gate ? inactive_of(c, gate) : NULL;
     PyObject *event = inactive ? PyTuple_Pack(2, box, inactive) : NULL;
-    PyObject *handler = event ? PyMethod_New(c->action_on_event, action) : NULL;
+    PyObject *handler = event ? action_handler(c, action) : NULL;
     if (handler != NULL) { /* the event's time and microstep: the tag's own ints */
         PyObject *tobj = PyTuple_GET_ITEM(tag, 0), *mobj = PyTuple_GET_ITEM(tag, 1);
         Py_INCREF(tobj);
@@ -733,7 +821,6 @@ static int schedule_at(Core *c, PyObject *action, long long t, long long m, PyOb
     Py_DECREF(box);
     Py_XDECREF(inactive);
     Py_XDECREF(event);
-    Py_XDECREF(handler);
     return rc;
 }
 
@@ -832,20 +919,21 @@ static int set_all(Core *c, PyObject *ports, PyObject *value, int copy)
         PyErr_SetString(PyExc_TypeError, "Port.fanout and Port.copies must be lists");
         return -1;
     }
-    PyObject *seq = PySequence_Fast(ports, "");
-    if (seq == NULL)
-        return -1;
+    Py_INCREF(ports);
     int rc = 0;
-    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
-        PyObject *p = PySequence_Fast_GET_ITEM(seq, k);
+    /* The size is read again each time: a value's finalizer, run by slot_set, could change the list. */
+    for (Py_ssize_t k = 0; k < Py_SIZE(ports); k++) {
+        PyObject *p = PyList_Check(ports) ? PyList_GET_ITEM(ports, k) : PyTuple_GET_ITEM(ports, k);
         if (!is_a(p, c->port_type)) {
             PyErr_SetString(PyExc_TypeError, "a port's fan-out holds ports");
             rc = -1;
             break;
         }
+        Py_INCREF(p);
         if (copy) {
             PyObject *v = PyObject_CallOneArg(c->deepcopy, value);
             if (v == NULL) {
+                Py_DECREF(p);
                 rc = -1;
                 break;
             }
@@ -855,44 +943,54 @@ static int set_all(Core *c, PyObject *ports, PyObject *value, int copy)
             slot_set(p, c->p_value, value);
         }
         slot_set(p, c->p_present, Py_True);
+        Py_DECREF(p);
     }
-    Py_DECREF(seq);
+    Py_DECREF(ports);
     return rc;
 }
 
 /* Port.set with the core's queueing (the FanoutPort semantics, which cover the other classes). */
 static int port_set(Core *c, PyObject *port, PyObject *value)
 {
-    Py_INCREF(value);
-    slot_set(port, c->p_value, value);
-    PyObject *fanout = slot_get(port, c->p_fanout, "fanout");
-    PyObject *copies = fanout ? slot_get(port, c->p_copies, "copies") : NULL;
-    if (copies == NULL)
-        goto fail;
-    if ((PyList_Check(fanout) ? PyList_GET_SIZE(fanout) : 1) && set_all(c, fanout, value, 0) < 0)
-        goto fail;
-    if ((PyList_Check(copies) ? PyList_GET_SIZE(copies) : 1) && set_all(c, copies, value, 1) < 0)
-        goto fail;
-    Py_DECREF(value);
-    PyObject *present = slot_get(port, c->p_present, "is_present");
-    if (present == NULL)
-        return -1;
-    int was = truth(present);
-    if (was != 0)
-        return was < 0 ? -1 : 0; /* set again at this tag: the readers are queued already */
-    slot_set(port, c->p_present, Py_True);
-    PyObject *set_ports = slot_get(port, c->p_set_ports, "_set_ports");
-    if (set_ports == NULL || PyList_Append(set_ports, port) < 0)
-        return -1;
-    PyObject *q = SLOT(port, c->p_queue);
-    if (q == NULL || Py_TYPE(q) != &ReadersType) {
-        PyErr_SetString(PyExc_TypeError, "a port the C core runs has readers of the C core");
+    PyObject *fanout = SLOT(port, c->p_fanout), *copies = SLOT(port, c->p_copies);
+    if (fanout == NULL || copies == NULL) {
+        slot_get(port, fanout == NULL ? c->p_fanout : c->p_copies, fanout == NULL ? "fanout" : "copies");
         return -1;
     }
-    return enqueue_readers(c, (Readers *)q);
-fail:
-    Py_DECREF(value);
-    return -1;
+    /* The old values are let go at the end: their finalizers run once the port is consistent. */
+    Py_INCREF(value);
+    PyObject *old = SLOT(port, c->p_value);
+    SLOT(port, c->p_value) = value;
+    int rc = 0;
+    if ((PyList_CheckExact(fanout) ? PyList_GET_SIZE(fanout) : 1) && set_all(c, fanout, value, 0) < 0)
+        rc = -1;
+    else if ((PyList_CheckExact(copies) ? PyList_GET_SIZE(copies) : 1) && set_all(c, copies, value, 1) < 0)
+        rc = -1;
+    PyObject *present = rc == 0 ? SLOT(port, c->p_present) : NULL;
+    if (present == Py_True || present == NULL) { /* set again at this tag: the readers are queued already */
+        if (rc == 0 && present == NULL)
+            rc = slot_get(port, c->p_present, "is_present") ? 0 : -1;
+        Py_XDECREF(old);
+        return rc;
+    }
+    int was = truth(present);
+    if (was != 0) {
+        Py_XDECREF(old);
+        return was < 0 ? -1 : 0;
+    }
+    slot_set(port, c->p_present, Py_True);
+    PyObject *set_ports = slot_get(port, c->p_set_ports, "_set_ports");
+    PyObject *q = SLOT(port, c->p_queue);
+    if (set_ports == NULL || list_append(set_ports, port) < 0) {
+        rc = -1;
+    } else if (q == NULL || Py_TYPE(q) != &ReadersType) {
+        PyErr_SetString(PyExc_TypeError, "a port the C core runs has readers of the C core");
+        rc = -1;
+    } else {
+        rc = enqueue_readers(c, (Readers *)q);
+    }
+    Py_XDECREF(old);
+    return rc;
 }
 
 /* --- a tag's events */
@@ -1075,6 +1173,7 @@ static void rinfo_clear_call(RInfo *r)
         r->argv = NULL;
     }
     r->nargs = 0;
+    r->vcall = NULL;
     Py_CLEAR(r->func);
     Py_CLEAR(r->call);
 }
@@ -1122,6 +1221,7 @@ static int rinfo_take_call(Core *c, RInfo *r, PyObject *call)
     Py_XDECREF(args);
     r->nargs = n;
     r->func = func;
+    r->vcall = PyFunction_Check(func) ? PyVectorcall_Function(func) : NULL;
     Py_INCREF(call);
     r->call = call;
     return 0;
@@ -1136,6 +1236,8 @@ static PyObject *call_reaction(Core *c, RInfo *r)
     }
     if (call != r->call && rinfo_take_call(c, r, call) < 0)
         return NULL;
+    if (r->vcall != NULL) /* a Python function: what PyObject_Vectorcall would call, less its checks */
+        return r->vcall(r->func, r->argv + 1, r->nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     return PyObject_Vectorcall(r->func, r->argv + 1, r->nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
@@ -1366,6 +1468,8 @@ static int process(Core *c, long long t, long long m, int startup)
         PyObject *event = heap_pop(heap);
         if (event == NULL)
             return -1;
+        if (c->cur_tobj == NULL && PyLong_CheckExact(PyTuple_GET_ITEM(event, 0)))
+            c->cur_tobj = Py_NewRef(PyTuple_GET_ITEM(event, 0));
         int rc = dispatch(c, PyTuple_GET_ITEM(event, 3), PyTuple_GET_ITEM(event, 4));
         Py_DECREF(event);
         if (rc < 0)
@@ -1471,7 +1575,8 @@ static PyObject *Core_loop(Core *c, PyObject *resumed_obj)
                 PyErr_SetString(PyExc_TypeError, "an event is (time, microstep, seq, handler, value)");
                 return NULL;
             }
-            nt = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(head, 0), &overflow);
+            if (!small_ll(PyTuple_GET_ITEM(head, 0), &nt))
+                nt = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(head, 0), &overflow);
             if (nt == -1 && PyErr_Occurred())
                 return NULL;
             if (!overflow && as_ll(PyTuple_GET_ITEM(head, 1), &nm) < 0)
@@ -1857,6 +1962,7 @@ static int Core_traverse(Core *c, visitproc visit, void *arg)
     Py_VISIT(c->events);
     Py_VISIT(c->index);
     Py_VISIT(c->readers);
+    Py_VISIT(c->cur_tobj);
     Py_VISIT(c->config);
     Py_VISIT(c->tag_type);
     Py_VISIT(c->port_type);
@@ -1898,6 +2004,8 @@ static int Core_clear(Core *c)
     Py_CLEAR(c->events);
     Py_CLEAR(c->index);
     Py_CLEAR(c->readers);
+    memset(c->rcache, 0, sizeof(c->rcache));
+    Py_CLEAR(c->cur_tobj);
     Py_CLEAR(c->config);
     for (Py_ssize_t k = 0; k < c->nrx; k++) {
         rinfo_clear_call(&c->rx[k]);
