@@ -14,8 +14,8 @@
  *   are handled here; any other handler is called), queueing reactions by level, running them
  *   (vectorcall into the reaction's function with its bound arguments), the end of the tag
  *   (deliveries of `after` connections, presence reset);
- * - PortSet / ActionSchedule: `set` of the ports and `schedule` of the actions the core adopts,
- *   method descriptors that read and write the Python objects' __slots__ directly.
+ * - `set` of the ports and `schedule` of the actions the core adopts (CorePort, CoreAction): built-in
+ *   method descriptors (`method`) that read and write the Python objects' __slots__ directly.
  *
  * Threading: everything here runs on the scheduler's thread with the GIL held; waiting for
  * physical time is Python's `_wait_until` (a Condition wait, which releases the GIL), and other
@@ -448,7 +448,7 @@ typedef struct {
     PyObject *config;  /* what `_setup` was given, kept alive */
     /* classes and functions of the Python side */
     PyTypeObject *tag_type, *port_type, *action_type, *timer_type, *delivery_type, *partial_type;
-    PyObject *action_on_event, *timer_fire, *deepcopy, *warn, *py_schedule_logical, *coreport_type;
+    PyObject *action_on_event, *timer_fire, *deepcopy, *warn, *py_schedule_logical, *py_schedule, *coreport_type;
     /* slot offsets */
     Py_ssize_t p_value, p_present, p_fanout, p_copies, p_others, p_queue, p_delayed, p_set_ports, p_sched;
     Py_ssize_t a_present, a_value, a_physical, a_min_delay, a_min_spacing, a_policy, a_sched, a_last_tag,
@@ -1719,7 +1719,8 @@ static PyObject *Core_setup(Core *c, PyObject *args)
         take_type(config, "Delivery", &c->delivery_type) < 0 || take_type(config, "partial", &c->partial_type) < 0 ||
         take_obj(config, "CorePort", &c->coreport_type) < 0 || take_obj(config, "on_event", &c->action_on_event) < 0 ||
         take_obj(config, "timer_fire", &c->timer_fire) < 0 || take_obj(config, "deepcopy", &c->deepcopy) < 0 ||
-        take_obj(config, "warn", &c->warn) < 0 || take_obj(config, "schedule_logical", &c->py_schedule_logical) < 0)
+        take_obj(config, "warn", &c->warn) < 0 || take_obj(config, "schedule_logical", &c->py_schedule_logical) < 0 ||
+        take_obj(config, "schedule", &c->py_schedule) < 0)
         return NULL;
     static const char *const port_names[] = {"value", "is_present", "fanout", "copies", "others", "_queue", "delayed",
                                              "_set_ports", "_sched", NULL};
@@ -1976,6 +1977,7 @@ static int Core_traverse(Core *c, visitproc visit, void *arg)
     Py_VISIT(c->deepcopy);
     Py_VISIT(c->warn);
     Py_VISIT(c->py_schedule_logical);
+    Py_VISIT(c->py_schedule);
     for (Py_ssize_t k = 0; k < c->nrx; k++) {
         RInfo *r = &c->rx[k];
         Py_VISIT(r->obj);
@@ -2031,6 +2033,7 @@ static void Core_dealloc(Core *c)
     Py_CLEAR(c->deepcopy);
     Py_CLEAR(c->warn);
     Py_CLEAR(c->py_schedule_logical);
+    Py_CLEAR(c->py_schedule);
     PyMem_Free(c->rx);
     for (int l = 0; c->lvl && l < c->nlevels; l++)
         PyMem_Free(c->lvl[l]);
@@ -2055,19 +2058,14 @@ static PyTypeObject CoreType = {
     .tp_getset = Core_getset,
 };
 
-/* ------------------------------------------------------------------ method descriptors for ports and actions */
+/* ------------------------------------------------------------------ `set` and `schedule` as method descriptors */
 
-/* A callable that behaves as a method in a class's dict (Py_TPFLAGS_METHOD_DESCRIPTOR): `port.set(v)`
- * calls it with (port, v), without a bound method in between. */
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyTypeObject *cls; /* the class whose instances it takes (Port, Action) */
-    Py_ssize_t off;    /* the slot it reaches the core through: Port._queue, Action._sched */
-    PyObject *fallback; /* Action.schedule: the Python method, for keyword arguments */
-} Method;
-
-static PyTypeObject MethodType;
+/* `CorePort.set` and `CoreAction.schedule` are built-in method descriptors (PyDescr_NewMethod) of
+ * those classes, METH_FASTCALL | METH_KEYWORDS: the interpreter calls them as it calls list.append,
+ * without a bound method or PyObject_Vectorcall in between. They reach the core through a slot of
+ * the port (`_queue`, its Readers) or the action (`_sched`); the slots' offsets are the Port and
+ * Action classes' layout, the same for the whole process, and are written once, by `method`. */
+static Py_ssize_t port_queue_offset = -1, action_sched_offset = -1;
 
 static Core *core_of(PyObject *sched)
 {
@@ -2078,60 +2076,52 @@ static Core *core_of(PyObject *sched)
     return (Core *)sched;
 }
 
-static PyObject *port_set_call(Method *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *port_set_method(PyObject *port, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    int positional = nargs == 2 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0);
-    int keyword = nargs == 1 && kwnames != NULL && PyTuple_GET_SIZE(kwnames) == 1 &&
-                  PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_value) == 0;
-    if (!positional && !keyword) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (!(nargs == 1 && nkw == 0) &&
+        !(nargs == 0 && nkw == 1 && PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_value) == 0)) {
         PyErr_SetString(PyExc_TypeError, "set() takes exactly one argument (the value)");
         return NULL;
     }
-    PyObject *port = args[0];
-    if (Py_TYPE(port)->tp_base != self->cls && !PyObject_TypeCheck(port, self->cls)) {
-        PyErr_SetString(PyExc_TypeError, "set() needs a port");
-        return NULL;
-    }
     /* The port's readers (`_queue`, a Readers object once the core adopted the port) hold the core. */
-    PyObject *q = SLOT(port, self->off);
+    PyObject *q = SLOT(port, port_queue_offset);
     if (q == NULL || Py_TYPE(q) != &ReadersType || ((Readers *)q)->core == NULL) {
         PyErr_SetString(PyExc_TypeError, "this port is not attached to a C core");
         return NULL;
     }
-    if (port_set(((Readers *)q)->core, port, args[1]) < 0)
+    if (port_set(((Readers *)q)->core, port, args[0]) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *action_schedule_call(Method *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *action_schedule_method(PyObject *action, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames)) || nargs < 2 || nargs > 3)
-        return PyObject_Vectorcall(self->fallback, args, nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-    PyObject *action = args[0];
-    if (Py_TYPE(action)->tp_base != self->cls && !PyObject_TypeCheck(action, self->cls)) {
-        PyErr_SetString(PyExc_TypeError, "schedule() needs an action");
-        return NULL;
-    }
-    Core *c = core_of(SLOT(action, self->off)); /* `_sched`: the scheduler, a core */
+    Core *c = core_of(SLOT(action, action_sched_offset)); /* `_sched`: the scheduler, a core */
     if (c == NULL)
         return NULL;
-    PyObject *value = nargs == 3 ? args[2] : Py_None;
-    PyObject *delay = PyLong_CheckExact(args[1]) ? (Py_INCREF(args[1]), args[1]) : PyNumber_Long(args[1]); /* int(delay) */
+    if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames)) || nargs < 1 || nargs > 2) {
+        /* keywords, or a wrong call: Action.schedule itself, for its binding and its errors */
+        PyObject *bound = PyMethod_New(c->py_schedule, action);
+        PyObject *res = bound ? PyObject_Vectorcall(bound, args, nargs, kwnames) : NULL;
+        Py_XDECREF(bound);
+        return res;
+    }
+    PyObject *value = nargs == 2 ? args[1] : Py_None;
+    PyObject *delay = PyLong_CheckExact(args[0]) ? (Py_INCREF(args[0]), args[0]) : PyNumber_Long(args[0]); /* int(delay) */
     if (delay == NULL)
         return NULL;
     int overflow = 0;
-    long long d = PyLong_AsLongLongAndOverflow(delay, &overflow);
+    long long d;
+    if (!small_ll(delay, &d))
+        d = PyLong_AsLongLongAndOverflow(delay, &overflow);
     if (d == -1 && PyErr_Occurred()) {
         Py_DECREF(delay);
         return NULL;
     }
     int negative = overflow < 0 || (!overflow && d < 0);
-    if (negative < 0) {
-        Py_DECREF(delay);
-        return NULL;
-    }
     if (negative) { /* as reactor-c does */
         PyObject *msg = PyUnicode_FromFormat("schedule called with a negative extra_delay %S. Replacing with zero.", delay);
         PyObject *res = msg ? PyObject_CallOneArg(c->warn, msg) : NULL;
@@ -2155,74 +2145,41 @@ static PyObject *action_schedule_call(Method *self, PyObject *const *args, size_
     return res;
 }
 
-static PyObject *Method_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+static PyMethodDef port_set_def = {"set", (PyCFunction)(void (*)(void))port_set_method, METH_FASTCALL | METH_KEYWORDS,
+                                   "set(value): the port's value at this tag (the C core's)."};
+static PyMethodDef action_schedule_def = {"schedule", (PyCFunction)(void (*)(void))action_schedule_method,
+                                          METH_FASTCALL | METH_KEYWORDS,
+                                          "schedule(delay, value=None): an event of this action (the C core's)."};
+
+/* method(kind, cls): the descriptor for `cls.set` ('port_set', a subclass of Port) or `cls.schedule`
+ * ('action_schedule', a subclass of Action). */
+static PyObject *core_method(PyObject *module, PyObject *args)
 {
     const char *kind;
-    PyObject *cls, *fallback = Py_None;
-    if (!PyArg_ParseTuple(args, "sO!|O", &kind, &PyType_Type, &cls, &fallback))
+    PyTypeObject *cls;
+    if (!PyArg_ParseTuple(args, "sO!", &kind, &PyType_Type, &cls))
         return NULL;
     int port = strcmp(kind, "port_set") == 0;
     if (!port && strcmp(kind, "action_schedule") != 0) {
         PyErr_Format(PyExc_ValueError, "unknown method %s", kind);
         return NULL;
     }
-    Py_ssize_t off = slot_offset((PyTypeObject *)cls, port ? "_queue" : "_sched");
+    Py_ssize_t off = slot_offset(cls, port ? "_queue" : "_sched");
     if (off < 0)
         return NULL;
-    Method *m = (Method *)type->tp_alloc(type, 0);
-    if (m == NULL)
+    Py_ssize_t *known = port ? &port_queue_offset : &action_sched_offset;
+    if (*known >= 0 && *known != off) {
+        PyErr_Format(PyExc_TypeError, "%s: another layout of the class than the one the core was given", kind);
         return NULL;
-    m->vectorcall = port ? (vectorcallfunc)port_set_call : (vectorcallfunc)action_schedule_call;
-    Py_INCREF(cls);
-    m->cls = (PyTypeObject *)cls;
-    m->off = off;
-    Py_INCREF(fallback);
-    m->fallback = fallback;
-    return (PyObject *)m;
-}
-
-static PyObject *Method_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    if (obj == NULL || obj == Py_None) {
-        Py_INCREF(self);
-        return self;
     }
-    return PyMethod_New(self, obj);
+    *known = off;
+    return PyDescr_NewMethod(cls, port ? &port_set_def : &action_schedule_def);
 }
 
-static int Method_traverse(Method *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->cls);
-    Py_VISIT(self->fallback);
-    return 0;
-}
-
-static int Method_clear(Method *self)
-{
-    Py_CLEAR(self->cls);
-    Py_CLEAR(self->fallback);
-    return 0;
-}
-
-static void Method_dealloc(Method *self)
-{
-    PyObject_GC_UnTrack(self);
-    Method_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject MethodType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._core.Method",
-    .tp_basicsize = sizeof(Method),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "Method('port_set', Port) or Method('action_schedule', Action, fallback): `set`/`schedule` in C for a class's dict.",
-    .tp_new = Method_new,
-    .tp_vectorcall_offset = offsetof(Method, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_descr_get = Method_get,
-    .tp_traverse = (traverseproc)Method_traverse,
-    .tp_clear = (inquiry)Method_clear,
-    .tp_dealloc = (destructor)Method_dealloc,
+static PyMethodDef module_methods[] = {
+    {"method", (PyCFunction)core_method, METH_VARARGS,
+     "method(kind, cls): `cls.set` ('port_set') or `cls.schedule` ('action_schedule') in C."},
+    {NULL},
 };
 
 /* ------------------------------------------------------------------ the module */
@@ -2232,6 +2189,7 @@ static struct PyModuleDef core_module = {
     .m_name = "lfpy.runtime._core",
     .m_doc = "lfpy's C core: the scheduler's inline hot loop (see lfpy/runtime/core.py).",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__core(void)
@@ -2254,15 +2212,13 @@ PyMODINIT_FUNC PyInit__core(void)
             return NULL;
     if ((k_zero = PyLong_FromLong(0)) == NULL || (k_one = PyLong_FromLong(1)) == NULL)
         return NULL;
-    if (PyType_Ready(&EventQueueType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&ReadersType) < 0 ||
-        PyType_Ready(&MethodType) < 0)
+    if (PyType_Ready(&EventQueueType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&ReadersType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "EventQueue", (PyObject *)&EventQueueType) < 0 ||
-        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 ||
-        PyModule_AddObjectRef(m, "Method", (PyObject *)&MethodType) < 0) {
+        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
