@@ -445,6 +445,7 @@ typedef struct {
         PyObject *readers;
     } rcache[64]; /* `readers`' entries by address (borrowed: the dict holds them) */
     PyObject *cur_tobj; /* an int of cur_time when one came with an event (events at this time reuse it) */
+    PyObject *spare_box; /* the [value, wanted, tag] list of an event taken, that nothing else holds (None items) */
     PyObject *config;  /* what `_setup` was given, kept alive */
     /* classes and functions of the Python side */
     PyTypeObject *tag_type, *port_type, *action_type, *timer_type, *delivery_type, *partial_type;
@@ -720,6 +721,27 @@ static PyObject *inactive_of(Core *c, PyObject *gate)
     return PyObject_CallMethodOneArg((PyObject *)c, s_inactive, gate);
 }
 
+/* `last` (an action's last_tag) made into the tag (t, m) when nothing but the action holds it any
+ * more (its event was taken: no box and no `pending` key refer to it), so that no one can see it
+ * change; a new reference, or NULL (with an error set if one occurred). */
+static PyObject *reuse_tag(Core *c, PyObject *last, long long t, long long m)
+{
+    if (last == NULL || Py_TYPE(last) != c->tag_type || Py_REFCNT(last) != 1 || PyTuple_GET_SIZE(last) != 2)
+        return NULL;
+    PyObject *tobj = t == c->cur_time && c->cur_tobj != NULL ? Py_NewRef(c->cur_tobj) : PyLong_FromLongLong(t);
+    PyObject *mobj = tobj ? PyLong_FromLongLong(m) : NULL;
+    if (mobj == NULL) {
+        Py_XDECREF(tobj);
+        return NULL;
+    }
+    PyObject *old_t = PyTuple_GET_ITEM(last, 0), *old_m = PyTuple_GET_ITEM(last, 1);
+    PyTuple_SET_ITEM(last, 0, tobj);
+    PyTuple_SET_ITEM(last, 1, mobj);
+    Py_DECREF(old_t); /* ints */
+    Py_DECREF(old_m);
+    return Py_NewRef(last);
+}
+
 /* Scheduler._schedule_at, for a tag that fits 64 bits. 0, or -1 with an error. */
 static int schedule_at(Core *c, PyObject *action, long long t, long long m, PyObject *value)
 {
@@ -791,20 +813,24 @@ static int schedule_at(Core *c, PyObject *action, long long t, long long m, PyOb
         m = c->cur_micro + 1;
     if (tag_lt(c->stop_time, c->stop_micro, t, m))
         return 0; /* past the stop tag: discarded, as in reactor-c */
-    PyObject *tag = make_tag(c, t, m);
-    if (tag == NULL)
+    PyObject *tag = reuse_tag(c, SLOT(action, c->a_last_tag), t, m);
+    if (tag == NULL && (PyErr_Occurred() || (tag = make_tag(c, t, m)) == NULL))
         return -1;
     slot_set(action, c->a_last_tag, tag);
-    PyObject *box = PyList_New(3);
-    if (box == NULL) {
+    PyObject *box = c->spare_box; /* an event's box that nothing else holds any more, or a new one */
+    c->spare_box = NULL;
+    if (box == NULL && (box = PyList_New(3)) == NULL) {
         Py_DECREF(tag);
         return -1;
     }
+    PyObject **items = ((PyListObject *)box)->ob_item, *old[3] = {items[0], items[1], items[2]};
     Py_INCREF(value);
-    PyList_SET_ITEM(box, 0, value);
+    items[0] = value;
     Py_INCREF(Py_True);
-    PyList_SET_ITEM(box, 1, Py_True);
-    PyList_SET_ITEM(box, 2, tag); /* the box takes the reference */
+    items[1] = Py_True;
+    items[2] = tag; /* the box takes the reference */
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(old[k]); /* None, or NULL in a new list */
     int rc = PyDict_SetItem(pending, tag, box);
     PyObject *gate = rc < 0 ? NULL : slot_get(action, c->a_gate, "gate");
     PyObject *inactive = gate ? inactive_of(c, gate) : NULL;
@@ -1477,7 +1503,25 @@ static int process(Core *c, long long t, long long m, int startup)
         if (c->cur_tobj == NULL && PyLong_CheckExact(PyTuple_GET_ITEM(event, 0)))
             c->cur_tobj = Py_NewRef(PyTuple_GET_ITEM(event, 0));
         int rc = dispatch(c, PyTuple_GET_ITEM(event, 3), PyTuple_GET_ITEM(event, 4));
+        PyObject *box = NULL; /* an action's event: its box, kept for the next schedule if nothing else holds it */
+        PyObject *value = PyTuple_GET_ITEM(event, 4);
+        PyObject *handler = PyTuple_GET_ITEM(event, 3);
+        if (rc == 0 && c->spare_box == NULL && Py_REFCNT(event) == 1 && PyMethod_Check(handler) &&
+            PyMethod_GET_FUNCTION(handler) == c->action_on_event && PyTuple_CheckExact(value) &&
+            Py_REFCNT(value) == 1 && PyTuple_GET_SIZE(value) == 2 && PyList_CheckExact(PyTuple_GET_ITEM(value, 0)) &&
+            PyList_GET_SIZE(PyTuple_GET_ITEM(value, 0)) == 3)
+            box = Py_NewRef(PyTuple_GET_ITEM(value, 0));
         Py_DECREF(event);
+        if (box != NULL && Py_REFCNT(box) == 1) {
+            PyObject **items = ((PyListObject *)box)->ob_item, *old[3] = {items[0], items[1], items[2]};
+            for (int k = 0; k < 3; k++)
+                items[k] = Py_NewRef(Py_None);
+            c->spare_box = box;
+            for (int k = 0; k < 3; k++)
+                Py_DECREF(old[k]);
+        } else {
+            Py_XDECREF(box);
+        }
         if (rc < 0)
             return -1;
     }
@@ -1970,6 +2014,7 @@ static int Core_traverse(Core *c, visitproc visit, void *arg)
     Py_VISIT(c->index);
     Py_VISIT(c->readers);
     Py_VISIT(c->cur_tobj);
+    Py_VISIT(c->spare_box);
     Py_VISIT(c->config);
     Py_VISIT(c->tag_type);
     Py_VISIT(c->port_type);
@@ -2014,6 +2059,7 @@ static int Core_clear(Core *c)
     Py_CLEAR(c->readers);
     memset(c->rcache, 0, sizeof(c->rcache));
     Py_CLEAR(c->cur_tobj);
+    Py_CLEAR(c->spare_box);
     Py_CLEAR(c->config);
     for (Py_ssize_t k = 0; k < c->nrx; k++) {
         rinfo_clear_call(&c->rx[k]);
