@@ -139,6 +139,56 @@ main reactor {
 """
 
 
+CALLS = """target Python { fast: true }
+reactor R {
+  output out
+  logical action a
+  reaction(startup) -> out, a {=
+    out.set(value=1)
+    a.schedule(0, value=2)
+    a.schedule(delay=0, value=3)
+    for bad in (lambda: out.set(), lambda: out.set(1, 2), lambda: out.set(v=1), lambda: a.schedule(),
+                lambda: a.schedule(0, 1, 2), lambda: a.schedule(0, wrong=1)):
+      try:
+        bad()
+      except TypeError:
+        print("TypeError")
+  =}
+  reaction(a) {= print("a", a.value, lf.tag().microstep) =}
+}
+main reactor {
+  r = new R()
+  reaction(r.out) {= print("out", r.out.value) =}
+}
+"""
+
+
+HELD = """target Python { fast: true }
+reactor R {
+  logical action a
+  state tags = {= [] =}
+  state boxes = {= [] =}
+  state n = 0
+  reaction(startup, a) -> a {=
+    self.n += 1
+    if self.n % 2:
+      self.tags.append(a.last_tag)
+    if self.n < 6:
+      a.schedule(0, self.n)
+      if self.n == 3:
+        self.boxes.append(next(iter(a.pending.values())))
+  =}
+  reaction(shutdown) {=
+    print([None if t is None else t.microstep for t in self.tags])
+    print([(b[0], b[1], b[2].microstep) for b in self.boxes])
+  =}
+}
+main reactor {
+  r = new R()
+}
+"""
+
+
 @pytest.mark.parametrize("program", list(PROGRAMS))
 def test_both_cores_give_identical_traces_on_the_repositorys_programs(tmp_path: Path, program: str) -> None:
     source, args = PROGRAMS[program]
@@ -154,6 +204,21 @@ def test_both_cores_agree_on_action_policies_mutable_copies_delays_and_deadlines
     values = [json.loads(line) for line in trace]
     assert any(v[2] == "Test.l.out" for v in values)
     assert any("None" in v[3] for v in values if v[2] == "Test.s.out")  # a dropped event
+
+
+@built
+def test_set_and_schedule_take_keywords_and_refuse_wrong_calls_on_both_cores(tmp_path: Path) -> None:
+    status, out, _err, _trace = assert_same(tmp_path, CALLS)
+    assert status == 0
+    assert out.splitlines() == ["TypeError"] * 6 + ["out 1", "a 3 1"]  # the later schedule at one tag wins
+
+
+@built
+def test_tags_and_boxes_the_program_holds_stay_as_they_were_on_both_cores(tmp_path: Path) -> None:
+    """The C core reuses an action's last tag and an event's box only when nothing else holds them."""
+    status, out, _err, _trace = assert_same(tmp_path, HELD)
+    assert status == 0
+    assert out.splitlines() == ["[None, 2, 4]", "[(3, True, 3)]"]
 
 
 def test_both_cores_report_a_failing_reaction_alike(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@
  *   are handled here; any other handler is called), queueing reactions by level, running them
  *   (vectorcall into the reaction's function with its bound arguments), the end of the tag
  *   (deliveries of `after` connections, presence reset);
- * - PortSet / ActionSchedule: `set` of the ports and `schedule` of the actions the core adopts,
- *   method descriptors that read and write the Python objects' __slots__ directly.
+ * - `set` of the ports and `schedule` of the actions the core adopts (CorePort, CoreAction): built-in
+ *   method descriptors (`method`) that read and write the Python objects' __slots__ directly.
  *
  * Threading: everything here runs on the scheduler's thread with the GIL held; waiting for
  * physical time is Python's `_wait_until` (a Condition wait, which releases the GIL), and other
@@ -76,6 +76,20 @@ static void list_empty(PyObject *list)
         Py_DECREF(items[k]);
 }
 
+/* list.append for an exact list: into spare capacity without a call. */
+static inline int list_append(PyObject *list, PyObject *item)
+{
+    PyListObject *l = (PyListObject *)list;
+    Py_ssize_t n = Py_SIZE(l);
+    if (PyList_CheckExact(list) && n < l->allocated) {
+        Py_INCREF(item);
+        l->ob_item[n] = item;
+        Py_SET_SIZE(l, n + 1);
+        return 0;
+    }
+    return PyList_Append(list, item);
+}
+
 /* isinstance(obj, type) for the runtime's classes: the class itself or a direct subclass first
  * (CorePort, CoreAction), without walking the MRO. */
 static inline int is_a(PyObject *obj, PyTypeObject *type)
@@ -93,9 +107,42 @@ static inline int truth(PyObject *v)
     return PyObject_IsTrue(v);
 }
 
+/* An exact int of at most three 30-bit digits that fits 63 bits (times in ns since 1970 take three),
+ * read without a call: 1 and its value in *out, or 0 (read it with the C API). CPython 3.11's layout;
+ * later versions take the C API's path. */
+static inline int small_ll(PyObject *v, long long *out)
+{
+#if PY_VERSION_HEX < 0x030C0000 && PYLONG_BITS_IN_DIGIT == 30
+    if (!PyLong_CheckExact(v))
+        return 0;
+    Py_ssize_t size = Py_SIZE(v);
+    const digit *d = ((PyLongObject *)v)->ob_digit;
+    Py_ssize_t n = size < 0 ? -size : size;
+    unsigned long long x;
+    if (n == 0)
+        x = 0;
+    else if (n == 1)
+        x = d[0];
+    else if (n == 2)
+        x = (unsigned long long)d[0] | (unsigned long long)d[1] << 30;
+    else if (n == 3 && d[2] < 8)
+        x = (unsigned long long)d[0] | (unsigned long long)d[1] << 30 | (unsigned long long)d[2] << 60;
+    else
+        return 0;
+    *out = size < 0 ? -(long long)x : (long long)x;
+    return 1;
+#else
+    (void)v;
+    (void)out;
+    return 0;
+#endif
+}
+
 /* An int slot as a long long; -1 with an error set when it is not one (or too large). */
 static inline int as_ll(PyObject *v, long long *out)
 {
+    if (small_ll(v, out))
+        return 0;
     int overflow = 0;
     *out = PyLong_AsLongLongAndOverflow(v, &overflow);
     if (overflow) {
@@ -123,8 +170,11 @@ static int event_lt(PyObject *a, PyObject *b)
     if (PyTuple_CheckExact(a) && PyTuple_CheckExact(b) && PyTuple_GET_SIZE(a) >= 3 && PyTuple_GET_SIZE(b) >= 3) {
         for (int i = 0; i < 3; i++) {
             int oa = 0, ob = 0;
-            long long x = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(a, i), &oa);
-            long long y = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(b, i), &ob);
+            long long x, y;
+            if (!small_ll(PyTuple_GET_ITEM(a, i), &x))
+                x = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(a, i), &oa);
+            if (!small_ll(PyTuple_GET_ITEM(b, i), &y))
+                y = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(b, i), &ob);
             if (oa || ob || ((x == -1 || y == -1) && PyErr_Occurred())) {
                 PyErr_Clear();
                 return PyObject_RichCompareBool(a, b, Py_LT);
@@ -184,7 +234,7 @@ static int sift_up(PyObject *heap, Py_ssize_t pos)
 
 static int heap_push(PyObject *heap, PyObject *event)
 {
-    if (PyList_Append(heap, event) < 0)
+    if (list_append(heap, event) < 0)
         return -1;
     return sift_down(heap, 0, PyList_GET_SIZE(heap) - 1);
 }
@@ -361,6 +411,7 @@ typedef struct {
     PyObject *call;  /* its `call` when `func`/`argv` were taken from it */
     PyObject *func;  /* what is called ... */
     PyObject **argv; /* ... with these arguments; argv[0] is free (PY_VECTORCALL_ARGUMENTS_OFFSET) */
+    vectorcallfunc vcall; /* func's vectorcall, called directly (NULL: through PyObject_Vectorcall) */
     Py_ssize_t nargs;
     long long order;
     long long stamp; /* the tag number at which it was last queued */
@@ -389,10 +440,16 @@ typedef struct {
     char *lvl_shared; /* more than one reaction has this level: its queue is sorted by order */
     PyObject *index;   /* Reaction -> its index in rx */
     PyObject *readers; /* Action or Timer -> Readers */
+    struct {
+        PyObject *key;
+        PyObject *readers;
+    } rcache[64]; /* `readers`' entries by address (borrowed: the dict holds them) */
+    PyObject *cur_tobj; /* an int of cur_time when one came with an event (events at this time reuse it) */
+    PyObject *spare_box; /* the [value, wanted, tag] list of an event taken, that nothing else holds (None items) */
     PyObject *config;  /* what `_setup` was given, kept alive */
     /* classes and functions of the Python side */
     PyTypeObject *tag_type, *port_type, *action_type, *timer_type, *delivery_type, *partial_type;
-    PyObject *action_on_event, *timer_fire, *deepcopy, *warn, *py_schedule_logical, *coreport_type;
+    PyObject *action_on_event, *timer_fire, *deepcopy, *warn, *py_schedule_logical, *py_schedule, *coreport_type;
     /* slot offsets */
     Py_ssize_t p_value, p_present, p_fanout, p_copies, p_others, p_queue, p_delayed, p_set_ports, p_sched;
     Py_ssize_t a_present, a_value, a_physical, a_min_delay, a_min_spacing, a_policy, a_sched, a_last_tag,
@@ -410,6 +467,7 @@ typedef struct {
     Core *core;
     Py_ssize_t n;
     int *idx;
+    PyObject *handler; /* an action's: its bound `on_event`, the handler of its events (made when first needed) */
 } Readers;
 
 static PyTypeObject ReadersType;
@@ -423,7 +481,7 @@ static PyObject *k_zero, *k_one; /* the ints 0 and 1 */
 
 static PyObject *make_tag(Core *c, long long time, long long microstep)
 {
-    PyObject *t = PyLong_FromLongLong(time);
+    PyObject *t = time == c->cur_time && c->cur_tobj != NULL ? Py_NewRef(c->cur_tobj) : PyLong_FromLongLong(time);
     if (t == NULL)
         return NULL;
     PyObject *m = PyLong_FromLongLong(microstep);
@@ -456,6 +514,8 @@ static long long now_ns(void)
 
 static inline void set_current(Core *c, long long time, long long microstep)
 {
+    if (time != c->cur_time)
+        Py_CLEAR(c->cur_tobj);
     c->cur_time = time;
     c->cur_micro = microstep;
     Py_CLEAR(c->cur_obj);
@@ -470,19 +530,24 @@ static inline void set_stop(Core *c, long long time, long long microstep)
 
 /* --- queueing reactions */
 
-static int level_push(Core *c, int i)
+static int level_grow(Core *c, int level)
+{
+    int cap = c->lvl_cap[level] * 2 + 4;
+    int *grown = PyMem_Realloc(c->lvl[level], sizeof(int) * cap);
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    c->lvl[level] = grown;
+    c->lvl_cap[level] = cap;
+    return 0;
+}
+
+static inline int level_push(Core *c, int i)
 {
     int level = c->rx[i].level;
-    if (c->lvl_n[level] == c->lvl_cap[level]) {
-        int cap = c->lvl_cap[level] * 2 + 4;
-        int *grown = PyMem_Realloc(c->lvl[level], sizeof(int) * cap);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        c->lvl[level] = grown;
-        c->lvl_cap[level] = cap;
-    }
+    if (c->lvl_n[level] == c->lvl_cap[level] && level_grow(c, level) < 0)
+        return -1;
     c->lvl[level][c->lvl_n[level]++] = i;
     return 0;
 }
@@ -529,6 +594,7 @@ static Readers *make_readers(Core *c, PyObject *reactions)
     }
     Py_INCREF(c);
     r->core = c;
+    r->handler = NULL;
     r->n = PySequence_Fast_GET_SIZE(seq);
     r->idx = PyMem_Malloc(sizeof(int) * (r->n ? r->n : 1));
     if (r->idx == NULL) {
@@ -558,12 +624,14 @@ static Readers *make_readers(Core *c, PyObject *reactions)
 static int Readers_traverse(Readers *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->core);
+    Py_VISIT(self->handler);
     return 0;
 }
 
 static int Readers_clear(Readers *self)
 {
     Py_CLEAR(self->core);
+    Py_CLEAR(self->handler);
     return 0;
 }
 
@@ -593,28 +661,49 @@ static inline int enqueue_readers(Core *c, Readers *r)
     return 0;
 }
 
-/* Scheduler.fire: `trigger` (an action or timer) is present; queue what it triggers. */
-static int fire(Core *c, PyObject *trigger)
+/* The Readers of an action or timer (borrowed), made from its `triggered` when first asked for. */
+static PyObject *readers_of(Core *c, PyObject *trigger)
 {
-    if (PyList_Append(c->fired, trigger) < 0)
-        return -1;
+    size_t slot = ((uintptr_t)trigger >> 4) % (sizeof(c->rcache) / sizeof(c->rcache[0]));
+    if (c->rcache[slot].key == trigger)
+        return c->rcache[slot].readers;
     PyObject *r = PyDict_GetItemWithError(c->readers, trigger);
     if (r == NULL) {
         if (PyErr_Occurred())
-            return -1;
+            return NULL;
         PyObject *triggered = PyObject_GetAttr(trigger, s_triggered);
         if (triggered == NULL)
-            return -1;
+            return NULL;
         r = (PyObject *)make_readers(c, triggered);
         Py_DECREF(triggered);
         if (r == NULL)
-            return -1;
+            return NULL;
         int rc = PyDict_SetItem(c->readers, trigger, r);
         Py_DECREF(r);
         if (rc < 0)
-            return -1;
+            return NULL;
     }
-    return enqueue_readers(c, (Readers *)r);
+    c->rcache[slot].key = trigger;
+    c->rcache[slot].readers = r;
+    return r;
+}
+
+/* Scheduler.fire: `trigger` (an action or timer) is present; queue what it triggers. */
+static int fire(Core *c, PyObject *trigger)
+{
+    if (list_append(c->fired, trigger) < 0)
+        return -1;
+    PyObject *r = readers_of(c, trigger);
+    return r ? enqueue_readers(c, (Readers *)r) : -1;
+}
+
+/* `action.on_event` (borrowed), one bound method per action for all its events. */
+static PyObject *action_handler(Core *c, PyObject *action)
+{
+    Readers *r = (Readers *)readers_of(c, action);
+    if (r != NULL && r->handler == NULL)
+        r->handler = PyMethod_New(c->action_on_event, action);
+    return r ? r->handler : NULL;
 }
 
 /* --- scheduling */
@@ -630,6 +719,27 @@ static PyObject *inactive_of(Core *c, PyObject *gate)
     if (gate == Py_None)
         return PyLong_FromLong(0);
     return PyObject_CallMethodOneArg((PyObject *)c, s_inactive, gate);
+}
+
+/* `last` (an action's last_tag) made into the tag (t, m) when nothing but the action holds it any
+ * more (its event was taken: no box and no `pending` key refer to it), so that no one can see it
+ * change; a new reference, or NULL (with an error set if one occurred). */
+static PyObject *reuse_tag(Core *c, PyObject *last, long long t, long long m)
+{
+    if (last == NULL || Py_TYPE(last) != c->tag_type || Py_REFCNT(last) != 1 || PyTuple_GET_SIZE(last) != 2)
+        return NULL;
+    PyObject *tobj = t == c->cur_time && c->cur_tobj != NULL ? Py_NewRef(c->cur_tobj) : PyLong_FromLongLong(t);
+    PyObject *mobj = tobj ? PyLong_FromLongLong(m) : NULL;
+    if (mobj == NULL) {
+        Py_XDECREF(tobj);
+        return NULL;
+    }
+    PyObject *old_t = PyTuple_GET_ITEM(last, 0), *old_m = PyTuple_GET_ITEM(last, 1);
+    PyTuple_SET_ITEM(last, 0, tobj);
+    PyTuple_SET_ITEM(last, 1, mobj);
+    Py_DECREF(old_t); /* ints */
+    Py_DECREF(old_m);
+    return Py_NewRef(last);
 }
 
 /* Scheduler._schedule_at, for a tag that fits 64 bits. 0, or -1 with an error. */
@@ -703,25 +813,29 @@ static int schedule_at(Core *c, PyObject *action, long long t, long long m, PyOb
         m = c->cur_micro + 1;
     if (tag_lt(c->stop_time, c->stop_micro, t, m))
         return 0; /* past the stop tag: discarded, as in reactor-c */
-    PyObject *tag = make_tag(c, t, m);
-    if (tag == NULL)
+    PyObject *tag = reuse_tag(c, SLOT(action, c->a_last_tag), t, m);
+    if (tag == NULL && (PyErr_Occurred() || (tag = make_tag(c, t, m)) == NULL))
         return -1;
     slot_set(action, c->a_last_tag, tag);
-    PyObject *box = PyList_New(3);
-    if (box == NULL) {
+    PyObject *box = c->spare_box; /* an event's box that nothing else holds any more, or a new one */
+    c->spare_box = NULL;
+    if (box == NULL && (box = PyList_New(3)) == NULL) {
         Py_DECREF(tag);
         return -1;
     }
+    PyObject **items = ((PyListObject *)box)->ob_item, *old[3] = {items[0], items[1], items[2]};
     Py_INCREF(value);
-    PyList_SET_ITEM(box, 0, value);
+    items[0] = value;
     Py_INCREF(Py_True);
-    PyList_SET_ITEM(box, 1, Py_True);
-    PyList_SET_ITEM(box, 2, tag); /* the box takes the reference */
+    items[1] = Py_True;
+    items[2] = tag; /* the box takes the reference */
+    for (int k = 0; k < 3; k++)
+        Py_XDECREF(old[k]); /* None, or NULL in a new list */
     int rc = PyDict_SetItem(pending, tag, box);
     PyObject *gate = rc < 0 ? NULL : slot_get(action, c->a_gate, "gate");
     PyObject *inactive = gate ? inactive_of(c, gate) : NULL;
     PyObject *event = inactive ? PyTuple_Pack(2, box, inactive) : NULL;
-    PyObject *handler = event ? PyMethod_New(c->action_on_event, action) : NULL;
+    PyObject *handler = event ? action_handler(c, action) : NULL;
     if (handler != NULL) { /* the event's time and microstep: the tag's own ints */
         PyObject *tobj = PyTuple_GET_ITEM(tag, 0), *mobj = PyTuple_GET_ITEM(tag, 1);
         Py_INCREF(tobj);
@@ -733,7 +847,6 @@ static int schedule_at(Core *c, PyObject *action, long long t, long long m, PyOb
     Py_DECREF(box);
     Py_XDECREF(inactive);
     Py_XDECREF(event);
-    Py_XDECREF(handler);
     return rc;
 }
 
@@ -832,20 +945,21 @@ static int set_all(Core *c, PyObject *ports, PyObject *value, int copy)
         PyErr_SetString(PyExc_TypeError, "Port.fanout and Port.copies must be lists");
         return -1;
     }
-    PyObject *seq = PySequence_Fast(ports, "");
-    if (seq == NULL)
-        return -1;
+    Py_INCREF(ports);
     int rc = 0;
-    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(seq); k++) {
-        PyObject *p = PySequence_Fast_GET_ITEM(seq, k);
+    /* The size is read again each time: a value's finalizer, run by slot_set, could change the list. */
+    for (Py_ssize_t k = 0; k < Py_SIZE(ports); k++) {
+        PyObject *p = PyList_Check(ports) ? PyList_GET_ITEM(ports, k) : PyTuple_GET_ITEM(ports, k);
         if (!is_a(p, c->port_type)) {
             PyErr_SetString(PyExc_TypeError, "a port's fan-out holds ports");
             rc = -1;
             break;
         }
+        Py_INCREF(p);
         if (copy) {
             PyObject *v = PyObject_CallOneArg(c->deepcopy, value);
             if (v == NULL) {
+                Py_DECREF(p);
                 rc = -1;
                 break;
             }
@@ -855,44 +969,60 @@ static int set_all(Core *c, PyObject *ports, PyObject *value, int copy)
             slot_set(p, c->p_value, value);
         }
         slot_set(p, c->p_present, Py_True);
+        Py_DECREF(p);
     }
-    Py_DECREF(seq);
+    Py_DECREF(ports);
     return rc;
 }
 
-/* Port.set with the core's queueing (the FanoutPort semantics, which cover the other classes). */
-static int port_set(Core *c, PyObject *port, PyObject *value)
+/* Port.set with the core's queueing (the FanoutPort semantics, which cover the other classes);
+ * inlined into `set`'s method, the hot caller. */
+static inline __attribute__((always_inline)) int port_set_inline(Core *c, PyObject *port, PyObject *value)
 {
-    Py_INCREF(value);
-    slot_set(port, c->p_value, value);
-    PyObject *fanout = slot_get(port, c->p_fanout, "fanout");
-    PyObject *copies = fanout ? slot_get(port, c->p_copies, "copies") : NULL;
-    if (copies == NULL)
-        goto fail;
-    if ((PyList_Check(fanout) ? PyList_GET_SIZE(fanout) : 1) && set_all(c, fanout, value, 0) < 0)
-        goto fail;
-    if ((PyList_Check(copies) ? PyList_GET_SIZE(copies) : 1) && set_all(c, copies, value, 1) < 0)
-        goto fail;
-    Py_DECREF(value);
-    PyObject *present = slot_get(port, c->p_present, "is_present");
-    if (present == NULL)
-        return -1;
-    int was = truth(present);
-    if (was != 0)
-        return was < 0 ? -1 : 0; /* set again at this tag: the readers are queued already */
-    slot_set(port, c->p_present, Py_True);
-    PyObject *set_ports = slot_get(port, c->p_set_ports, "_set_ports");
-    if (set_ports == NULL || PyList_Append(set_ports, port) < 0)
-        return -1;
-    PyObject *q = SLOT(port, c->p_queue);
-    if (q == NULL || Py_TYPE(q) != &ReadersType) {
-        PyErr_SetString(PyExc_TypeError, "a port the C core runs has readers of the C core");
+    PyObject *fanout = SLOT(port, c->p_fanout), *copies = SLOT(port, c->p_copies);
+    if (fanout == NULL || copies == NULL) {
+        slot_get(port, fanout == NULL ? c->p_fanout : c->p_copies, fanout == NULL ? "fanout" : "copies");
         return -1;
     }
-    return enqueue_readers(c, (Readers *)q);
-fail:
-    Py_DECREF(value);
-    return -1;
+    /* The old values are let go at the end: their finalizers run once the port is consistent. */
+    Py_INCREF(value);
+    PyObject *old = SLOT(port, c->p_value);
+    SLOT(port, c->p_value) = value;
+    int rc = 0;
+    if ((PyList_CheckExact(fanout) ? PyList_GET_SIZE(fanout) : 1) && set_all(c, fanout, value, 0) < 0)
+        rc = -1;
+    else if ((PyList_CheckExact(copies) ? PyList_GET_SIZE(copies) : 1) && set_all(c, copies, value, 1) < 0)
+        rc = -1;
+    PyObject *present = rc == 0 ? SLOT(port, c->p_present) : NULL;
+    if (present == Py_True || present == NULL) { /* set again at this tag: the readers are queued already */
+        if (rc == 0 && present == NULL)
+            rc = slot_get(port, c->p_present, "is_present") ? 0 : -1;
+        Py_XDECREF(old);
+        return rc;
+    }
+    int was = truth(present);
+    if (was != 0) {
+        Py_XDECREF(old);
+        return was < 0 ? -1 : 0;
+    }
+    slot_set(port, c->p_present, Py_True);
+    PyObject *set_ports = slot_get(port, c->p_set_ports, "_set_ports");
+    PyObject *q = SLOT(port, c->p_queue);
+    if (set_ports == NULL || list_append(set_ports, port) < 0) {
+        rc = -1;
+    } else if (q == NULL || Py_TYPE(q) != &ReadersType) {
+        PyErr_SetString(PyExc_TypeError, "a port the C core runs has readers of the C core");
+        rc = -1;
+    } else {
+        rc = enqueue_readers(c, (Readers *)q);
+    }
+    Py_XDECREF(old);
+    return rc;
+}
+
+static int port_set(Core *c, PyObject *port, PyObject *value)
+{
+    return port_set_inline(c, port, value);
 }
 
 /* --- a tag's events */
@@ -1075,6 +1205,7 @@ static void rinfo_clear_call(RInfo *r)
         r->argv = NULL;
     }
     r->nargs = 0;
+    r->vcall = NULL;
     Py_CLEAR(r->func);
     Py_CLEAR(r->call);
 }
@@ -1122,6 +1253,7 @@ static int rinfo_take_call(Core *c, RInfo *r, PyObject *call)
     Py_XDECREF(args);
     r->nargs = n;
     r->func = func;
+    r->vcall = PyFunction_Check(func) ? PyVectorcall_Function(func) : NULL;
     Py_INCREF(call);
     r->call = call;
     return 0;
@@ -1136,6 +1268,8 @@ static PyObject *call_reaction(Core *c, RInfo *r)
     }
     if (call != r->call && rinfo_take_call(c, r, call) < 0)
         return NULL;
+    if (r->vcall != NULL) /* a Python function: what PyObject_Vectorcall would call, less its checks */
+        return r->vcall(r->func, r->argv + 1, r->nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
     return PyObject_Vectorcall(r->func, r->argv + 1, r->nargs | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
@@ -1366,8 +1500,28 @@ static int process(Core *c, long long t, long long m, int startup)
         PyObject *event = heap_pop(heap);
         if (event == NULL)
             return -1;
+        if (c->cur_tobj == NULL && PyLong_CheckExact(PyTuple_GET_ITEM(event, 0)))
+            c->cur_tobj = Py_NewRef(PyTuple_GET_ITEM(event, 0));
         int rc = dispatch(c, PyTuple_GET_ITEM(event, 3), PyTuple_GET_ITEM(event, 4));
+        PyObject *box = NULL; /* an action's event: its box, kept for the next schedule if nothing else holds it */
+        PyObject *value = PyTuple_GET_ITEM(event, 4);
+        PyObject *handler = PyTuple_GET_ITEM(event, 3);
+        if (rc == 0 && c->spare_box == NULL && Py_REFCNT(event) == 1 && PyMethod_Check(handler) &&
+            PyMethod_GET_FUNCTION(handler) == c->action_on_event && PyTuple_CheckExact(value) &&
+            Py_REFCNT(value) == 1 && PyTuple_GET_SIZE(value) == 2 && PyList_CheckExact(PyTuple_GET_ITEM(value, 0)) &&
+            PyList_GET_SIZE(PyTuple_GET_ITEM(value, 0)) == 3)
+            box = Py_NewRef(PyTuple_GET_ITEM(value, 0));
         Py_DECREF(event);
+        if (box != NULL && Py_REFCNT(box) == 1) {
+            PyObject **items = ((PyListObject *)box)->ob_item, *old[3] = {items[0], items[1], items[2]};
+            for (int k = 0; k < 3; k++)
+                items[k] = Py_NewRef(Py_None);
+            c->spare_box = box;
+            for (int k = 0; k < 3; k++)
+                Py_DECREF(old[k]);
+        } else {
+            Py_XDECREF(box);
+        }
         if (rc < 0)
             return -1;
     }
@@ -1471,7 +1625,8 @@ static PyObject *Core_loop(Core *c, PyObject *resumed_obj)
                 PyErr_SetString(PyExc_TypeError, "an event is (time, microstep, seq, handler, value)");
                 return NULL;
             }
-            nt = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(head, 0), &overflow);
+            if (!small_ll(PyTuple_GET_ITEM(head, 0), &nt))
+                nt = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(head, 0), &overflow);
             if (nt == -1 && PyErr_Occurred())
                 return NULL;
             if (!overflow && as_ll(PyTuple_GET_ITEM(head, 1), &nm) < 0)
@@ -1614,7 +1769,8 @@ static PyObject *Core_setup(Core *c, PyObject *args)
         take_type(config, "Delivery", &c->delivery_type) < 0 || take_type(config, "partial", &c->partial_type) < 0 ||
         take_obj(config, "CorePort", &c->coreport_type) < 0 || take_obj(config, "on_event", &c->action_on_event) < 0 ||
         take_obj(config, "timer_fire", &c->timer_fire) < 0 || take_obj(config, "deepcopy", &c->deepcopy) < 0 ||
-        take_obj(config, "warn", &c->warn) < 0 || take_obj(config, "schedule_logical", &c->py_schedule_logical) < 0)
+        take_obj(config, "warn", &c->warn) < 0 || take_obj(config, "schedule_logical", &c->py_schedule_logical) < 0 ||
+        take_obj(config, "schedule", &c->py_schedule) < 0)
         return NULL;
     static const char *const port_names[] = {"value", "is_present", "fanout", "copies", "others", "_queue", "delayed",
                                              "_set_ports", "_sched", NULL};
@@ -1857,6 +2013,8 @@ static int Core_traverse(Core *c, visitproc visit, void *arg)
     Py_VISIT(c->events);
     Py_VISIT(c->index);
     Py_VISIT(c->readers);
+    Py_VISIT(c->cur_tobj);
+    Py_VISIT(c->spare_box);
     Py_VISIT(c->config);
     Py_VISIT(c->tag_type);
     Py_VISIT(c->port_type);
@@ -1870,6 +2028,7 @@ static int Core_traverse(Core *c, visitproc visit, void *arg)
     Py_VISIT(c->deepcopy);
     Py_VISIT(c->warn);
     Py_VISIT(c->py_schedule_logical);
+    Py_VISIT(c->py_schedule);
     for (Py_ssize_t k = 0; k < c->nrx; k++) {
         RInfo *r = &c->rx[k];
         Py_VISIT(r->obj);
@@ -1898,6 +2057,9 @@ static int Core_clear(Core *c)
     Py_CLEAR(c->events);
     Py_CLEAR(c->index);
     Py_CLEAR(c->readers);
+    memset(c->rcache, 0, sizeof(c->rcache));
+    Py_CLEAR(c->cur_tobj);
+    Py_CLEAR(c->spare_box);
     Py_CLEAR(c->config);
     for (Py_ssize_t k = 0; k < c->nrx; k++) {
         rinfo_clear_call(&c->rx[k]);
@@ -1923,6 +2085,7 @@ static void Core_dealloc(Core *c)
     Py_CLEAR(c->deepcopy);
     Py_CLEAR(c->warn);
     Py_CLEAR(c->py_schedule_logical);
+    Py_CLEAR(c->py_schedule);
     PyMem_Free(c->rx);
     for (int l = 0; c->lvl && l < c->nlevels; l++)
         PyMem_Free(c->lvl[l]);
@@ -1947,19 +2110,14 @@ static PyTypeObject CoreType = {
     .tp_getset = Core_getset,
 };
 
-/* ------------------------------------------------------------------ method descriptors for ports and actions */
+/* ------------------------------------------------------------------ `set` and `schedule` as method descriptors */
 
-/* A callable that behaves as a method in a class's dict (Py_TPFLAGS_METHOD_DESCRIPTOR): `port.set(v)`
- * calls it with (port, v), without a bound method in between. */
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    PyTypeObject *cls; /* the class whose instances it takes (Port, Action) */
-    Py_ssize_t off;    /* the slot it reaches the core through: Port._queue, Action._sched */
-    PyObject *fallback; /* Action.schedule: the Python method, for keyword arguments */
-} Method;
-
-static PyTypeObject MethodType;
+/* `CorePort.set` and `CoreAction.schedule` are built-in method descriptors (PyDescr_NewMethod) of
+ * those classes, METH_FASTCALL | METH_KEYWORDS: the interpreter calls them as it calls list.append,
+ * without a bound method or PyObject_Vectorcall in between. They reach the core through a slot of
+ * the port (`_queue`, its Readers) or the action (`_sched`); the slots' offsets are the Port and
+ * Action classes' layout, the same for the whole process, and are written once, by `method`. */
+static Py_ssize_t port_queue_offset = -1, action_sched_offset = -1;
 
 static Core *core_of(PyObject *sched)
 {
@@ -1970,60 +2128,52 @@ static Core *core_of(PyObject *sched)
     return (Core *)sched;
 }
 
-static PyObject *port_set_call(Method *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *port_set_method(PyObject *port, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    int positional = nargs == 2 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0);
-    int keyword = nargs == 1 && kwnames != NULL && PyTuple_GET_SIZE(kwnames) == 1 &&
-                  PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_value) == 0;
-    if (!positional && !keyword) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (!(nargs == 1 && nkw == 0) &&
+        !(nargs == 0 && nkw == 1 && PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, 0), s_value) == 0)) {
         PyErr_SetString(PyExc_TypeError, "set() takes exactly one argument (the value)");
         return NULL;
     }
-    PyObject *port = args[0];
-    if (Py_TYPE(port)->tp_base != self->cls && !PyObject_TypeCheck(port, self->cls)) {
-        PyErr_SetString(PyExc_TypeError, "set() needs a port");
-        return NULL;
-    }
     /* The port's readers (`_queue`, a Readers object once the core adopted the port) hold the core. */
-    PyObject *q = SLOT(port, self->off);
+    PyObject *q = SLOT(port, port_queue_offset);
     if (q == NULL || Py_TYPE(q) != &ReadersType || ((Readers *)q)->core == NULL) {
         PyErr_SetString(PyExc_TypeError, "this port is not attached to a C core");
         return NULL;
     }
-    if (port_set(((Readers *)q)->core, port, args[1]) < 0)
+    if (port_set_inline(((Readers *)q)->core, port, args[0]) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
 
-static PyObject *action_schedule_call(Method *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static PyObject *action_schedule_method(PyObject *action, PyObject *const *args, Py_ssize_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames)) || nargs < 2 || nargs > 3)
-        return PyObject_Vectorcall(self->fallback, args, nargsf & ~PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-    PyObject *action = args[0];
-    if (Py_TYPE(action)->tp_base != self->cls && !PyObject_TypeCheck(action, self->cls)) {
-        PyErr_SetString(PyExc_TypeError, "schedule() needs an action");
-        return NULL;
-    }
-    Core *c = core_of(SLOT(action, self->off)); /* `_sched`: the scheduler, a core */
+    Core *c = core_of(SLOT(action, action_sched_offset)); /* `_sched`: the scheduler, a core */
     if (c == NULL)
         return NULL;
-    PyObject *value = nargs == 3 ? args[2] : Py_None;
-    PyObject *delay = PyLong_CheckExact(args[1]) ? (Py_INCREF(args[1]), args[1]) : PyNumber_Long(args[1]); /* int(delay) */
+    if ((kwnames != NULL && PyTuple_GET_SIZE(kwnames)) || nargs < 1 || nargs > 2) {
+        /* keywords, or a wrong call: Action.schedule itself, for its binding and its errors */
+        PyObject *bound = PyMethod_New(c->py_schedule, action);
+        PyObject *res = bound ? PyObject_Vectorcall(bound, args, nargs, kwnames) : NULL;
+        Py_XDECREF(bound);
+        return res;
+    }
+    PyObject *value = nargs == 2 ? args[1] : Py_None;
+    PyObject *delay = PyLong_CheckExact(args[0]) ? (Py_INCREF(args[0]), args[0]) : PyNumber_Long(args[0]); /* int(delay) */
     if (delay == NULL)
         return NULL;
     int overflow = 0;
-    long long d = PyLong_AsLongLongAndOverflow(delay, &overflow);
+    long long d;
+    if (!small_ll(delay, &d))
+        d = PyLong_AsLongLongAndOverflow(delay, &overflow);
     if (d == -1 && PyErr_Occurred()) {
         Py_DECREF(delay);
         return NULL;
     }
     int negative = overflow < 0 || (!overflow && d < 0);
-    if (negative < 0) {
-        Py_DECREF(delay);
-        return NULL;
-    }
     if (negative) { /* as reactor-c does */
         PyObject *msg = PyUnicode_FromFormat("schedule called with a negative extra_delay %S. Replacing with zero.", delay);
         PyObject *res = msg ? PyObject_CallOneArg(c->warn, msg) : NULL;
@@ -2047,74 +2197,41 @@ static PyObject *action_schedule_call(Method *self, PyObject *const *args, size_
     return res;
 }
 
-static PyObject *Method_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+static PyMethodDef port_set_def = {"set", (PyCFunction)(void (*)(void))port_set_method, METH_FASTCALL | METH_KEYWORDS,
+                                   "set(value): the port's value at this tag (the C core's)."};
+static PyMethodDef action_schedule_def = {"schedule", (PyCFunction)(void (*)(void))action_schedule_method,
+                                          METH_FASTCALL | METH_KEYWORDS,
+                                          "schedule(delay, value=None): an event of this action (the C core's)."};
+
+/* method(kind, cls): the descriptor for `cls.set` ('port_set', a subclass of Port) or `cls.schedule`
+ * ('action_schedule', a subclass of Action). */
+static PyObject *core_method(PyObject *module, PyObject *args)
 {
     const char *kind;
-    PyObject *cls, *fallback = Py_None;
-    if (!PyArg_ParseTuple(args, "sO!|O", &kind, &PyType_Type, &cls, &fallback))
+    PyTypeObject *cls;
+    if (!PyArg_ParseTuple(args, "sO!", &kind, &PyType_Type, &cls))
         return NULL;
     int port = strcmp(kind, "port_set") == 0;
     if (!port && strcmp(kind, "action_schedule") != 0) {
         PyErr_Format(PyExc_ValueError, "unknown method %s", kind);
         return NULL;
     }
-    Py_ssize_t off = slot_offset((PyTypeObject *)cls, port ? "_queue" : "_sched");
+    Py_ssize_t off = slot_offset(cls, port ? "_queue" : "_sched");
     if (off < 0)
         return NULL;
-    Method *m = (Method *)type->tp_alloc(type, 0);
-    if (m == NULL)
+    Py_ssize_t *known = port ? &port_queue_offset : &action_sched_offset;
+    if (*known >= 0 && *known != off) {
+        PyErr_Format(PyExc_TypeError, "%s: another layout of the class than the one the core was given", kind);
         return NULL;
-    m->vectorcall = port ? (vectorcallfunc)port_set_call : (vectorcallfunc)action_schedule_call;
-    Py_INCREF(cls);
-    m->cls = (PyTypeObject *)cls;
-    m->off = off;
-    Py_INCREF(fallback);
-    m->fallback = fallback;
-    return (PyObject *)m;
-}
-
-static PyObject *Method_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    if (obj == NULL || obj == Py_None) {
-        Py_INCREF(self);
-        return self;
     }
-    return PyMethod_New(self, obj);
+    *known = off;
+    return PyDescr_NewMethod(cls, port ? &port_set_def : &action_schedule_def);
 }
 
-static int Method_traverse(Method *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->cls);
-    Py_VISIT(self->fallback);
-    return 0;
-}
-
-static int Method_clear(Method *self)
-{
-    Py_CLEAR(self->cls);
-    Py_CLEAR(self->fallback);
-    return 0;
-}
-
-static void Method_dealloc(Method *self)
-{
-    PyObject_GC_UnTrack(self);
-    Method_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyTypeObject MethodType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._core.Method",
-    .tp_basicsize = sizeof(Method),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_doc = "Method('port_set', Port) or Method('action_schedule', Action, fallback): `set`/`schedule` in C for a class's dict.",
-    .tp_new = Method_new,
-    .tp_vectorcall_offset = offsetof(Method, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_descr_get = Method_get,
-    .tp_traverse = (traverseproc)Method_traverse,
-    .tp_clear = (inquiry)Method_clear,
-    .tp_dealloc = (destructor)Method_dealloc,
+static PyMethodDef module_methods[] = {
+    {"method", (PyCFunction)core_method, METH_VARARGS,
+     "method(kind, cls): `cls.set` ('port_set') or `cls.schedule` ('action_schedule') in C."},
+    {NULL},
 };
 
 /* ------------------------------------------------------------------ the module */
@@ -2124,6 +2241,7 @@ static struct PyModuleDef core_module = {
     .m_name = "lfpy.runtime._core",
     .m_doc = "lfpy's C core: the scheduler's inline hot loop (see lfpy/runtime/core.py).",
     .m_size = -1,
+    .m_methods = module_methods,
 };
 
 PyMODINIT_FUNC PyInit__core(void)
@@ -2146,15 +2264,13 @@ PyMODINIT_FUNC PyInit__core(void)
             return NULL;
     if ((k_zero = PyLong_FromLong(0)) == NULL || (k_one = PyLong_FromLong(1)) == NULL)
         return NULL;
-    if (PyType_Ready(&EventQueueType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&ReadersType) < 0 ||
-        PyType_Ready(&MethodType) < 0)
+    if (PyType_Ready(&EventQueueType) < 0 || PyType_Ready(&CoreType) < 0 || PyType_Ready(&ReadersType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (m == NULL)
         return NULL;
     if (PyModule_AddObjectRef(m, "EventQueue", (PyObject *)&EventQueueType) < 0 ||
-        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0 ||
-        PyModule_AddObjectRef(m, "Method", (PyObject *)&MethodType) < 0) {
+        PyModule_AddObjectRef(m, "Core", (PyObject *)&CoreType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -75,13 +75,15 @@ if _core is not None:
         """A port whose `set` is the C core's (queueing its readers, fan-out and mutable copies)."""
 
         __slots__ = ()
-        set = _core.Method("port_set", Port)
 
     class CoreAction(Action):
         """An action whose `schedule` is the C core's (logical actions; physical ones call back)."""
 
         __slots__ = ()
-        schedule = _core.Method("action_schedule", Action, Action.schedule)
+
+    # Built-in method descriptors of these classes, which the interpreter calls as it calls list.append.
+    CorePort.set = _core.method("port_set", CorePort)  # type: ignore[method-assign]
+    CoreAction.schedule = _core.method("action_schedule", CoreAction)  # type: ignore[method-assign]
 
     class CScheduler(_core.Core, Scheduler):
         """The pure-Python scheduler with its inline hot loop in C (`_core.Core` first: its `_loop`,
@@ -95,7 +97,7 @@ if _core is not None:
                 "Tag": Tag, "Port": Port, "Action": Action, "Timer": Timer, "Delivery": Delivery,
                 "Reaction": Reaction, "partial": partial, "CorePort": CorePort, "on_event": Action.on_event,
                 "timer_fire": Timer.fire, "deepcopy": deepcopy, "warn": lf_print_warning,
-                "schedule_logical": Scheduler.schedule_logical,
+                "schedule_logical": Scheduler.schedule_logical, "schedule": Action.schedule,
             })
 
         def adopt(self, obj: Port | Action) -> None:
