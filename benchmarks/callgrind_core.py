@@ -12,8 +12,6 @@ counts do not drift with the machine's load as times do. Writes benchmarks/resul
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import re
 import shutil
 import subprocess
@@ -42,26 +40,15 @@ def workloads() -> dict[str, tuple[str, str, int]]:
 
 
 def run_once(source: str, core: str) -> None:
-    """Build and run `source` with `core`'s scheduler (what runs under callgrind)."""
-    from lfpy.build import build
-    from lfpy.diagnostics import Diagnostics
+    """Build and run `source` with `core`'s scheduler (what runs under callgrind), as
+    runtime_overhead.py runs its programs."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from runtime_overhead import runtime_seconds
+
     from lfpy.runtime import core as cores
-    from lfpy.runtime.environment import Environment
     from lfpy.runtime.scheduler import Scheduler
 
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "Bench.lf"
-        path.write_text(source)
-        diags = Diagnostics()
-        built = build(str(path), diags)
-        assert built is not None, diags.render_all()
-        namespace: dict[str, object] = {"__name__": "bench"}
-        exec(compile(built.source, str(built.module), "exec"), namespace)
-        env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
-                          keepalive=False, package_dir=tmp, scheduler=cores.CScheduler if core == "c" else Scheduler)
-        with contextlib.redirect_stdout(io.StringIO()):
-            status = env.run()
-        assert status == 0
+    runtime_seconds(source, cores.CScheduler if core == "c" else Scheduler)
 
 
 def instructions(name: str, core: str, n: int) -> int:
