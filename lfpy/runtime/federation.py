@@ -849,7 +849,8 @@ class FederateScheduler(Scheduler):
         self.physical_scheduled: list[tuple[Action, int, object]] = []
         self.stop_requested = False
         self.serving = threading.get_ident()
-        self.send_async: Any = None  # sends a message on the federate's own channel
+        self.send_async: Callable[[tuple], None] = _not_connected  # the federate's own channel (`connect`)
+        self.slot_of: dict[int, int] = {}  # id of a port or action -> its slot
 
     @property
     def records_ports(self) -> bool:
@@ -866,7 +867,7 @@ class FederateScheduler(Scheduler):
         if self._in_reaction():
             self.physical_scheduled.append((action, when, value))
         else:
-            self.send_async(Physical(action, when, value))  # type: ignore[arg-type]  # its slot: send_async
+            self.send_async(Physical(self.slot_of[id(action)], when, value))
 
     def request_stop(self) -> None:
         if self._in_reaction():
@@ -900,7 +901,12 @@ class FederateScheduler(Scheduler):
         self.invoke(r)
         return self.exit_status != 0 and not self.halted
 
-    def answer(self, outputs: list[tuple[int, Any]], slot_of: dict[int, int], modes: list[ModeState],
+    def connect(self, send_async: Callable[[tuple], None], slot_of: dict[int, int]) -> None:
+        """Where what is asked outside reactions goes (the federate's own channel, any thread), and the
+        slots of the program's ports and actions (the same in every process)."""
+        self.send_async, self.slot_of = send_async, slot_of
+
+    def answer(self, outputs: list[tuple[int, Any]], modes: list[ModeState],
                failed: bool, printed: list[tuple[int, str]]) -> Ran:
         """What the reactions of this tag did, and forget it here."""
         transitions = [(i, state.pending) for i, state in enumerate(modes) if state.pending is not None]
@@ -909,6 +915,7 @@ class FederateScheduler(Scheduler):
         traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in self.trace or ()]
         if self.trace:
             self.trace.clear()
+        slot_of = self.slot_of
         ran = Ran(outputs, [(slot_of[id(a)], d, v) for a, d, v in self.scheduled],
                   [(slot_of[id(a)], w, v) for a, w, v in self.physical_scheduled], transitions, self.stop_requested,
                   failed, self.exit_status if self.halted else None, traced, self.checkpoint_requests, printed)
@@ -916,6 +923,10 @@ class FederateScheduler(Scheduler):
         self.scheduled, self.physical_scheduled, self.checkpoint_requests = [], [], []
         self.stop_requested = False
         return ran
+
+
+def _not_connected(message: tuple) -> None:
+    raise RuntimeError(f"a federate's scheduler sends {type(message).__name__} before it is connected")
 
 
 def serve(env: Environment, index: int, requests: Channel, answers: Channel, own: Outbox,
@@ -951,13 +962,7 @@ class Served:
         self.modes = mode_states(env)
         self.kept = _kept_slots(env, index, self.table, self.slot_of)
         self.send_all = False  # the coordinator traces: every port's value goes back
-
-        def send_async(message: tuple) -> None:
-            if isinstance(message, Physical):
-                message = Physical(self.slot_of[id(message.slot)], message.when, message.value)
-            own.send(message)
-
-        sched.send_async = send_async
+        sched.connect(own.send, self.slot_of)
         for o in self.table:
             if isinstance(o, Port):
                 o.__class__ = FederatePort
@@ -1018,7 +1023,7 @@ class Served:
         sys.stdout.flush()
         sys.stderr.flush()
         printed = self.output.release() if self.output is not None else []
-        ran = sched.answer(outputs, slot_of, self.modes, failed, printed)
+        ran = sched.answer(outputs, self.modes, failed, printed)
         try:
             data = self.answers.dumps(encode(ran))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
