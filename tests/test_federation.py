@@ -707,3 +707,43 @@ def test_a_federate_that_ends_before_it_connects_did_not_start() -> None:
     with pytest.raises(federation.FederationError, match=r"^federate f did not start: it exited with status 3$"):
         launched.channels("f")
     launched.discard()
+
+
+THREADED = """target Python
+preamble {=
+  import threading
+=}
+reactor Sensor {
+  physical action reading
+  output out
+  reaction(startup) -> reading {=
+    # A thread of this federate's process, outside any reaction, schedules the physical action
+    # and then asks for the stop: both travel on the federate's own channel.
+    def later():
+      reading.schedule(0, 42)
+    threading.Timer(0.05, later).start()
+  =}
+  reaction(reading) -> out {=
+    out.set(reading.value)
+    threading.Timer(0.05, request_stop).start()
+  =}
+}
+reactor Printer {
+  input inp
+  reaction(inp) {= print(f"got {inp.value}", flush=True) =}
+  reaction(shutdown) {= print("printer shutdown", flush=True) =}
+}
+main reactor {
+  p = new Printer()  // federate 0, in lfrl's process: the sensor is in a process of its own
+  s = new Sensor()
+  s.out -> p.inp
+}
+"""
+
+
+@pytest.mark.usefixtures("transport")
+def test_a_federates_thread_schedules_physical_actions_and_stops_the_program(tmp_path: Path) -> None:
+    for program in (THREADED, federated(THREADED)):
+        result = run_lf(tmp_path, program)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.splitlines() == ["got 42", "printer shutdown"]
