@@ -28,7 +28,6 @@ from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.federation import federates
 from lfpy.runtime.signals import NotYetRunning, StopOnSignals
-from lfpy.runtime.tag import Tag
 
 
 class Built:
@@ -279,10 +278,10 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
     identity = checkpoint.program_identity(built.source, _parameters(built.elaborated))
-    saved: tuple[Tag, bytes] | None = None
+    saved: bytes | None = None  # the checkpoint's payload (it holds the tag too: Environment.restore)
     if resume is not None:
         try:
-            saved = checkpoint.read(resume, identity)
+            _tag, saved = checkpoint.read(resume, identity)
         except checkpoint.CheckpointError as exc:
             diags.error(Loc(resume, 1, 1), str(exc))
             return 1
@@ -311,7 +310,7 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     elsewhere: dict[str, dict] | None = None  # saved state of the reactors in federates' processes
     if saved is not None:
         try:
-            elsewhere = env.restore(saved[1])
+            elsewhere = env.restore(saved)
         except checkpoint.CheckpointError as exc:
             diags.error(Loc(str(resume), 1, 1), str(exc))
             return 1
