@@ -2,8 +2,10 @@
 
 import argparse
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -198,3 +200,40 @@ def test_a_timeout_without_a_unit_is_refused_as_lf_refuses_it() -> None:
     assert result.returncode == 2
     assert usage_and_error(result)[1] == ("lfrl run: error: argument --timeout: invalid duration '10': a time needs "
                                           "a unit, as in LF; write e.g. 10s, 10 msec or 10 min")
+
+
+TICKING = """target Python { timeout: 60 sec }
+main reactor {
+  timer t(0, 10 msec)
+  reaction(t) {= pass =}
+  reaction(shutdown) {= print("shutdown") =}
+}
+"""
+
+
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "lfrl"], [str(Path(sys.executable).with_name("lfrl"))]])
+def test_ctrl_c_at_any_moment_of_the_startup_ends_with_130_and_no_traceback(tmp_path: Path,
+                                                                           command: list[str]) -> None:
+    """The signal lands while Python imports lfrl's modules, while lfrl parses the program, or once it
+    runs. Under `python -m`, a KeyboardInterrupt through a namedtuple's or dataclass's creation used
+    to end the process by SIGINT (-2) even though lfrl had caught it. A signal before lfrl's code
+    runs (Python's `site` module, the `lfrl` script's own import line) is Python's to report: such
+    shots are not counted."""
+    from tests.lfutil import default_signals
+
+    program = tmp_path / "Ticking.lf"
+    program.write_text(TICKING)
+    statuses = []
+    for after in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.7, 0.9, 1.2, 1.5):
+        process = subprocess.Popen([*command, "run", str(program)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+        time.sleep(after)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+        if "init_import_site" in err or "from lfrl.__main__ import run\nKeyboardInterrupt" in err:
+            continue
+        assert "Traceback" not in err, err
+        assert "interrupted" in err or out.endswith("shutdown\n"), (out, err)
+        statuses.append(process.returncode)
+    assert statuses == [130] * len(statuses)
+    assert len(statuses) >= 8
