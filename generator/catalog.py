@@ -383,6 +383,42 @@ LEARNER_TITLES = {"dqn": "Double DQN", "ddpg": "DDPG", "td3": "TD3", "sac": "SAC
 LEARNER_LIBRARIES = ("Actor.lf", "ReplayBuffer.lf", "Learner.lf", "GradientLearner.lf", "Evaluator.lf", "Monitor.lf")
 
 
+def run_params(d: Callable[..., object]) -> tuple[Param, ...]:
+    """The parameters every learner template has: evaluation, results, checkpoints, weights to start
+    from, networks, devices, processes and placement (`d`: the template's defaults, by name)."""
+    return (
+        Param("eval_every", int, d("eval_every"), "environment steps between evaluations", min=1, max=10**10),
+        Param("eval_episodes", int, d("eval_episodes", 10), "deterministic episodes per evaluation", min=1,
+              max=10**5),
+        Param("stop_at", float, None, "stop once an evaluation's mean return reaches this"),
+        Param("seed", int, 0, "seed of every random stream of the run (learner, actors, evaluator, buffer)", min=0,
+              max=2**31 - 1),
+        Param("logdir", str, "runs", "the folder of the runs' folders, relative to the program's: each run writes "
+              "into a new one, LOGDIR/PROGRAM_N (PROGRAM: the .lf file's name; N: one more than the highest there)",
+              check="folder"),
+        Param("checkpoint_every", int, 0, "environment steps between checkpoints in the run's folder, in "
+              "checkpoints/ (0: none); lfrl run PROGRAM --resume FILE goes on from one, in the same folder",
+              min=0, max=10**10),
+        Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
+              "--total-steps 0 the run only evaluates them", check="input"),
+        Param("capture_video", bool, False, "at the end, draw one evaluation episode of the last evaluated "
+              "weights into LOGDIR/episode.gif (to watch the policy: with --load and --total-steps 0, the saved one)"),
+        Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
+              "next to the program, change it, and name it here", check="module"),
+        Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
+        Param("device", str, "cpu", "where the learner's networks and batches live (actors and the evaluator act on "
+              "the CPU): cuda for large networks such as Atari's convolutions; auto takes cuda when torch finds a GPU "
+              "where the program runs. cpu is the default because the same program then gives the same weights on "
+              "every machine (GPU kernels round differently), and small networks gain nothing on a GPU",
+              choices=("auto", "cpu", "cuda")),
+        Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
+              "learner, evaluator, monitor and replay buffer share lfrl's); pays when stepping the environments and acting "
+              "cost more than a round's updates"),
+        *placement("actors", "actor", learner=True),
+        Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
+    )
+
+
 def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
     """The parameters of an off-policy learner template, with this algorithm's defaults (tuned for
     its default environment; Stable-Baselines3's names where it has one)."""
@@ -412,35 +448,7 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
               "steps per round)", min=1, max=256),
         Param("learners", int, 1, "parallel learners each batch is split over (their gradients are added in a "
               "fixed order)", min=1, max=64),
-        Param("eval_every", int, d("eval_every"), "environment steps between evaluations", min=1, max=10**10),
-        Param("eval_episodes", int, d("eval_episodes", 10), "deterministic episodes per evaluation", min=1,
-              max=10**5),
-        Param("stop_at", float, None, "stop once an evaluation's mean return reaches this"),
-        Param("seed", int, 0, "seed of every random stream of the run (learner, actors, evaluator, buffer)", min=0,
-              max=2**31 - 1),
-        Param("logdir", str, "runs", "the folder of the runs' folders, relative to the program's: each run writes "
-              "into a new one, LOGDIR/PROGRAM_N (PROGRAM: the .lf file's name; N: one more than the highest there)",
-              check="folder"),
-        Param("checkpoint_every", int, 0, "environment steps between checkpoints in the run's folder, in "
-              "checkpoints/ (0: none); lfrl run PROGRAM --resume FILE goes on from one, in the same folder",
-              min=0, max=10**10),
-        Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
-              "--total-steps 0 the run only evaluates them", check="input"),
-        Param("capture_video", bool, False, "at the end, draw one evaluation episode of the last evaluated "
-              "weights into LOGDIR/episode.gif (to watch the policy: with --load and --total-steps 0, the saved one)"),
-        Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
-              "next to the program, change it, and name it here", check="module"),
-        Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
-        Param("device", str, "cpu", "where the learner's networks and batches live (actors and the evaluator act on "
-              "the CPU): cuda for large networks such as Atari's convolutions; auto takes cuda when torch finds a GPU "
-              "where the program runs. cpu is the default because the same program then gives the same weights on "
-              "every machine (GPU kernels round differently), and small networks gain nothing on a GPU",
-              choices=("auto", "cpu", "cuda")),
-        Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
-              "learner, buffer, evaluator and monitor share lfrl's); pays when stepping the environments and acting "
-              "cost more than a round's updates"),
-        *placement("actors", "actor", learner=True),
-        Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
+        *run_params(d),
     )
     if algo == "dqn":
         specific = (
@@ -534,6 +542,96 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                 "logdir": logdir, "program": program, "placed": nodes}
 
     return derive
+
+
+def ppo_params(**defaults: object) -> tuple[Param, ...]:
+    """PPO's parameters, with Stable-Baselines3's names and the RL Baselines3 Zoo's CartPole-v1 values
+    as defaults."""
+    d = defaults.get
+    return (
+        Param("env_id", str, d("env_id"), "gymnasium environment id with discrete actions or a bounded box, "
+              "ALE/... for Atari, or module:EnvId for your own", check="env_id"),
+        Param("total_steps", int, d("total_steps"), "environment steps in all (the budget; whole rounds: the last "
+              "one may pass it, as SB3's does)", min=0, max=10**10),
+        Param("actors", int, d("actors"), "actors collecting in parallel (a bank), each with its own environments",
+              min=1, max=256),
+        Param("envs_per_actor", int, d("envs_per_actor"), "environments each actor steps together (one batched "
+              "inference per step); actors x envs-per-actor is SB3's n_envs", min=1, max=4096),
+        Param("n_steps", int, d("n_steps"), "steps of every environment per round (a round is actors x "
+              "envs-per-actor x n-steps environment steps)", min=1, max=10**6),
+        Param("batch_size", int, d("batch_size"), "minibatch size", min=1, max=10**7),
+        Param("n_epochs", int, d("n_epochs"), "epochs over each round's steps", min=1, max=10**4),
+        Param("learning_rate", float, d("learning_rate"), "Adam's learning rate", min=1e-8, max=1.0),
+        Param("lr_schedule", str, d("lr_schedule"), "the learning rate over the run: constant, or linear (falls "
+              "to 0 at total-steps, the zoo's lin_X)", choices=("constant", "linear")),
+        Param("gamma", float, d("gamma"), "discount factor", min=0.0, max=1.0),
+        Param("gae_lambda", float, d("gae_lambda"), "generalised advantage estimation's lambda", min=0.0, max=1.0),
+        Param("clip_range", float, d("clip_range"), "the clipped objective's epsilon", min=0.0, max=10.0),
+        Param("clip_schedule", str, d("clip_schedule"), "the clip range over the run: constant or linear (falls "
+              "to 0 at total-steps)", choices=("constant", "linear")),
+        Param("ent_coef", float, d("ent_coef", 0.0), "entropy coefficient of the loss", min=0.0, max=100.0),
+        Param("vf_coef", float, d("vf_coef", 0.5), "value function coefficient of the loss", min=0.0, max=100.0),
+        Param("max_grad_norm", float, d("max_grad_norm", 0.5), "gradients are clipped to this norm (0: not "
+              "clipped)", min=0.0, max=1e12),
+        Param("normalize_advantage", bool, True, "normalise advantages in each minibatch"),
+        Param("normalize", bool, d("normalize", False), "normalise observations by their running mean and "
+              "standard deviation (VecNormalize; the statistics are saved with the weights)"),
+        Param("normalize_reward", bool, d("normalize_reward", False), "divide rewards by the running standard "
+              "deviation of the discounted return (VecNormalize's norm_reward)"),
+        Param("net_arch", str, d("net_arch"), "hidden layer sizes of the policy and of the value network (each "
+              "its own), after the convolutions' 512 shared features for images (none: no hidden layer)",
+              check="net_arch"),
+        Param("activation", str, "tanh", "activation of the hidden layers (SB3's MlpPolicy: tanh)",
+              choices=("tanh", "relu")),
+        Param("log_std_init", float, 0.0, "continuous actions: the initial log standard deviation", min=-20.0,
+              max=2.0),
+        *run_params(d),
+    )
+
+
+def derive_ppo(values: dict[str, object]) -> dict[str, object]:
+    """Checks of PPO's values against its environment and each other; the program's CONFIG."""
+    from lfrl.envs import describe
+
+    env_id = str(values["env_id"])
+    try:
+        describe(env_id)
+    except ValueError as exc:
+        raise TemplateError(f"--env-id: {exc}") from None
+    actors, per_actor, n_steps = (int(values[k]) for k in ("actors", "envs_per_actor", "n_steps"))  # type: ignore[call-overload]
+    round_steps = actors * per_actor * n_steps
+    nodes = placed(values, "actors", actors)
+    if int(values["batch_size"]) > round_steps:  # type: ignore[call-overload]
+        raise TemplateError(f"--batch-size {values['batch_size']} is more than the {round_steps} steps of a round "
+                            f"(--actors x --envs-per-actor x --n-steps)")
+    if int(values["total_steps"]) == 0 and not values["load"]:  # type: ignore[call-overload]
+        raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
+    logdir = str(values["logdir"]) or "runs"
+    program = str(values.get("program") or "ppo")
+    arch = str(values["net_arch"])
+    config: dict[str, object] = {"algo": "ppo", "program": program,
+                                 **{k: v for k, v in values.items()
+                                    if k not in ("logdir", "processes", "program", "actors_at", "learner_at")},
+                                 "logdir": logdir, "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")],
+                                 "log_every": round_steps}
+    return {"config": config, "logdir": logdir, "program": program, "placed": nodes, "round_steps": round_steps}
+
+
+# PPO on Atari games: the RL Baselines3 Zoo's hyperparameters (hyperparams/ppo.yml, `atari`): 8
+# environments, 128 steps each per round, 4 epochs of minibatches of 256, linear schedules; its
+# CnnPolicy's heads straight from the 512 shared features.
+ATARI_PPO = EnvDefaults("Atari", "ALE/", {
+    "total_steps": 10_000_000, "n_steps": 128, "n_epochs": 4, "batch_size": 256, "learning_rate": 2.5e-4,
+    "lr_schedule": "linear", "clip_range": 0.1, "clip_schedule": "linear", "ent_coef": 0.01, "vf_coef": 0.5,
+    "net_arch": "none", "gamma": 0.99, "gae_lambda": 0.95, "eval_every": 25_000, "eval_episodes": 5})
+
+# PPO on Pendulum-v1: the zoo's values for it (4 environments of 1,024 steps per round, 10 epochs of
+# minibatches of 64, gamma 0.9, lambda 0.95, learning rate 1e-3, clip range 0.2) but for its gSDE
+# exploration, which lfrl does not have: observations are normalised instead.
+PENDULUM_PPO = EnvDefaults("Pendulum-v1", "Pendulum-v1", {
+    "total_steps": 200_000, "envs_per_actor": 4, "n_steps": 1024, "batch_size": 64, "n_epochs": 10,
+    "learning_rate": 1e-3, "lr_schedule": "constant", "gamma": 0.9, "gae_lambda": 0.95, "clip_range": 0.2,
+    "clip_schedule": "constant", "normalize": True, "eval_every": 10_000})
 
 
 def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> None:
@@ -710,6 +808,20 @@ CATALOG: dict[str, Template] = {
             net_arch="64,64", eval_every=1000)
           for algo, title in (("ddpg", "DDPG"), ("td3", "TD3"),
                               ("sac", "SAC with automatic entropy tuning"))),
+        Template(
+            "ppo", "ppo.lf.j2",
+            "PPO (clipped objective, GAE, VecNormalize-style normalisation) with synchronised parallel actors, an "
+            "evaluator; discrete or continuous actions, Atari (ALE/...) with the Nature CNN; CartPole-v1's defaults "
+            "(the RL Baselines3 Zoo's) reach a return of 475",
+            ppo_params(env_id="CartPole-v1", total_steps=100_000, actors=1, envs_per_actor=8, n_steps=32,
+                       batch_size=256, n_epochs=20, learning_rate=1e-3, lr_schedule="linear", gamma=0.98,
+                       gae_lambda=0.8, clip_range=0.2, clip_schedule="linear", net_arch="64,64", eval_every=5000),
+            ("PPOActor.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"),
+            derive_ppo,
+            {"progress": False, "eval_episodes": 2, "total_steps": 512, "eval_every": 256},
+            check_learner_files,
+            (ATARI_PPO, PENDULUM_PPO),
+        ),
     )
 }
 

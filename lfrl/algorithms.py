@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from lfrl import dqn, sac, settings, td3
+from lfrl import dqn, ppo, sac, settings, td3
 from lfrl.envs import EnvSpec
 from lfrl.learner import Learner
 from lfrl.policy import Policy
@@ -16,6 +16,7 @@ ALGORITHMS: dict[str, tuple[type[Learner], type[Policy]]] = {
     "ddpg": (td3.TD3, td3.Policy),  # TD3 with one critic, no delay, no target smoothing (the config says so)
     "td3": (td3.TD3, td3.Policy),
     "sac": (sac.SAC, sac.Policy),
+    "ppo": (ppo.PPO, ppo.Policy),
 }
 
 

@@ -1,6 +1,6 @@
 """The learners' networks, and the place to change them.
 
-Every learner builds its networks with the four functions below. To use your own, write a module
+Every learner builds its networks with the functions below. To use your own, write a module
 with the same four functions (copy this file as a start) next to your program and generate it with
 `--networks MODULE` (`lfrl gen sac --networks my_networks ...`): actors, learners and the evaluator
 then build theirs from it (`lfrl gen` imports it first, as the program will, and refuses a module
@@ -16,6 +16,9 @@ identical for any number of workers.
   the tanh squashing (SAC)
 - `critics(spec, net_arch, n, generator)`: (observations, actions in [-1, 1]) -> Q-values [n, B] of n
   independent critics (TD3 and SAC take the minimum of two; DDPG has one)
+- `actor_critic(spec, net_arch, generator, activation="tanh", log_std_init=0.0)`: observations ->
+  (logits [B, n_actions], or the mean of a Gaussian in the environment's units [B, d]; values [B]),
+  with a `log_std` parameter [d] for continuous actions (PPO)
 
 Images (Atari) go through the Nature DQN convolutions first, uint8 scaled to [0, 1].
 
@@ -60,17 +63,21 @@ def init_uniform(module: nn.Module, generator: torch.Generator | None) -> nn.Mod
 
 
 class MLP(nn.Module):
-    """Linear layers of `sizes` with ReLU between them (and after the last with `activate_last`), in
-    one module: a forward is one module call, not one per layer (for small networks the calls cost
-    more than the arithmetic). Weights as nn.Linear keeps them: w{i} [out, in], b{i} [out]."""
+    """Linear layers of `sizes` with ReLU (or tanh) between them (and after the last with
+    `activate_last`), in one module: a forward is one module call, not one per layer (for small
+    networks the calls cost more than the arithmetic). Weights as nn.Linear keeps them: w{i} [out,
+    in], b{i} [out]."""
 
-    def __init__(self, sizes: list[int], activate_last: bool = False) -> None:
+    def __init__(self, sizes: list[int], activate_last: bool = False, activation: str = "relu") -> None:
         super().__init__()
         for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:], strict=True)):
             self.register_parameter(f"w{i}", nn.Parameter(torch.empty(fan_out, fan_in)))
             self.register_parameter(f"b{i}", nn.Parameter(torch.empty(fan_out)))
         self.count = len(sizes) - 1
         self.activate_last = activate_last
+        if activation not in ("relu", "tanh"):
+            raise ValueError(f"activation: relu or tanh, got {activation!r}")
+        self.tanh = activation == "tanh"
 
     def layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         return [(self._parameters[f"w{i}"], self._parameters[f"b{i}"]) for i in range(self.count)]  # type: ignore[misc]
@@ -80,7 +87,8 @@ class MLP(nn.Module):
         for i, (weight, bias) in enumerate(self.layers()):
             x = F.linear(x, weight, bias)
             if i < last or self.activate_last:
-                x = x.relu_()  # in place: a linear layer's backward needs its input, not its output
+                # in place: a linear layer's backward needs its input, not its output
+                x = x.tanh_() if self.tanh else x.relu_()
         return x
 
     def forward_numpy(self, x: np.ndarray) -> np.ndarray:
@@ -89,12 +97,15 @@ class MLP(nn.Module):
         for i, (weight, bias) in enumerate(self.layers()):
             x = x @ weight.detach().numpy().T + bias.detach().numpy()
             if i < last or self.activate_last:
-                np.maximum(x, 0.0, out=x)
+                if self.tanh:
+                    np.tanh(x, out=x)
+                else:
+                    np.maximum(x, 0.0, out=x)
         return x
 
 
-def mlp(sizes: list[int], activate_last: bool = False) -> MLP:
-    return MLP(sizes, activate_last)
+def mlp(sizes: list[int], activate_last: bool = False, activation: str = "relu") -> MLP:
+    return MLP(sizes, activate_last, activation)
 
 
 class NatureCNN(nn.Module):
@@ -230,3 +241,64 @@ class Critics(nn.Module):
 
 def critics(spec: EnvSpec, net_arch: list[int], n: int, generator: torch.Generator | None) -> nn.Module:
     return init_uniform(Critics(spec, net_arch, n), generator)
+
+
+class ActorCritic(nn.Module):
+    """PPO's network, as Stable-Baselines3's ActorCriticPolicy lays it out: for vector observations a
+    policy MLP and a separate value MLP (`net_arch` each, tanh by default); for images one Nature CNN
+    shared by a linear policy head and a linear value head. The policy head gives the logits of
+    discrete actions, or the mean of a diagonal Gaussian whose log standard deviation is a parameter
+    of its own (not a function of the observation). Initialised as SB3's with `ortho_init`:
+    orthogonal weights with gain sqrt(2), 0.01 for the policy's last layer, 1 for the value's; zero
+    biases."""
+
+    def __init__(self, spec: EnvSpec, net_arch: list[int], activation: str = "tanh", log_std_init: float = 0.0) -> None:
+        super().__init__()
+        self.encoder, size = features(spec)
+        self.discrete = spec.discrete
+        out = spec.n_actions if spec.discrete else spec.action_dim
+        self.pi = mlp([size, *net_arch, out or 0], activation=activation)
+        self.vf = mlp([size, *net_arch, 1], activation=activation)
+        if not spec.discrete:
+            self.log_std = nn.Parameter(torch.full((spec.action_dim,), float(log_std_init)))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        x = encode(self.encoder, obs)
+        return self.pi(x), self.vf(x).squeeze(-1)
+
+    def forward_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.pi.forward_numpy(obs), self.vf.forward_numpy(obs)[:, 0]
+
+
+def init_orthogonal(network: ActorCritic, generator: torch.Generator | None) -> ActorCritic:
+    """SB3's orthogonal initialisation of `network` (see ActorCritic), drawn from `generator`."""
+    if generator is None:
+        return network
+    with torch.no_grad():
+        hidden = []
+        if network.encoder is not None:
+            hidden += [m.weight for m in network.encoder.modules() if isinstance(m, nn.Conv2d)]
+            hidden += [w for w, _ in network.encoder.out.layers()]
+        for mlp_, last_gain in ((network.pi, 0.01), (network.vf, 1.0)):
+            layers = mlp_.layers()
+            hidden += [w for w, _ in layers[:-1]]
+            _orthogonal(layers[-1][0], last_gain, generator)
+        for weight in hidden:
+            _orthogonal(weight, math.sqrt(2), generator)
+        for module in network.modules():
+            for name, p in module.named_parameters(recurse=False):
+                if name.startswith("b") or name == "bias":
+                    p.zero_()
+    return network
+
+
+def _orthogonal(weight: torch.Tensor, gain: float, generator: torch.Generator) -> None:
+    # drawn into a contiguous tensor: the convolutions' weights are channels last
+    drawn = torch.empty(weight.shape)
+    nn.init.orthogonal_(drawn, gain, generator=generator)
+    weight.copy_(drawn)
+
+
+def actor_critic(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None, activation: str = "tanh",
+                 log_std_init: float = 0.0) -> nn.Module:
+    return init_orthogonal(ActorCritic(spec, net_arch, activation, log_std_init), generator)

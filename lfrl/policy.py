@@ -20,7 +20,7 @@ class Policy:
     def __init__(self, spec: EnvSpec, config: dict[str, Any], network: torch.nn.Module) -> None:
         self.spec, self.config, self.network = spec, config, network
         self.params = list(network.parameters())
-        self.learning_starts = int(config["learning_starts"])
+        self.learning_starts = int(config.get("learning_starts", 0))
         # lfrl's own networks act in numpy on vector observations (see lfrl.networks).
         self.numpy = hasattr(network, "forward_numpy") and getattr(network, "encoder", None) is None
 
@@ -41,6 +41,10 @@ class Policy:
         """Copy the learner's `policy_weights` (in the same order) into this policy's network."""
         with torch.no_grad():
             torch._foreach_copy_(self.params, weights)
+
+    def load_saved(self, saved: dict[str, Any]) -> None:
+        """The acting network's weights from what a run saved (model.pt: `Learner.state_for_saving`)."""
+        self.network.load_state_dict(saved[self.NETWORK])
 
     def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         """Actions for a batch of observations while collecting, drawing from `rng` only: uniformly

@@ -2,8 +2,9 @@
 
 A run writes its networks' weights to `model.pt` (`Learner.state_for_saving`) and every value it was
 generated with to `hyperparameters.json`, both in its log folder. `load` reads the two and builds the
-network the run's actors and evaluator act with (DQN's Q-network, DDPG's, TD3's or SAC's actor) on
-the CPU; `predict` acts as the evaluator does, with actions in the environment's space.
+network the run's actors and evaluator act with (DQN's Q-network, DDPG's, TD3's or SAC's actor,
+PPO's actor-critic with its observation statistics) on the CPU; `predict` acts as the evaluator
+does, with actions in the environment's space.
 """
 
 from __future__ import annotations
@@ -86,6 +87,6 @@ def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy:
     saved = torch.load(model, map_location="cpu", weights_only=True)
     if policy.NETWORK not in saved:
         raise ValueError(f"lfrl.load: {model} has no {policy.NETWORK!r} network (it has {', '.join(saved)})")
-    policy.network.load_state_dict(saved[policy.NETWORK])
+    policy.load_saved(saved)
     policy.network.eval()
     return SavedPolicy(policy, config, seed)

@@ -1,6 +1,8 @@
-"""The learner reactor's side of a run (`lf/lib/Learner.lf` only moves its messages).
+"""The learner reactor's side of a run (`lf/lib/Learner.lf` and `lf/lib/PPOLearner.lf` only move
+its messages). `Rounds` is what every learner's rounds share (budget, evaluations, checkpoints,
+saved weights); `Training` the off-policy learners', `OnPolicy` PPO's (lfrl.ppo).
 
-A round: the actors take `train_freq` environment steps in all, with the weights the learner sent;
+An off-policy round: the actors take `train_freq` environment steps in all, with the weights the learner sent;
 the replay buffer stores them and says how many it holds; once more than `learning_starts` steps
 have been taken, the learner makes `gradient_steps` updates, each on a batch it asks the buffer for
 (so that prioritized replay has the new priorities of one batch before it samples the next). Then
@@ -39,7 +41,11 @@ class RoundEnd:
     done: bool
 
 
-class Training:
+class Rounds:
+    """What every learner's rounds share: the budget of `total_steps`, the weights for the evaluator
+    every `eval_every` steps and at the end, a checkpoint every `checkpoint_every` steps, and the
+    weights saved at the end."""
+
     def __init__(self, config: dict[str, Any], folder: str, run: str) -> None:
         """`folder`: the program's, which `load` is relative to; `run`: the run's folder, relative
         to the program's (lfrl.logs), where checkpoints and the weights go. Only relative paths are
@@ -50,19 +56,66 @@ class Training:
         self.learner = make_learner(config, self.spec, seeds.derive(config["seed"], seeds.LEARNER))
         if config.get("load"):
             self.learner.load_saved(torch.load(os.path.join(folder, config["load"]), weights_only=True))
+        self.total = int(config["total_steps"])
+        self.env_steps = 0
+        self.round_steps = 0  # of the round under way
+        self.evaluated_at = -1
+
+    def policy(self) -> tuple:
+        """What the actors get for the next round."""
+        raise NotImplementedError
+
+    def weights(self) -> tuple:
+        """(weights, environment steps so far): what the evaluator evaluates."""
+        return self.learner.policy_weights(), self.env_steps
+
+    def round_end(self, stats: dict[str, Any]) -> RoundEnd:
+        """What the learner sends once a round's updates are done (`stats`: the round's)."""
+        done = self.env_steps >= self.total
+        evaluate = None
+        if self._crossed(int(self.config["eval_every"])) or (done and self.evaluated_at != self.env_steps):
+            evaluate = self.weights()
+            self.evaluated_at = self.env_steps
+        checkpoint = None
+        if not done and self._crossed(int(self.config.get("checkpoint_every") or 0)):
+            checkpoint = os.path.join(self.run, "checkpoints", f"step-{self.env_steps:09d}.ckpt")
+        return RoundEnd(None if done else self.policy(), evaluate, checkpoint, stats, done)
+
+    def _crossed(self, every: int) -> bool:
+        """Whether this round passed a multiple of `every` environment steps."""
+        return every > 0 and self.env_steps // every > (self.env_steps - self.round_steps) // every
+
+    def trained(self) -> bool:
+        """Whether the networks are worth saving: the learner has updated them (or was not meant to)."""
+        return self.learner.updates > 0 or self.total == 0
+
+    def final(self, folder: str) -> dict[str, Any]:
+        """At shutdown: save the networks' weights to `model.pt` in the run's folder next to the
+        program in `folder` (written whole, then renamed) and report their checksum, unless the
+        learner never trained (stopped before learning started)."""
+        trained = self.trained()
+        if trained:
+            path = os.path.join(folder, self.run, "model.pt")
+            torch.save(self.learner.state_for_saving(), path + ".tmp")
+            os.replace(path + ".tmp", path)
+        return {"checksum": self.learner.checksum(), "env_steps": self.env_steps, "updates": self.learner.updates,
+                "trained": trained}
+
+
+class Training(Rounds):
+    """An off-policy learner's rounds (DQN, TD3, DDPG, SAC)."""
+
+    def __init__(self, config: dict[str, Any], folder: str, run: str) -> None:
+        super().__init__(config, folder, run)
         self.train_freq = int(config["train_freq"])
         self.actors = int(config["actors"])
         self.gradient_steps = int(config["gradient_steps"])
         self.learning_starts = int(config["learning_starts"])
         self.batch_size = int(config["batch_size"])
-        self.total = int(config["total_steps"])
         self.prioritized = bool(config.get("prioritized"))
-        self.env_steps = 0
-        self.round_steps = 0  # of the round under way
         self.stored = 0  # transitions in the replay buffer
         self.round_updates = 0
         self.losses: dict[str, list[float]] = {}
-        self.evaluated_at = -1
 
     def policy(self) -> tuple:
         """(weights, environment steps so far, each actor's steps this round): rounds take
@@ -70,10 +123,6 @@ class Training:
         self.round_steps = min(self.train_freq, self.total - self.env_steps)
         share, extra = divmod(self.round_steps, self.actors)
         return self.learner.policy_weights(), self.env_steps, [share + (i < extra) for i in range(self.actors)]
-
-    def weights(self) -> tuple:
-        """(weights, environment steps so far): what the evaluator evaluates."""
-        return self.learner.policy_weights(), self.env_steps
 
     def collected(self, stored: int) -> None:
         """A round's transitions are in the buffer, which now holds `stored`."""
@@ -119,31 +168,31 @@ class Training:
         return None
 
     def end_round(self) -> RoundEnd:
-        done = self.env_steps >= self.total
-        evaluate = None
-        if self._crossed(int(self.config["eval_every"])) or (done and self.evaluated_at != self.env_steps):
-            evaluate = self.weights()
-            self.evaluated_at = self.env_steps
-        checkpoint = None
-        if not done and self._crossed(int(self.config.get("checkpoint_every") or 0)):
-            checkpoint = os.path.join(self.run, "checkpoints", f"step-{self.env_steps:09d}.ckpt")
         stats = {"env_steps": self.env_steps, "updates": self.learner.updates,
                  "losses": {k: sum(v) / len(v) for k, v in self.losses.items() if v},
                  "exploration_rate": self.learner.exploration_rate(self.env_steps)}
-        return RoundEnd(None if done else self.policy(), evaluate, checkpoint, stats, done)
+        return self.round_end(stats)
 
-    def _crossed(self, every: int) -> bool:
-        """Whether this round passed a multiple of `every` environment steps."""
-        return every > 0 and self.env_steps // every > (self.env_steps - self.round_steps) // every
+    def trained(self) -> bool:
+        return super().trained() or self.gradient_steps == 0
 
-    def final(self, folder: str) -> dict[str, Any]:
-        """At shutdown: save the networks' weights to `model.pt` in the run's folder next to the
-        program in `folder` (written whole, then renamed) and report their checksum, unless the
-        learner never trained (stopped before learning started)."""
-        trained = self.learner.updates > 0 or self.total == 0 or self.gradient_steps == 0
-        if trained:
-            path = os.path.join(folder, self.run, "model.pt")
-            torch.save(self.learner.state_for_saving(), path + ".tmp")
-            os.replace(path + ".tmp", path)
-        return {"checksum": self.learner.checksum(), "env_steps": self.env_steps, "updates": self.learner.updates,
-                "trained": trained}
+
+class OnPolicy(Rounds):
+    """PPO's rounds: every actor steps its `envs_per_actor` environments `n_steps` times, then the
+    learner trains on all of it (lfrl.ppo)."""
+
+    def __init__(self, config: dict[str, Any], folder: str, run: str) -> None:
+        super().__init__(config, folder, run)
+        self.round_steps = int(config["actors"]) * int(config["envs_per_actor"]) * int(config["n_steps"])
+
+    def policy(self) -> tuple:
+        """(weights with the observation statistics, environment steps so far)."""
+        return self.learner.policy_weights(), self.env_steps
+
+    def update(self, rollouts: list[Any]) -> RoundEnd:
+        """The round's update on the actors' rollouts (in actor order)."""
+        from lfrl.ppo import join
+
+        self.env_steps += self.round_steps
+        losses = self.learner.train(join(rollouts), max(1.0 - self.env_steps / self.total, 0.0))  # type: ignore[attr-defined]
+        return self.round_end({"env_steps": self.env_steps, "updates": self.learner.updates, "losses": losses})

@@ -1,0 +1,381 @@
+"""PPO (Schulman et al. 2017) with the clipped objective, as Stable-Baselines3 implements it, with its
+hyperparameter names, run as synchronised parallel actors.
+
+A round: every actor steps its `envs_per_actor` environments `n_steps` times with the weights the
+learner sent (lfrl.ppo.Actor), sampling its actions from its own numpy generator, and sends what it
+saw (`Rollout`). Once every actor's rollout is in, the learner (`PPO.train`), in actor order:
+- normalises observations with the statistics the actors acted with, and rewards by the running
+  standard deviation of the discounted return, as SB3's VecNormalize does (`normalize`,
+  `normalize_reward`; observations and rewards clipped to +-10);
+- computes every value and the old log-probabilities in one batched pass; a time limit's last reward
+  gets gamma V(final observation) added, as SB3 bootstraps truncated episodes;
+- computes generalised advantage estimates (`gamma`, `gae_lambda`) and runs `n_epochs` epochs of
+  minibatches of `batch_size` in an order drawn from its own torch generator, each one Adam step on
+  policy loss + `ent_coef` entropy loss + `vf_coef` value loss (advantages normalised per minibatch
+  with `normalize_advantage`; gradients clipped to `max_grad_norm`);
+- then adds the round's observations to the observation statistics, for the next round.
+Learning rate and clip range are constant or fall linearly to 0 over `total_steps` (`lr_schedule`,
+`clip_schedule`), evaluated after each round's collection, as SB3's schedules are.
+
+Two differences from SB3, both so that the result does not depend on how many actors or processes
+there are: the observation statistics change between rounds, not between steps (an actor acts a
+whole round with the statistics it was sent), and each actor's environments are its own (seeded from
+the run's seed and the actor's index). The same program therefore gives the same weights with any
+number of workers, with processes, and after resume.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from lfrl import envs, seeds
+from lfrl.envs import EnvSpec
+from lfrl.learner import Adam, Gradients, Learner, networks_module
+from lfrl.policy import Policy as BasePolicy
+
+CLIP = 10.0  # VecNormalize's clip_obs and clip_reward
+EPSILON = 1e-8  # VecNormalize's epsilon
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+
+
+class Normalizer(torch.nn.Module):
+    """A running mean and variance (SB3's RunningMeanStd, in double precision), as a module so that
+    the learner saves it with the networks (model.pt) and `lfrl.load` normalises as training did."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.tensor(1e-4, dtype=torch.float64))
+
+    def update(self, batch: np.ndarray) -> None:
+        """Add a batch (along the first axis) by Chan et al.'s parallel algorithm, as SB3 does."""
+        batch = np.asarray(batch, dtype=np.float64)
+        mean, var, count = self.mean.numpy(), self.var.numpy(), float(self.count)
+        batch_mean, batch_var, n = batch.mean(axis=0), batch.var(axis=0), batch.shape[0]
+        delta = batch_mean - mean
+        total = count + n
+        m2 = var * count + batch_var * n + np.square(delta) * count * n / total
+        self.mean.copy_(torch.as_tensor(mean + delta * n / total))
+        self.var.copy_(torch.as_tensor(m2 / total))
+        self.count.fill_(total)
+
+    def stats(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.mean.numpy().copy(), self.var.numpy().copy()
+
+
+def normalized(obs: np.ndarray, stats: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray:
+    """Observations as the policy sees them: clip((obs - mean) / sqrt(var + eps), +-10) in float32,
+    or as they are (`stats` None: no normalisation)."""
+    if stats is None:
+        return obs
+    mean, var = stats
+    return np.clip((obs - mean) / np.sqrt(var + EPSILON), -CLIP, CLIP).astype(np.float32)
+
+
+@dataclass
+class Rollout:
+    """What one actor saw in a round, time-major: `obs` [T, E, ...] the observations it acted on (not
+    normalised), `actions` [T, E(, d)] (continuous ones as sampled, before clipping to the bounds),
+    `rewards` [T, E], `dones` [T, E] (the episode ended at that step: terminated or truncated);
+    `truncated` the (t, e) of episodes a time limit ended, with their `final_obs` (what they would
+    have gone on from); `last_obs` [E, ...] the observations the next round starts from."""
+
+    obs: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    truncated: np.ndarray  # [k, 2] of (t, e)
+    final_obs: np.ndarray  # [k, ...]
+    last_obs: np.ndarray
+
+
+def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | None, actions: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """log pi(a|s) and the entropy of pi(.|s) for a batch: a categorical of logits `out`, or a diagonal
+    Gaussian of mean `out` and log standard deviation `log_std`."""
+    if spec.discrete:
+        log_p = torch.log_softmax(out, dim=-1)
+        chosen = log_p.gather(1, actions.long().unsqueeze(1)).squeeze(1)
+        return chosen, -(log_p.exp() * log_p).sum(dim=-1)
+    assert log_std is not None
+    z = (actions - out) * torch.exp(-log_std)
+    log_prob = (-0.5 * z.square() - log_std - _HALF_LOG_2PI).sum(dim=-1)
+    entropy = (0.5 + _HALF_LOG_2PI + log_std).sum().expand(len(out))
+    return log_prob, entropy
+
+
+def schedule(config: dict[str, Any], key: str, progress_remaining: float) -> float:
+    """`config[key]`, or with its `KEY_schedule` linear, that times the fraction of the budget left."""
+    value = float(config[key])
+    kind = config.get({"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}[key], "constant")
+    return value * progress_remaining if kind == "linear" else value
+
+
+class PPO(Learner):
+    LOSSES = ("policy_gradient_loss", "value_loss", "entropy_loss", "approx_kl", "clip_fraction",
+              "explained_variance", "learning_rate", "clip_range")
+    BUILDERS = ("actor_critic",)
+
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+        super().__init__(spec, config, seed)
+        self.net = self.place(build(spec, config, self.generator))
+        self.obs_norm = Normalizer(spec.obs_shape)
+        self.ret_norm = Normalizer(())
+        self.params = list(self.net.parameters())
+        self.online = [self.net]
+        self.optimizer = Adam(self.params, float(config["learning_rate"]), eps=1e-5)  # SB3's PPO: eps 1e-5
+        self.gamma, self.lam = float(config["gamma"]), float(config["gae_lambda"])
+        self.returns: np.ndarray | None = None  # each environment's discounted return (reward normalisation)
+
+    # ---------------------------------------------------------------- what actors and evaluators get
+
+    def obs_stats(self) -> tuple[np.ndarray, np.ndarray] | None:
+        return self.obs_norm.stats() if self.config.get("normalize") else None
+
+    def policy_weights(self) -> tuple[torch.Tensor, ...]:
+        """The network's parameters, then the observation statistics (None without `normalize`)."""
+        return (*super().policy_weights(), self.obs_stats())  # type: ignore[return-value]
+
+    def acting_params(self) -> list[torch.nn.Parameter]:
+        return self.params
+
+    def named_networks(self) -> dict[str, torch.nn.Module]:
+        return {"actor_critic": self.net, "obs_norm": self.obs_norm, "ret_norm": self.ret_norm}
+
+    def replicated(self) -> list[torch.nn.Module]:
+        return [self.net]
+
+    # ---------------------------------------------------------------- a round's update
+
+    def rewards(self, rollout: Rollout) -> np.ndarray:
+        """The round's rewards as the learner trains on them [T, N]: divided by the running standard
+        deviation of the discounted return and clipped (`normalize_reward`), step by step as
+        VecNormalize does, or as they came."""
+        rewards = rollout.rewards.astype(np.float32)
+        if not self.config.get("normalize_reward"):
+            return rewards
+        if self.returns is None:
+            self.returns = np.zeros(rewards.shape[1])
+        scaled = np.empty_like(rewards)
+        for t in range(len(rewards)):
+            self.returns = self.returns * self.gamma + rewards[t]
+            self.ret_norm.update(self.returns)
+            scaled[t] = np.clip(rewards[t] / math.sqrt(float(self.ret_norm.var) + EPSILON), -CLIP, CLIP)
+            self.returns[rollout.dones[t]] = 0.0
+        return scaled
+
+    def train(self, rollout: Rollout, progress_remaining: float) -> dict[str, float]:
+        """One round's update on every actor's rollout (joined along the environments, in actor
+        order); returns the round's losses and statistics, as SB3 logs them."""
+        T, N = rollout.rewards.shape
+        stats = self.obs_stats()
+        obs = normalized(rollout.obs, stats)
+        rewards = self.rewards(rollout)
+        with torch.no_grad():
+            flat_obs = self.as_input(obs.reshape(T * N, *obs.shape[2:]))
+            out, values = self.net(flat_obs)
+            actions = torch.from_numpy(rollout.actions.reshape(T * N, *rollout.actions.shape[2:])).to(self.device)
+            old_log_prob, _ = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions)
+            last_values = self.net(self.as_input(normalized(rollout.last_obs, stats)))[1].cpu().numpy()
+            if len(rollout.truncated):
+                final = self.net(self.as_input(normalized(rollout.final_obs, stats)))[1].cpu().numpy()
+                rewards[rollout.truncated[:, 0], rollout.truncated[:, 1]] += self.gamma * final
+        values_np = values.cpu().numpy().reshape(T, N)
+        advantages = self.gae(rewards, values_np, rollout.dones, last_values)
+        returns = advantages + values_np
+        if self.config.get("normalize"):
+            self.obs_norm.update(rollout.obs.reshape(T * N, *rollout.obs.shape[2:]))
+        return self.epochs(flat_obs, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
+                           returns.reshape(-1), progress_remaining)
+
+    def gae(self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray) -> np.ndarray:
+        """Generalised advantage estimates [T, N] (SB3's compute_returns_and_advantage)."""
+        advantages = np.zeros_like(values)
+        last = np.zeros(values.shape[1], dtype=np.float32)
+        next_values = last_values
+        for t in range(len(rewards) - 1, -1, -1):
+            not_done = 1.0 - dones[t].astype(np.float32)
+            delta = rewards[t] + self.gamma * next_values * not_done - values[t]
+            last = delta + self.gamma * self.lam * not_done * last
+            advantages[t] = last
+            next_values = values[t]
+        return advantages
+
+    def as_input(self, obs: np.ndarray) -> torch.Tensor:
+        tensor = torch.from_numpy(np.ascontiguousarray(obs))
+        return tensor if self.device.type == "cpu" else tensor.to(self.device)
+
+    def epochs(self, obs: torch.Tensor, actions: torch.Tensor, old_log_prob: torch.Tensor, old_values: torch.Tensor,
+               advantages: np.ndarray, returns: np.ndarray, progress_remaining: float) -> dict[str, float]:
+        config = self.config
+        self.optimizer.lr = schedule(config, "learning_rate", progress_remaining)
+        clip = schedule(config, "clip_range", progress_remaining)
+        adv, ret = self.as_input(advantages.astype(np.float32)), self.as_input(returns.astype(np.float32))
+        size, batch_size = len(adv), int(config["batch_size"])
+        ent_coef, vf_coef = float(config["ent_coef"]), float(config["vf_coef"])
+        sums = {"policy_gradient_loss": [], "value_loss": [], "entropy_loss": [], "approx_kl": [], "clip_fraction": []}
+        for _ in range(int(config["n_epochs"])):
+            order = torch.randperm(size, generator=self.generator)
+            for start in range(0, size, batch_size):
+                rows = order[start:start + batch_size].to(self.device)
+                a = adv[rows]
+                if config.get("normalize_advantage", True) and len(a) > 1:
+                    a = (a - a.mean()) / (a.std() + 1e-8)
+                out, values = self.net(obs[rows])
+                log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows])
+                ratio = torch.exp(log_prob - old_log_prob[rows])
+                policy_loss = -torch.min(a * ratio, a * ratio.clamp(1 - clip, 1 + clip)).mean()
+                value_loss = torch.nn.functional.mse_loss(ret[rows], values)
+                entropy_loss = -entropy.mean()
+                loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
+                self.apply(Gradients(list(torch.autograd.grad(loss, self.params))))
+                with torch.no_grad():
+                    log_ratio = log_prob - old_log_prob[rows]
+                    sums["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
+                    sums["clip_fraction"].append(float(((ratio - 1).abs() > clip).float().mean()))
+                sums["policy_gradient_loss"].append(float(policy_loss.detach()))
+                sums["value_loss"].append(float(value_loss.detach()))
+                sums["entropy_loss"].append(float(entropy_loss.detach()))
+        stats = {k: float(np.mean(v)) for k, v in sums.items()}
+        variance = float(returns.var())
+        stats["explained_variance"] = math.nan if variance == 0 else 1 - float(np.var(returns - old_values.cpu().numpy())) / variance
+        stats["learning_rate"], stats["clip_range"] = self.optimizer.lr, clip
+        return stats
+
+
+def build(spec: EnvSpec, config: dict[str, Any], generator: torch.Generator | None) -> torch.nn.Module:
+    return networks_module(config).actor_critic(spec, config["net_arch"], generator, config.get("activation", "tanh"),
+                                                float(config.get("log_std_init", 0.0)))
+
+
+def join(rollouts: list[Rollout]) -> Rollout:
+    """The actors' rollouts as one, their environments side by side in actor order."""
+    if len(rollouts) == 1:
+        return rollouts[0]
+    offsets = np.cumsum([0] + [r.rewards.shape[1] for r in rollouts[:-1]])
+    truncated = [r.truncated + np.array([0, offset]) for r, offset in zip(rollouts, offsets, strict=True)]
+    return Rollout(*(np.concatenate([getattr(r, k) for r in rollouts], axis=1)
+                     for k in ("obs", "actions", "rewards", "dones")),
+                   np.concatenate(truncated).reshape(-1, 2),
+                   np.concatenate([r.final_obs for r in rollouts]),
+                   np.concatenate([r.last_obs for r in rollouts]))
+
+
+class Policy(BasePolicy):
+    """How PPO acts: a sample of its distribution while collecting (and `lfrl.load`'s predict when not
+    deterministic), its mode when evaluated: the most likely action, or the Gaussian's mean; on
+    observations normalised with the statistics that came with the weights. Continuous actions go to
+    the environment clipped to its bounds, as SB3 clips them."""
+
+    NETWORK = "actor_critic"
+
+    def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
+        super().__init__(spec, config, build(spec, config, None))
+        self.stats: tuple[np.ndarray, np.ndarray] | None = None
+        self.log_std = getattr(self.network, "log_std", None)
+        if not spec.discrete:
+            self.low = np.asarray(spec.action_low, dtype=np.float32)
+            self.high = np.asarray(spec.action_high, dtype=np.float32)
+
+    def load(self, weights: tuple[Any, ...]) -> None:
+        """The learner's `policy_weights`: the parameters, then the observation statistics."""
+        super().load(weights[:-1])
+        self.stats = weights[-1]
+
+    def load_saved(self, saved: dict[str, Any]) -> None:
+        super().load_saved(saved)
+        if self.config.get("normalize"):
+            norm = Normalizer(self.spec.obs_shape)
+            norm.load_state_dict(saved["obs_norm"])
+            self.stats = norm.stats()
+
+    def act(self, obs: np.ndarray) -> tuple[Any, np.ndarray]:
+        """The policy head's output for raw observations (normalised here)."""
+        return self.outputs(normalized(obs, self.stats))[0], obs
+
+    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+        return self.sample(obs, rng)
+
+    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        out, _ = self.act(obs)
+        if self.spec.discrete:
+            p = np.exp(out - out.max(axis=1, keepdims=True))
+            cumulative = np.cumsum(p, axis=1)
+            u = rng.random(len(out))[:, None] * cumulative[:, -1:]
+            return np.minimum((cumulative <= u).sum(axis=1), out.shape[1] - 1)
+        assert self.log_std is not None
+        std = np.exp(self.log_std.detach().numpy())
+        return (out + std * rng.standard_normal(out.shape, dtype=np.float32)).astype(np.float32)
+
+    def exploit(self, obs: np.ndarray) -> np.ndarray:
+        out, _ = self.act(obs)
+        return out.argmax(axis=1) if self.spec.discrete else out
+
+    def to_env(self, action: np.ndarray) -> np.ndarray:
+        return action if self.spec.discrete else np.clip(action, self.low, self.high)
+
+
+class Actor:
+    """A PPO actor: `envs_per_actor` environments of its own, stepped together with one batched
+    inference per step, and its own random generator."""
+
+    def __init__(self, config: dict[str, Any], index: int) -> None:
+        self.spec = envs.describe(config["env_id"])
+        count = int(config["envs_per_actor"])
+        self.envs = [envs.make(config["env_id"], training=True) for _ in range(count)]
+        first = index * count
+        self.obs = np.stack([env.reset(seed=seeds.derive(config["seed"], seeds.ACTOR, 2 * (first + e)))[0]
+                             for e, env in enumerate(self.envs)])
+        self.rng = np.random.default_rng(seeds.derive(config["seed"], seeds.ACTOR, 2 * index + 1))
+        self.policy = Policy(self.spec, config)
+        self.n_steps = int(config["n_steps"])
+        self.width = int(config["actors"]) * count  # environments in all: steps per step of each
+        self.returns = np.zeros(count)
+        self.lengths = np.zeros(count, dtype=np.int64)
+
+    def collect(self, weights: tuple[Any, ...], env_steps: int) -> tuple[Rollout, list[tuple[float, int, int]]]:
+        """One round of `n_steps` steps of every environment with the policy of `weights`, the run's
+        `env_steps` before it. Returns the rollout and the episodes that ended: (return, length, the
+        run's environment steps when it ended)."""
+        self.policy.load(weights)
+        T, E = self.n_steps, len(self.envs)
+        obs = np.empty((T, *self.obs.shape), dtype=self.obs.dtype)
+        actions: list[np.ndarray] = []
+        rewards = np.empty((T, E), dtype=np.float32)
+        dones = np.zeros((T, E), dtype=bool)
+        truncated, final_obs, ended = [], [], []
+        for t in range(T):
+            obs[t] = self.obs
+            action = self.policy.sample(self.obs, self.rng)
+            actions.append(action)
+            to_env = self.policy.to_env(action)
+            following = []
+            for e, env in enumerate(self.envs):
+                next_obs, reward, term, trunc, _ = env.step(to_env[e])
+                rewards[t, e] = reward
+                self.returns[e] += float(reward)
+                self.lengths[e] += 1
+                if term or trunc:
+                    dones[t, e] = True
+                    if trunc and not term:
+                        truncated.append((t, e))
+                        final_obs.append(next_obs)
+                    ended.append((float(self.returns[e]), int(self.lengths[e]), env_steps + (t + 1) * self.width))
+                    self.returns[e], self.lengths[e] = 0.0, 0
+                    next_obs, _ = env.reset()
+                following.append(next_obs)
+            self.obs = np.stack(following)
+        final = np.stack(final_obs) if final_obs else np.empty((0, *self.obs.shape[1:]), dtype=self.obs.dtype)
+        rollout = Rollout(obs, np.stack(actions), rewards, dones, np.asarray(truncated, dtype=np.int64).reshape(-1, 2),
+                          final, self.obs.copy())
+        return rollout, ended
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
