@@ -1,12 +1,13 @@
-"""Off-policy learners: wall-clock time to a known return, and DQN's training throughput on Pong,
-lfrl against Stable-Baselines3, side by side.
+"""The learners: wall-clock time to a known return, and DQN's training throughput on Pong, lfrl
+against Stable-Baselines3, side by side.
 
-  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac] [--seeds 5] [--pong-steps 20000] [--quick]
+  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo] [--seeds 5] [--pong-steps 20000] [--quick]
 
 For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
 defaults (`lfrl gen ALGO --help`), given to SB3 as the same values; the same seeds. Thresholds as in
-Tianshou's benchmarks: CartPole-v1 475 (dqn, within 50,000 environment steps), Pendulum-v1 -200
-(ddpg, td3, sac, within 20,000). Every `eval_every` steps each side plays `eval_episodes`
+Tianshou's benchmarks: CartPole-v1 475 (dqn, within 50,000 environment steps; ppo, within
+100,000), Pendulum-v1 -200 (ddpg, td3, sac, within 20,000). PPO's SB3 side steps SB3's own vectorised
+environments (make_vec_env, actors x envs-per-actor of them). Every `eval_every` steps each side plays `eval_episodes`
 deterministic episodes on an environment of its own, and stops at the first evaluation that reaches
 the threshold. SB3's DQN has no double Q-learning, so lfrl's DQN runs with `--double no` here.
 
@@ -50,7 +51,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(ROOT))
 
-THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0}
+THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0, "ppo": 475.0}
 PONG = "ALE/Pong-v5"
 MARK = 1000  # both sides note the time every MARK environment steps
 
@@ -66,10 +67,35 @@ from stable_baselines3.common.noise import NormalActionNoise
 c = json.loads(sys.argv[1])
 threshold = float(sys.argv[2])
 env = gym.make(c["env_id"])
-common = dict(learning_rate=c["learning_rate"], buffer_size=c["buffer_size"], learning_starts=c["learning_starts"],
-              batch_size=c["batch_size"], gamma=c["gamma"], train_freq=c["train_freq"],
-              gradient_steps=c["gradient_steps"], policy_kwargs=dict(net_arch=c["net_arch"]), seed=c["seed"], verbose=0)
-if c["algo"] == "dqn":
+eval_env = gym.make(c["env_id"])
+eval_freq = c["eval_every"]
+if c["algo"] == "ppo":
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecNormalize
+    n_envs = c["actors"] * c["envs_per_actor"]
+    env = make_vec_env(c["env_id"], n_envs=n_envs, seed=c["seed"])
+    eval_env = make_vec_env(c["env_id"], n_envs=1)
+    if c["normalize"] or c["normalize_reward"]:
+        env = VecNormalize(env, norm_obs=c["normalize"], norm_reward=c["normalize_reward"], gamma=c["gamma"])
+        eval_env = VecNormalize(eval_env, norm_obs=c["normalize"], norm_reward=False, training=False)
+    eval_freq = max(c["eval_every"] // n_envs, 1)  # EvalCallback counts steps of the vectorised environment
+    linear = lambda value, kind: (lambda remaining: remaining * value) if kind == "linear" else value
+    model = PPO("MlpPolicy", env, learning_rate=linear(c["learning_rate"], c["lr_schedule"]), n_steps=c["n_steps"],
+                batch_size=c["batch_size"], n_epochs=c["n_epochs"], gamma=c["gamma"], gae_lambda=c["gae_lambda"],
+                clip_range=linear(c["clip_range"], c["clip_schedule"]), ent_coef=c["ent_coef"], vf_coef=c["vf_coef"],
+                max_grad_norm=c["max_grad_norm"], normalize_advantage=c["normalize_advantage"],
+                policy_kwargs=dict(net_arch=c["net_arch"], log_std_init=c["log_std_init"],
+                                   activation_fn={"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[c["activation"]]),
+                seed=c["seed"], verbose=0)
+else:
+    common = dict(learning_rate=c["learning_rate"], buffer_size=c["buffer_size"], learning_starts=c["learning_starts"],
+                  batch_size=c["batch_size"], gamma=c["gamma"], train_freq=c["train_freq"],
+                  gradient_steps=c["gradient_steps"], policy_kwargs=dict(net_arch=c["net_arch"]), seed=c["seed"],
+                  verbose=0)
+if c["algo"] == "ppo":
+    pass
+elif c["algo"] == "dqn":
     model = DQN("MlpPolicy", env, target_update_interval=c["target_update_interval"],
                 exploration_fraction=c["exploration_fraction"], exploration_initial_eps=c["exploration_initial_eps"],
                 exploration_final_eps=c["exploration_final_eps"], max_grad_norm=c["max_grad_norm"], **common)
@@ -90,9 +116,8 @@ class RecordAndStop(BaseCallback):
               flush=True)
         return mean < threshold
 
-eval_env = gym.make(c["env_id"])
-eval_env.reset(seed=c["seed"] + 10_000)
-callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=c["eval_every"], deterministic=True,
+eval_env.reset(seed=c["seed"] + 10_000) if c["algo"] != "ppo" else eval_env.seed(c["seed"] + 10_000)
+callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=eval_freq, deterministic=True,
                         callback_after_eval=RecordAndStop(), verbose=0)
 learning = time.perf_counter()
 model.learn(c["total_steps"], callback=callback)
@@ -359,7 +384,7 @@ def plot(runs: list[Run], algos: list[str], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", default="dqn,ddpg,td3,sac", help="time to threshold of these ('' for none)")
+    parser.add_argument("--algos", default="dqn,ddpg,td3,sac,ppo", help="time to threshold of these ('' for none)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--pong-steps", type=int, default=20_000, help="Pong throughput: steps in all (0: not run)")
     parser.add_argument("--pong-learning-starts", type=int, default=10_000)
@@ -397,7 +422,7 @@ def main() -> None:
     machine.done()
     RESULTS.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/learners.py", *sys.argv[1:]])
-    text = ["# Off-policy learners: lfrl vs Stable-Baselines3", "",
+    text = ["# Learners: lfrl vs Stable-Baselines3", "",
             f"Command: `{command}`, on {machine.line()} See the script's header for the protocol.", ""]
     table: list[str] = []
     if algos:
@@ -431,7 +456,7 @@ def main() -> None:
                  *pong_table(pong, pong_steps, pong_starts), ""]
     (RESULTS / "learners.md").write_text("\n".join(text))
     rows = [summary_row(runs, algo) for algo in algos] + ([pong_row(pong)] if pong else [])
-    write_summary("learners", "Off-policy learners", machine, rows, quick=args.quick)
+    write_summary("learners", "Learners", machine, rows, quick=args.quick)
     print("\n".join(table))
 
 
