@@ -20,6 +20,7 @@ import torch
 from generator.catalog import write
 from lfrl.cli import main
 from lfrl.sweep import parse_seeds
+from tests.lfutil import default_signals
 
 ROOT = Path(__file__).parent.parent
 DQN = {"progress": False, "eval_episodes": 2, "total_steps": 1200, "learning_starts": 200, "train_freq": 100,
@@ -137,14 +138,15 @@ def test_a_seed_that_fails_is_reported_and_the_others_finish(tmp_path: Path) -> 
 def test_ctrl_c_stops_every_run_which_keeps_its_results(tmp_path: Path) -> None:
     program = write("dqn", {**DQN, "total_steps": 1_000_000, "eval_every": 300}, tmp_path / "dqn.lf")
     sweep = subprocess.Popen([sys.executable, "-m", "lfrl", "run", str(program), "--seeds", "0-2", "--jobs", "2"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                             preexec_fn=default_signals)
     evaluations = [tmp_path / "runs" / f"dqn_seed{seed}_1" / "evaluations.csv" for seed in (0, 1)]
     deadline = time.monotonic() + 120
     while not all(path.exists() and len(path.read_text().splitlines()) > 1 for path in evaluations):
         assert time.monotonic() < deadline and sweep.poll() is None
         time.sleep(0.1)
     sweep.send_signal(signal.SIGINT)
-    out, err = sweep.communicate(timeout=180)  # two runs stopping and drawing their curves, on a loaded machine
+    out, err = sweep.communicate(timeout=60)
     assert sweep.returncode == 130, err
     assert err.splitlines() == ["lfrl run: SIGINT: stopping 2 run(s); 1 not started"]
     lines = out.splitlines()
