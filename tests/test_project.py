@@ -23,7 +23,11 @@ def tree(folder: Path) -> dict[str, str]:
             and "src-gen" not in p.parts}
 
 
-@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent", "sac"])
+LEARNERS = ("sac", "ppo")  # templates whose projects get a short training run, tests/Quick.lf
+
+
+@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent", "sac",
+                                     pytest.param("ppo", marks=pytest.mark.slow)])
 def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", f"Demo {program}",
                 "--template", program, "-o", str(tmp_path)], ROOT)
@@ -31,13 +35,13 @@ def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     project = tmp_path / f"demo_{program}"
     assert made.stdout == f"created {project}\n"
     assert {"README.md", "Makefile", ".gitignore", "src/Main.lf", "tests/test_program.py"} <= set(tree(project))
-    assert ("tests/Quick.lf" in tree(project)) == (program == "sac")  # a learner's short training run
+    assert ("tests/Quick.lf" in tree(project)) == (program in LEARNERS)  # a learner's short training run
     assert f"LFRL_SOURCE ?= {ROOT}\n" in tree(project)["Makefile"]  # where `make setup` installs lfrl from
     assert tree(project)[".gitignore"] == ".venv/\nsrc-gen/\n__pycache__/\n.pytest_cache/\nruns/\n"  # the runs' results too
     # `make test` with lfrl's own environment (a VENV with lfrl in it; `make setup` would make one).
     tested = run(["make", "test", f"VENV={BIN.parent}"], project)
     assert tested.returncode == 0, tested.stdout + tested.stderr
-    assert ("3 passed" if program == "sac" else "2 passed, 1 skipped") in tested.stdout
+    assert ("3 passed" if program in LEARNERS else "2 passed, 1 skipped") in tested.stdout
 
 
 def test_cookiecutter_renders_the_same_tree_as_lfrl_new(tmp_path: Path) -> None:
