@@ -295,15 +295,15 @@ class Policy(BasePolicy):
             norm.load_state_dict(saved["obs_norm"])
             self.stats = norm.stats()
 
-    def act(self, obs: np.ndarray) -> tuple[Any, np.ndarray]:
-        """The policy head's output for raw observations (normalised here)."""
-        return self.outputs(normalized(obs, self.stats))[0], obs
+    def head(self, obs: np.ndarray) -> np.ndarray:
+        """The policy head's output for raw observations (normalised here): logits, or the mean."""
+        return self.outputs(normalized(obs, self.stats))[0]
 
     def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         return self.sample(obs, rng)
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        out, _ = self.act(obs)
+        out = self.head(obs)
         if self.spec.discrete:
             p = np.exp(out - out.max(axis=1, keepdims=True))
             cumulative = np.cumsum(p, axis=1)
@@ -314,7 +314,7 @@ class Policy(BasePolicy):
         return (out + std * rng.standard_normal(out.shape, dtype=np.float32)).astype(np.float32)
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:
-        out, _ = self.act(obs)
+        out = self.head(obs)
         return out.argmax(axis=1) if self.spec.discrete else out
 
     def to_env(self, action: np.ndarray) -> np.ndarray:

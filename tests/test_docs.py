@@ -19,13 +19,15 @@ def quoted_run(document: Path, command: str) -> list[str]:
     return found.group(1).splitlines()
 
 
-@pytest.mark.slow
-def test_the_sac_run_that_docs_learners_quotes(tmp_path: Path) -> None:
-    command = "lfrl gen sac -o sac/sac.lf && lfrl run sac/sac.lf"
-    quoted = quoted_run(ROOT / "docs" / "learners.md", command)
+def check_quoted_run(tmp_path: Path, document: str, algo: str) -> list[str]:
+    """Generate and run `algo`'s defaults as `document` quotes it; what it prints is the quote, line
+    for line, the timing line's numbers aside. Returns the printed lines."""
+    command = f"lfrl gen {algo} -o {algo}/{algo}.lf && lfrl run {algo}/{algo}.lf"
+    quoted = quoted_run(ROOT / "docs" / document, command)
     lfrl = [sys.executable, "-m", "lfrl"]
-    subprocess.run([*lfrl, "gen", "sac", "-o", "sac/sac.lf"], cwd=tmp_path, check=True, capture_output=True)
-    result = subprocess.run([*lfrl, "run", "sac/sac.lf"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    subprocess.run([*lfrl, "gen", algo, "-o", f"{algo}/{algo}.lf"], cwd=tmp_path, check=True, capture_output=True)
+    result = subprocess.run([*lfrl, "run", f"{algo}/{algo}.lf"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=900)
     assert result.returncode == 0, result.stderr
     printed = result.stdout.splitlines()
     assert len(printed) == len(quoted), printed
@@ -35,20 +37,17 @@ def test_the_sac_run_that_docs_learners_quotes(tmp_path: Path) -> None:
             assert timing.fullmatch(mine) and mine.split(" in ")[0] == theirs.split(" in ")[0]
         else:
             assert mine == theirs
+    return printed
+
+
+@pytest.mark.slow
+def test_the_sac_run_that_docs_learners_quotes(tmp_path: Path) -> None:
+    check_quoted_run(tmp_path, "learners.md", "sac")
 
 
 @pytest.mark.slow
 def test_the_ppo_run_that_docs_ppo_quotes_reaches_cartpoles_threshold(tmp_path: Path) -> None:
-    """docs/ppo.md's run of the defaults (the RL Baselines3 Zoo's for CartPole-v1), line for line: it
-    ends with an evaluation above 475 within its 100,000 steps."""
-    command = "lfrl gen ppo -o ppo/ppo.lf && lfrl run ppo/ppo.lf"
-    quoted = quoted_run(ROOT / "docs" / "ppo.md", command)
-    lfrl = [sys.executable, "-m", "lfrl"]
-    subprocess.run([*lfrl, "gen", "ppo", "-o", "ppo/ppo.lf"], cwd=tmp_path, check=True, capture_output=True)
-    result = subprocess.run([*lfrl, "run", "ppo/ppo.lf"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr
-    printed = result.stdout.splitlines()
-    timing = re.compile(r"\d+ environment steps and \d+ updates in [\d.]+ s \(\d+ steps/s, \d+ updates/s\)")
-    assert [line.split(" in ")[0] if timing.fullmatch(line) else line for line in printed] == \
-        [line.split(" in ")[0] if timing.fullmatch(line) else line for line in quoted]
+    """docs/ppo.md's run of the defaults (the RL Baselines3 Zoo's for CartPole-v1) ends with an
+    evaluation above 475 within its 100,000 steps."""
+    printed = check_quoted_run(tmp_path, "ppo.md", "ppo")
     assert float(printed[-2].split()[3]) >= 475
