@@ -253,10 +253,11 @@ class RunLog:
         last evaluation and the weights checksum (the last two; none for a learner that never
         trained). `stop_reason`: lfpy's `lf.stop_reason()` (None where it cannot tell)."""
         seconds = self.elapsed()
-        steps = int(final["env_steps"])
+        # The learner's own counts: a run stopped within a round has taken steps its last stats did not report.
+        steps, updates = int(final["env_steps"]), int(final["updates"])
         lines = [self._why(steps, stop_reason),
-                 f"{self.env_steps} environment steps and {self.updates} updates in {seconds:.1f} s "
-                 f"({self.env_steps / max(seconds, 1e-9):.0f} steps/s, {self.updates / max(seconds, 1e-9):.0f} updates/s)"]
+                 f"{steps} environment steps and {updates} updates in {seconds:.1f} s "
+                 f"({steps / max(seconds, 1e-9):.0f} steps/s, {updates / max(seconds, 1e-9):.0f} updates/s)"]
         if self.episode_count:
             lines.append(f"{self.episode_count} episodes, mean return of the last {len(self.recent)}: "
                          f"{self.recent_mean():.2f}")

@@ -358,10 +358,12 @@ def run_status(program: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           timeout=600)
 
 
-def test_a_timeout_stops_training_with_its_results(tmp_path: Path) -> None:
+@pytest.mark.parametrize("algo,values", [("sac", SAC), ("dqn", DQN)])
+def test_a_timeout_stops_training_with_its_results(tmp_path: Path, algo: str, values: dict) -> None:
     # Rounds start at the logical time that is the physical time they are ready: a timeout of 4 s
     # stops a run of a million steps after about 4 s, with its evaluation so far and its weights.
-    program = generate(tmp_path, "sac", **{**SAC, "total_steps": 10**6})
+    # DQN's rounds of 100 steps too: both summary lines give the learner's own count.
+    program = generate(tmp_path, algo, **{**values, "total_steps": 10**6})
     started = time.monotonic()
     result = run_status(program, "--timeout", "4 sec")
     assert result.returncode == 0, result.stderr
