@@ -17,6 +17,7 @@ With parallel learners (`learners` > 1), `shares` splits a batch into one slice 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +40,18 @@ class RoundEnd:
     checkpoint: str | None  # where to write a checkpoint
     stats: dict[str, Any]
     done: bool
+
+
+def request_checkpoint(lf: Any, relative: str, warned: bool, warn: Callable[[str], object]) -> bool:
+    """Ask lfpy for a checkpoint at `relative` (to the program's folder), as a learner reactor does at
+    a round's end; lfc's runtimes have no checkpoints (an lfpy extension): `warn` says so, once.
+    Returns whether it has been said."""
+    if hasattr(lf, "request_checkpoint"):
+        lf.request_checkpoint(os.path.join(lf.source_directory(), relative))
+    elif not warned:
+        warn("checkpoints need lfpy's runtime (lfrl run, without --lfc): none is written")
+        return True
+    return warned
 
 
 class Rounds:

@@ -452,3 +452,19 @@ def test_sac_takes_stable_baselines3s_entropy_coefficients(ent_coef: str, alpha:
     assert float(learner.temperature.log_alpha.detach().exp()) == pytest.approx(alpha)
     assert learner.auto == tuned
     assert any(p is learner.temperature.log_alpha for p in learner.params) == tuned
+
+
+def test_a_learner_asks_lfpy_for_checkpoints_and_warns_once_where_the_runtime_has_none(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from lfrl.training import request_checkpoint
+
+    asked: list[str] = []
+    lfpy = SimpleNamespace(request_checkpoint=asked.append, source_directory=lambda: str(tmp_path))
+    warnings: list[str] = []
+    assert request_checkpoint(lfpy, "runs/p_1/checkpoints/a.ckpt", False, warnings.append) is False
+    assert asked == [str(tmp_path / "runs/p_1/checkpoints/a.ckpt")] and warnings == []
+    lfc = SimpleNamespace(source_directory=lambda: str(tmp_path))
+    warned = request_checkpoint(lfc, "a.ckpt", False, warnings.append)
+    assert request_checkpoint(lfc, "b.ckpt", warned, warnings.append) is True
+    assert warnings == ["checkpoints need lfpy's runtime (lfrl run, without --lfc): none is written"]
