@@ -486,6 +486,16 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
     return common + specific
 
 
+def run_config(algo: str, values: dict[str, object]) -> dict[str, object]:
+    """A learner program's CONFIG from its template's values: every value but those that only shape
+    the program (processes, placement), the runs' folder (`logdir`, default runs), the program's name
+    that names them (the .lf file's), and `net_arch` as a list of layer sizes."""
+    arch = str(values["net_arch"])
+    return {"algo": algo, "program": str(values.get("program") or algo),
+            **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program", "actors_at", "learner_at")},
+            "logdir": str(values["logdir"]) or "runs", "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")]}
+
+
 def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]]:
     """Checks of an off-policy learner's values against its environment and each other; the
     program's CONFIG and the replay buffer's fields."""
@@ -523,13 +533,8 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                                 "round takes")
         if total == 0 and not values["load"]:
             raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
-        logdir = str(values["logdir"]) or "runs"
-        program = str(values.get("program") or algo)  # the .lf file's name: the runs' folders are named for it
-        arch = str(values["net_arch"])
-        config: dict[str, object] = {"algo": algo, "program": program,
-                                     **{k: v for k, v in values.items()
-                                        if k not in ("logdir", "processes", "program", "actors_at", "learner_at")},
-                                     "logdir": logdir, "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")]}
+        config = run_config(algo, values)
+        logdir, program = config["logdir"], config["program"]
         if algo != "dqn":
             config["n_critics"] = 1 if algo == "ddpg" else 2
         if algo == "ddpg":  # TD3 without its three additions
@@ -606,15 +611,9 @@ def derive_ppo(values: dict[str, object]) -> dict[str, object]:
                             f"(--actors x --envs-per-actor x --n-steps)")
     if int(values["total_steps"]) == 0 and not values["load"]:  # type: ignore[call-overload]
         raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
-    logdir = str(values["logdir"]) or "runs"
-    program = str(values.get("program") or "ppo")
-    arch = str(values["net_arch"])
-    config: dict[str, object] = {"algo": "ppo", "program": program,
-                                 **{k: v for k, v in values.items()
-                                    if k not in ("logdir", "processes", "program", "actors_at", "learner_at")},
-                                 "logdir": logdir, "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")],
-                                 "log_every": round_steps}
-    return {"config": config, "logdir": logdir, "program": program, "placed": nodes, "round_steps": round_steps}
+    config = {**run_config("ppo", values), "log_every": round_steps}
+    return {"config": config, "logdir": config["logdir"], "program": config["program"], "placed": nodes,
+            "round_steps": round_steps}
 
 
 # PPO on Atari games: the RL Baselines3 Zoo's hyperparameters (hyperparams/ppo.yml, `atari`): 8
