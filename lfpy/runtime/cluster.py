@@ -262,6 +262,9 @@ class Cluster:
             # ray.init makes SIGTERM exit at once; lfrl's own handling stops the program with its
             # shutdown reactions (status 143), as without a cluster.
             signal.signal(signal.SIGTERM, on_sigterm)
+        # From here on, a Ctrl-C can leave Ray's objects half made: their destructors' errors say
+        # nothing to lfrl's user, whenever they come (not only after `close`).
+        _quiet_ray_teardown()
         _quiet_worker_deaths(ray)
         self.address = ray.util.get_node_ip_address()
         self.own_node = ray.get_runtime_context().get_node_id()
