@@ -16,9 +16,11 @@ identical for any number of workers.
   the tanh squashing (SAC)
 - `critics(spec, net_arch, n, generator)`: (observations, actions in [-1, 1]) -> Q-values [n, B] of n
   independent critics (TD3 and SAC take the minimum of two; DDPG has one)
-- `actor_critic(spec, net_arch, generator, activation="tanh", log_std_init=0.0)`: observations ->
-  (logits [B, n_actions], or the mean of a Gaussian in the environment's units [B, d]; values [B]),
-  with a `log_std` parameter [d] for continuous actions (PPO)
+- `actor_critic(spec, net_arch, generator, activation="tanh", log_std_init=0.0, value_inputs=0)`:
+  observations -> (logits [B, n_actions], or the mean of a Gaussian in the environment's units [B, d];
+  values [B]), with a `log_std` parameter [d] for continuous actions (PPO); with `value_inputs`
+  (MAPPO's centralised critic) `forward(obs, critic_inputs)`, the values computed from the critic's
+  own inputs [B, value_inputs] (None without them)
 
 Images (Atari) go through the Nature DQN convolutions first, uint8 scaled to [0, 1].
 
@@ -250,24 +252,35 @@ class ActorCritic(nn.Module):
     discrete actions, or the mean of a diagonal Gaussian whose log standard deviation is a parameter
     of its own (not a function of the observation). Initialised as SB3's with `ortho_init`:
     orthogonal weights with gain sqrt(2), 0.01 for the policy's last layer, 1 for the value's; zero
-    biases."""
+    biases.
 
-    def __init__(self, spec: EnvSpec, net_arch: list[int], activation: str = "tanh", log_std_init: float = 0.0) -> None:
+    `value_inputs` > 0 (vector observations only): the value MLP reads inputs of its own, of that
+    size, instead of the observation: a centralised critic (MAPPO's), which sees what every agent
+    sees while each agent's policy acts on its own observation. Without them the value is None."""
+
+    def __init__(self, spec: EnvSpec, net_arch: list[int], activation: str = "tanh", log_std_init: float = 0.0,
+                 value_inputs: int = 0) -> None:
         super().__init__()
         self.encoder, size = features(spec)
+        if value_inputs and self.encoder is not None:
+            raise ValueError("a value network with inputs of its own needs vector observations, not images")
         self.discrete = spec.discrete
+        self.value_inputs = value_inputs
         out = spec.n_actions if spec.discrete else spec.action_dim
         self.pi = mlp([size, *net_arch, out or 0], activation=activation)
-        self.vf = mlp([size, *net_arch, 1], activation=activation)
+        self.vf = mlp([value_inputs or size, *net_arch, 1], activation=activation)
         if not spec.discrete:
             self.log_std = nn.Parameter(torch.full((spec.action_dim,), float(log_std_init)))
 
-    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor, value_in: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
         x = encode(self.encoder, obs)
+        if self.value_inputs:
+            return self.pi(x), None if value_in is None else self.vf(value_in).squeeze(-1)
         return self.pi(x), self.vf(x).squeeze(-1)
 
-    def forward_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.pi.forward_numpy(obs), self.vf.forward_numpy(obs)[:, 0]
+    def forward_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        return self.pi.forward_numpy(obs), None if self.value_inputs else self.vf.forward_numpy(obs)[:, 0]
 
 
 def init_orthogonal(network: ActorCritic, generator: torch.Generator | None) -> ActorCritic:
@@ -300,5 +313,5 @@ def _orthogonal(weight: torch.Tensor, gain: float, generator: torch.Generator) -
 
 
 def actor_critic(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None, activation: str = "tanh",
-                 log_std_init: float = 0.0) -> nn.Module:
-    return init_orthogonal(ActorCritic(spec, net_arch, activation, log_std_init), generator)
+                 log_std_init: float = 0.0, value_inputs: int = 0) -> nn.Module:
+    return init_orthogonal(ActorCritic(spec, net_arch, activation, log_std_init, value_inputs), generator)

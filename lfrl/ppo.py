@@ -84,7 +84,11 @@ class Rollout:
     normalised), `actions` [T, E(, d)] (continuous ones as sampled, before clipping to the bounds),
     `rewards` [T, E], `dones` [T, E] (the episode ended at that step: terminated or truncated);
     `truncated` the (t, e) of episodes a time limit ended, with their `final_obs` (what they would
-    have gone on from); `last_obs` [E, ...] the observations the next round starts from."""
+    have gone on from); `last_obs` [E, ...] the observations the next round starts from.
+
+    A centralised critic (lfrl.mappo) has inputs of its own beside each observation: `critic_obs`
+    [T, E, S], `final_critic_obs` [k, S], `last_critic_obs` [E, S]; None where the critic reads the
+    observations."""
 
     obs: np.ndarray
     actions: np.ndarray
@@ -93,6 +97,14 @@ class Rollout:
     truncated: np.ndarray  # [k, 2] of (t, e)
     final_obs: np.ndarray  # [k, ...]
     last_obs: np.ndarray
+    critic_obs: np.ndarray | None = None
+    final_critic_obs: np.ndarray | None = None
+    last_critic_obs: np.ndarray | None = None
+
+    @property
+    def env_steps(self) -> int:
+        """The environment steps it holds (a step of every environment each time step)."""
+        return self.rewards.size
 
 
 def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | None, actions: torch.Tensor
@@ -122,9 +134,11 @@ class PPO(Learner):
               "explained_variance", "learning_rate", "clip_range")
     BUILDERS = ("actor_critic",)
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int, value_inputs: int = 0) -> None:
+        """`value_inputs`: the size of a centralised critic's own inputs (Rollout.critic_obs); 0: the
+        critic reads the observations."""
         super().__init__(spec, config, seed)
-        self.net = self.place(build(spec, config, self.generator))
+        self.net = self.place(build(spec, config, self.generator, value_inputs))
         self.obs_norm = Normalizer(spec.obs_shape)
         self.ret_norm = Normalizer(())
         self.params = list(self.net.parameters())
@@ -150,6 +164,10 @@ class PPO(Learner):
 
     def replicated(self) -> list[torch.nn.Module]:
         return [self.net]
+
+    @staticmethod
+    def join(rollouts: list[Rollout]) -> Rollout:
+        return join(rollouts)
 
     # ---------------------------------------------------------------- a round's update
 
@@ -177,22 +195,32 @@ class PPO(Learner):
         stats = self.obs_stats()
         obs = normalized(rollout.obs, stats)
         rewards = self.rewards(rollout)
+        critic = None if rollout.critic_obs is None else self.as_input(rollout.critic_obs.reshape(T * N, -1))
         with torch.no_grad():
             flat_obs = self.as_input(obs.reshape(T * N, *obs.shape[2:]))
-            out, values = self.net(flat_obs)
+            out, values = self.forward(flat_obs, critic)
             actions = torch.from_numpy(rollout.actions.reshape(T * N, *rollout.actions.shape[2:])).to(self.device)
             old_log_prob, _ = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions)
-            last_values = self.net(self.as_input(normalized(rollout.last_obs, stats)))[1].cpu().numpy()
+            last_values = self.value(normalized(rollout.last_obs, stats), rollout.last_critic_obs)
             if len(rollout.truncated):
-                final = self.net(self.as_input(normalized(rollout.final_obs, stats)))[1].cpu().numpy()
+                final = self.value(normalized(rollout.final_obs, stats), rollout.final_critic_obs)
                 rewards[rollout.truncated[:, 0], rollout.truncated[:, 1]] += self.gamma * final
         values_np = values.cpu().numpy().reshape(T, N)
         advantages = self.gae(rewards, values_np, rollout.dones, last_values)
         returns = advantages + values_np
         if self.config.get("normalize"):
             self.obs_norm.update(rollout.obs.reshape(T * N, *rollout.obs.shape[2:]))
-        return self.epochs(flat_obs, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
+        return self.epochs(flat_obs, critic, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
                            returns.reshape(-1), progress_remaining)
+
+    def forward(self, obs: torch.Tensor, critic: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(policy head, values); a centralised critic's values from its own inputs `critic`."""
+        return self.net(obs) if critic is None else self.net(obs, critic)
+
+    def value(self, obs: np.ndarray, critic_obs: np.ndarray | None) -> np.ndarray:
+        """The values of a batch of (normalised) observations, or of the critic's own inputs."""
+        critic = None if critic_obs is None else self.as_input(critic_obs)
+        return self.forward(self.as_input(obs), critic)[1].cpu().numpy()
 
     def gae(self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray) -> np.ndarray:
         """Generalised advantage estimates [T, N] (SB3's compute_returns_and_advantage)."""
@@ -211,8 +239,9 @@ class PPO(Learner):
         tensor = torch.from_numpy(np.ascontiguousarray(obs))
         return tensor if self.device.type == "cpu" else tensor.to(self.device)
 
-    def epochs(self, obs: torch.Tensor, actions: torch.Tensor, old_log_prob: torch.Tensor, old_values: torch.Tensor,
-               advantages: np.ndarray, returns: np.ndarray, progress_remaining: float) -> dict[str, float]:
+    def epochs(self, obs: torch.Tensor, critic: torch.Tensor | None, actions: torch.Tensor, old_log_prob: torch.Tensor,
+               old_values: torch.Tensor, advantages: np.ndarray, returns: np.ndarray, progress_remaining: float
+               ) -> dict[str, float]:
         config = self.config
         self.optimizer.lr = schedule(config, "learning_rate", progress_remaining)
         clip = schedule(config, "clip_range", progress_remaining)
@@ -227,7 +256,7 @@ class PPO(Learner):
                 a = adv[rows]
                 if config.get("normalize_advantage", True) and len(a) > 1:
                     a = (a - a.mean()) / (a.std() + 1e-8)
-                out, values = self.net(obs[rows])
+                out, values = self.forward(obs[rows], None if critic is None else critic[rows])
                 log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows])
                 ratio = torch.exp(log_prob - old_log_prob[rows])
                 policy_loss = -torch.min(a * ratio, a * ratio.clamp(1 - clip, 1 + clip)).mean()
@@ -249,9 +278,12 @@ class PPO(Learner):
         return stats
 
 
-def build(spec: EnvSpec, config: dict[str, Any], generator: torch.Generator | None) -> torch.nn.Module:
-    return networks_module(config).actor_critic(spec, config["net_arch"], generator, config.get("activation", "tanh"),
-                                                float(config.get("log_std_init", 0.0)))
+def build(spec: EnvSpec, config: dict[str, Any], generator: torch.Generator | None, value_inputs: int = 0
+          ) -> torch.nn.Module:
+    args = (spec, config["net_arch"], generator, config.get("activation", "tanh"), float(config.get("log_std_init", 0.0)))
+    if value_inputs:  # only MAPPO's centralised critic passes it: a --networks module made for ppo need not take it
+        return networks_module(config).actor_critic(*args, value_inputs=value_inputs)
+    return networks_module(config).actor_critic(*args)
 
 
 def join(rollouts: list[Rollout]) -> Rollout:
@@ -260,11 +292,15 @@ def join(rollouts: list[Rollout]) -> Rollout:
         return rollouts[0]
     offsets = np.cumsum([0] + [r.rewards.shape[1] for r in rollouts[:-1]])
     truncated = [r.truncated + np.array([0, offset]) for r, offset in zip(rollouts, offsets, strict=True)]
-    return Rollout(*(np.concatenate([getattr(r, k) for r in rollouts], axis=1)
-                     for k in ("obs", "actions", "rewards", "dones")),
-                   np.concatenate(truncated).reshape(-1, 2),
-                   np.concatenate([r.final_obs for r in rollouts]),
-                   np.concatenate([r.last_obs for r in rollouts]))
+    critic = rollouts[0].critic_obs is not None
+
+    def joined(key: str, axis: int) -> np.ndarray:
+        return np.concatenate([getattr(r, key) for r in rollouts], axis=axis)
+
+    return Rollout(*(joined(k, 1) for k in ("obs", "actions", "rewards", "dones")),
+                   np.concatenate(truncated).reshape(-1, 2), joined("final_obs", 0), joined("last_obs", 0),
+                   joined("critic_obs", 1) if critic else None, joined("final_critic_obs", 0) if critic else None,
+                   joined("last_critic_obs", 0) if critic else None)
 
 
 class Policy(BasePolicy):
@@ -275,8 +311,8 @@ class Policy(BasePolicy):
 
     NETWORK = "actor_critic"
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
-        super().__init__(spec, config, build(spec, config, None))
+    def __init__(self, spec: EnvSpec, config: dict[str, Any], value_inputs: int = 0) -> None:
+        super().__init__(spec, config, build(spec, config, None, value_inputs))
         self.stats: tuple[np.ndarray, np.ndarray] | None = None
         self.log_std = getattr(self.network, "log_std", None)
         if not spec.discrete:
