@@ -383,9 +383,16 @@ LEARNER_TITLES = {"dqn": "Double DQN", "ddpg": "DDPG", "td3": "TD3", "sac": "SAC
 LEARNER_LIBRARIES = ("Actor.lf", "ReplayBuffer.lf", "Learner.lf", "GradientLearner.lf", "Evaluator.lf", "Monitor.lf")
 
 
-def run_params(d: Callable[..., object]) -> tuple[Param, ...]:
+PROCESSES = ("a federated program: every actor collects in a process of its own (the learner, evaluator, monitor "
+             "and replay buffer share lfrl's); pays when stepping the environments and acting cost more than a "
+             "round's updates")
+
+
+def run_params(d: Callable[..., object], members: str = "actors", which: str = "actor",
+               processes: str = PROCESSES) -> tuple[Param, ...]:
     """The parameters every learner template has: evaluation, results, checkpoints, weights to start
-    from, networks, devices, processes and placement (`d`: the template's defaults, by name)."""
+    from, networks, devices, processes and placement (`d`: the template's defaults, by name; `members`
+    (each a `which`) run in processes of their own with --processes, as `processes` says)."""
     return (
         Param("eval_every", int, d("eval_every"), "environment steps between evaluations", min=1, max=10**10),
         Param("eval_episodes", int, d("eval_episodes", 10), "deterministic episodes per evaluation", min=1,
@@ -411,10 +418,8 @@ def run_params(d: Callable[..., object]) -> tuple[Param, ...]:
               "where the program runs. cpu is the default because the same program then gives the same weights on "
               "every machine (GPU kernels round differently), and small networks gain nothing on a GPU",
               choices=("auto", "cpu", "cuda")),
-        Param("processes", bool, False, "a federated program: every actor collects in a process of its own (the "
-              "learner, evaluator, monitor and replay buffer share lfrl's); pays when stepping the environments and acting "
-              "cost more than a round's updates"),
-        *placement("actors", "actor", learner=True),
+        Param("processes", bool, False, processes),
+        *placement(members, which, learner=True),
         Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
     )
 
@@ -492,7 +497,7 @@ def run_config(algo: str, values: dict[str, object]) -> dict[str, object]:
     that names them (the .lf file's), and `net_arch` as a list of layer sizes."""
     arch = str(values["net_arch"])
     return {"algo": algo, "program": str(values.get("program") or algo),
-            **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program", "actors_at", "learner_at")},
+            **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program") and not k.endswith("_at")},
             "logdir": str(values["logdir"]) or "runs", "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")]}
 
 
@@ -562,8 +567,20 @@ def ppo_params(**defaults: object) -> tuple[Param, ...]:
               min=1, max=256),
         Param("envs_per_actor", int, d("envs_per_actor"), "environments each actor steps together (one batched "
               "inference per step); actors x envs-per-actor is SB3's n_envs", min=1, max=4096),
-        Param("n_steps", int, d("n_steps"), "steps of every environment per round (a round is actors x "
-              "envs-per-actor x n-steps environment steps)", min=1, max=10**6),
+        *on_policy_params(d, "actors x envs-per-actor x n-steps environment steps"),
+        Param("normalize", bool, d("normalize", False), "normalise observations by their running mean and "
+              "standard deviation (VecNormalize; the statistics are saved with the weights)"),
+        Param("log_std_init", float, 0.0, "continuous actions: the initial log standard deviation", min=-20.0,
+              max=2.0),
+        *run_params(d),
+    )
+
+
+def on_policy_params(d: Callable[..., object], round_is: str) -> tuple[Param, ...]:
+    """The parameters of PPO's rounds and updates, which MAPPO shares (`round_is`: what a round is)."""
+    return (
+        Param("n_steps", int, d("n_steps"), f"steps of every environment per round (a round is {round_is})", min=1,
+              max=10**6),
         Param("batch_size", int, d("batch_size"), "minibatch size", min=1, max=10**7),
         Param("n_epochs", int, d("n_epochs"), "epochs over each round's steps", min=1, max=10**4),
         Param("learning_rate", float, d("learning_rate"), "Adam's learning rate", min=1e-8, max=1.0),
@@ -579,18 +596,39 @@ def ppo_params(**defaults: object) -> tuple[Param, ...]:
         Param("max_grad_norm", float, d("max_grad_norm", 0.5), "gradients are clipped to this norm (0: not "
               "clipped)", min=0.0, max=1e12),
         Param("normalize_advantage", bool, True, "normalise advantages in each minibatch"),
-        Param("normalize", bool, d("normalize", False), "normalise observations by their running mean and "
-              "standard deviation (VecNormalize; the statistics are saved with the weights)"),
         Param("normalize_reward", bool, d("normalize_reward", False), "divide rewards by the running standard "
               "deviation of the discounted return (VecNormalize's norm_reward)"),
         Param("net_arch", str, d("net_arch"), "hidden layer sizes of the policy and of the value network (each "
               "its own), after the convolutions' 512 shared features for images (none: no hidden layer)",
               check="net_arch"),
-        Param("activation", str, "tanh", "activation of the hidden layers (SB3's MlpPolicy: tanh)",
+        Param("activation", str, d("activation", "tanh"), "activation of the hidden layers (SB3's MlpPolicy: tanh)",
               choices=("tanh", "relu")),
-        Param("log_std_init", float, 0.0, "continuous actions: the initial log standard deviation", min=-20.0,
-              max=2.0),
-        *run_params(d),
+    )
+
+
+def mappo_params(**defaults: object) -> tuple[Param, ...]:
+    """MAPPO's parameters: PPO's (lfrl.ppo's names) and the team's."""
+    from lfrl.mappo import SCENARIOS
+
+    d = defaults.get
+    return (
+        Param("env_name", str, d("env_name"), "mpe2 cooperative scenario (parallel API)",
+              choices=SCENARIOS),
+        Param("agents", int, d("agents"), "agents, for the scenarios that take a number of them (simple_spread, "
+              "simple_formation, simple_line); the others have their own", min=1, max=64),
+        Param("max_cycles", int, d("max_cycles"), "steps of an episode (mpe2's max_cycles)", min=1, max=10**6),
+        Param("total_steps", int, d("total_steps"), "environment steps in all, a step of one copy of the scenario "
+              "with every agent acting (the budget; whole rounds)", min=0, max=10**10),
+        Param("envs", int, d("envs"), "copies of the scenario stepped together (each agent acts in all of them with "
+              "one batched inference per step)", min=1, max=4096),
+        *on_policy_params(d, "envs x n-steps environment steps, each agent acting in every one"),
+        Param("share_policy", bool, d("share_policy"), "one policy shared by every agent (they must observe and act "
+              "alike), or one per agent"),
+        Param("critic", str, d("critic"), "central: the value network sees every agent's observation (MAPPO); local: "
+              "only its agent's (independent PPO)", choices=("central", "local")),
+        *run_params(d, "agents", "agent", "a federated program: every agent chooses its actions in a process of its "
+                    "own (the environments, learner, evaluator and monitor share lfrl's); pays when the policies' "
+                    "inference costs more than a round trip between processes"),
     )
 
 
@@ -614,6 +652,31 @@ def derive_ppo(values: dict[str, object]) -> dict[str, object]:
     config = {**run_config("ppo", values), "log_every": round_steps}
     return {"config": config, "logdir": config["logdir"], "program": config["program"], "placed": nodes,
             "round_steps": round_steps}
+
+
+def derive_mappo(values: dict[str, object]) -> dict[str, object]:
+    """Checks of MAPPO's values against its scenario and each other; the program's CONFIG."""
+    from lfrl.mappo import describe
+
+    config = {**run_config("mappo", values)}
+    try:
+        team = describe(config)
+    except ValueError as exc:
+        raise TemplateError(f"--env-name: {exc}") from None
+    if values["share_policy"] and not team.alike:
+        raise TemplateError(f"--share-policy: the agents of {team.env_name} ({', '.join(team.agents)}) observe or act "
+                            "differently, so they cannot share a policy; give --share-policy no")
+    round_steps = int(values["envs"]) * int(values["n_steps"])  # type: ignore[call-overload]
+    per_policy = round_steps * (len(team.agents) if values["share_policy"] else 1)
+    if int(values["batch_size"]) > per_policy:  # type: ignore[call-overload]
+        raise TemplateError(f"--batch-size {values['batch_size']} is more than the {per_policy} agent steps a policy "
+                            f"learns from in a round (--envs x --n-steps{' x agents' if values['share_policy'] else ''})")
+    if int(values["total_steps"]) == 0 and not values["load"]:  # type: ignore[call-overload]
+        raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
+    nodes = placed(values, "agents", len(team.agents))
+    config["log_every"] = round_steps
+    return {"config": config, "logdir": config["logdir"], "program": config["program"], "placed": nodes,
+            "round_steps": round_steps, "agents": len(team.agents)}
 
 
 # PPO on Atari games: the RL Baselines3 Zoo's hyperparameters (hyperparams/ppo.yml, `atari`): 8
@@ -679,8 +742,7 @@ def check_saved_weights(path: Path, config: dict) -> None:
 
     import torch
 
-    from lfrl.algorithms import saved_weights_problem
-    from lfrl.envs import describe
+    from lfrl.algorithms import describe, saved_weights_problem
 
     try:
         with open(path, "rb") as f:
@@ -700,7 +762,7 @@ def check_saved_weights(path: Path, config: dict) -> None:
         else:
             reason = f"torch.load fails with {type(exc).__name__}" + (f": {reason[:120]}" if reason else "")
         raise TemplateError(f"--load: {path} is not a file of torch weights ({reason})") from None
-    problem = saved_weights_problem(saved, config, describe(str(config["env_id"])))
+    problem = saved_weights_problem(saved, config, describe(config))
     if problem is not None:
         raise TemplateError(f"--load: {path} does not fit this program's networks: {problem}")
 
@@ -820,6 +882,22 @@ CATALOG: dict[str, Template] = {
             {"progress": False, "eval_episodes": 2, "total_steps": 512, "eval_every": 256},
             check_learner_files,
             (ATARI_PPO, PENDULUM_PPO),
+        ),
+        Template(
+            "mappo", "mappo.lf.j2",
+            "MAPPO: PPO for a cooperative team in an mpe2 scenario, a policy shared by the agents (or one each), a "
+            "centralised critic, one reaction per agent for acting (agents in processes of their own with "
+            "--processes yes)",
+            mappo_params(env_name="simple_spread_v3", agents=3, max_cycles=25, total_steps=160_000, envs=8,
+                         n_steps=100, batch_size=800, n_epochs=10, learning_rate=7e-4, lr_schedule="constant",
+                         gamma=0.99, gae_lambda=0.95, clip_range=0.2, clip_schedule="constant", ent_coef=0.01,
+                         vf_coef=0.5, max_grad_norm=10.0, net_arch="64,64", share_policy=True, critic="central",
+                         eval_every=8000, eval_episodes=20),
+            ("MAPPOTeam.lf", "MAPPOAgent.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"),
+            derive_mappo,
+            {"progress": False, "eval_episodes": 2, "total_steps": 400, "eval_every": 200, "envs": 2, "n_steps": 25,
+             "batch_size": 50},
+            check_learner_files,
         ),
     )
 }

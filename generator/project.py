@@ -21,7 +21,8 @@ from generator.catalog import TemplateError, template
 
 # `lfrl new` asks for one count; each template names its parallel members differently.
 MEMBER_COUNT = {"sampling": "workers", "qlearning": "actors", "multiagent": "agents",
-                "dqn": "actors", "ddpg": "actors", "td3": "actors", "sac": "actors", "ppo": "actors"}
+                "dqn": "actors", "ddpg": "actors", "td3": "actors", "sac": "actors", "ppo": "actors",
+                "mappo": "agents"}
 FLAGS = {"project_name": "--project-name", "program": "--template", "env_id": "--env-id", "workers": "--workers",
          "seed": "--seed", "processes": "--processes"}
 # Answers that only some templates take: the template's parameter of the same name.

@@ -1,15 +1,17 @@
-"""The reinforcement-learning code that lfrl's learner programs (`lfrl gen dqn|ddpg|td3|sac|ppo|qlearning`)
+"""The reinforcement-learning code that lfrl's learner programs (`lfrl gen dqn|ddpg|td3|sac|ppo|mappo|qlearning`)
 import: their reactors in `lf/lib/` only move messages; everything they compute is here.
 
 - `envs`: environments (Atari preprocessing, `module:EnvId`) and what learners need of their spaces
 - `networks`: the networks, and the place to change them (`--networks`)
 - `learner`, `dqn`, `td3` (TD3 and DDPG), `sac`: losses, updates, target networks, exploration
 - `ppo`: PPO's learner (advantages, clipped objective, normalisation), actors and policy
+- `mappo`: MAPPO, PPO for a team of agents in mpe2: the team's environments, the agents, a
+  centralised critic, policies shared or one per agent
 - `policy`, `actor`: acting and collecting (n-step returns); `evaluate`: evaluation episodes
 - `training`: the learner reactor's rounds; `logs`: CSV, TensorBoard, learning curve, progress bar
 - `seeds`: every random stream of a run, derived from its one seed
 - `qlearning`: synchronized parallel Q-learning's actors and learner (`lfrl gen qlearning`)
-- `saved`: a run's trained policy, `lfrl.load(path).predict(obs)` as Stable-Baselines3's
+- `saved`: a run's trained policy, `lfrl.load(path).predict(obs)` as Stable-Baselines3's (a team's for MAPPO)
 
 `import lfrl` imports none of them (nor torch): `lfrl.load` imports what it needs when called.
 """

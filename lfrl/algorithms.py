@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from lfrl import dqn, ppo, sac, settings, td3
+from lfrl import dqn, envs, mappo, ppo, sac, settings, td3
 from lfrl.envs import EnvSpec
 from lfrl.learner import Learner
 from lfrl.policy import Policy
@@ -17,7 +17,16 @@ ALGORITHMS: dict[str, tuple[type[Learner], type[Policy]]] = {
     "td3": (td3.TD3, td3.Policy),
     "sac": (sac.SAC, sac.Policy),
     "ppo": (ppo.PPO, ppo.Policy),
+    "mappo": (mappo.MAPPO, mappo.TeamPolicy),  # a team's (lfrl.mappo): its spec is a TeamSpec
 }
+
+
+def describe(config: dict[str, Any]) -> EnvSpec:
+    """What `config`'s learner and policies are built for: the environment's spaces (lfrl.envs), or
+    for MAPPO the team's (a lfrl.mappo.TeamSpec). Raises ValueError as they do."""
+    if config["algo"] == "mappo":
+        return mappo.describe(config)  # type: ignore[return-value]
+    return envs.describe(config["env_id"])
 
 
 def make_learner(config: dict[str, Any], spec: EnvSpec, seed: int) -> Learner:

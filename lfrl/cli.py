@@ -370,7 +370,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                           "resume from the run's last checkpoint on the nodes there are then (a replacement node "
                           "with the same lfrl-host label is waited for): the results of the uninterrupted run")
     run.add_argument("--seed", type=seed_arg, metavar="S",
-                     help="run a learner program (lfrl gen dqn|ddpg|td3|sac|ppo) with seed S instead of its own; its "
+                     help="run a learner program (lfrl gen dqn|ddpg|td3|sac|ppo|mappo) with seed S instead of its own; its "
                           "results go to LOGDIR/PROGRAM_seedS_N")
     run.add_argument("--seeds", type=seeds_arg, metavar="LIST",
                      help="run a learner program once per seed, e.g. 0-4 or 0,3,7: each an `lfrl run --seed S` "

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lfrl import envs, seeds
+from lfrl import envs, mappo, seeds
 from lfrl.algorithms import make_policy
 
 
@@ -69,11 +69,7 @@ class Evaluator:
         """The first evaluation episode of the policy last evaluated, as an animated GIF at `path`
         (frames scaled to `width` pixels, at most `max_frames`: a longer episode shows every k-th).
         Returns the episode's length."""
-        from PIL import Image
-
-        # gymnasium's classic control draws with pygame: without a screen, and without its greeting.
-        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+        headless_rendering()
         env = envs.make(self.env_id, training=False, render_mode="rgb_array")
         try:
             obs, _ = env.reset(seed=self.seeds[0])
@@ -85,12 +81,93 @@ class Evaluator:
             fps = float(env.metadata.get("render_fps") or 30)
         finally:
             env.close()
-        every = -(-len(frames) // max_frames)  # ceiling division
-        height = round(frames[0].shape[0] * width / frames[0].shape[1])
-        images = [Image.fromarray(f).resize((width, height)) for f in frames[::every]]
-        images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 * every / fps), loop=0)
+        write_gif(frames, fps, path, width, max_frames)
         return len(frames) - 1
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def headless_rendering() -> None:
+    """Environments that draw with pygame (gymnasium's classic control, mpe2) draw without a screen,
+    and without pygame's greeting."""
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
+def write_gif(frames: list[np.ndarray], fps: float, path: str, width: int, max_frames: int) -> None:
+    """`frames` as an animated GIF at `path`, scaled to `width` pixels, at most `max_frames` of them
+    (of more, every k-th)."""
+    from PIL import Image
+
+    every = -(-len(frames) // max_frames)  # ceiling division
+    height = round(frames[0].shape[0] * width / frames[0].shape[1])
+    images = [Image.fromarray(f).resize((width, height)) for f in frames[::every]]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 * every / fps), loop=0)
+
+
+def evaluator(config: dict[str, Any]) -> Evaluator | TeamEvaluator:
+    """The evaluator of `config`'s algorithm: a team's for MAPPO, else one agent's."""
+    return TeamEvaluator(config) if config["algo"] == "mappo" else Evaluator(config)
+
+
+class TeamEvaluator:
+    """Evaluator's protocol for a team (lfrl.mappo): `eval_episodes` episodes side by side, each on a
+    copy of the scenario of its own with the same seed at every evaluation; the team's return."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        episodes = int(config["eval_episodes"])
+        self.envs = [mappo.make(config) for _ in range(episodes)]
+        self.policy = mappo.TeamPolicy(mappo.describe(config), config)
+        self.agents = self.policy.spec.agents
+        self.seeds = [seeds.derive(config["seed"], seeds.EVALUATOR, i) for i in range(episodes)]
+        self.evaluated = False
+
+    def _actions(self, obs: list[dict[str, np.ndarray]]) -> list[dict[str, int]]:
+        """Every agent's action in each of the environments whose observations are `obs`."""
+        chosen = self.policy.exploit([np.stack([o[agent] for o in obs]).astype(np.float32) for agent in self.agents])
+        return [{agent: int(chosen[a][i]) for a, agent in enumerate(self.agents)} for i in range(len(obs))]
+
+    def evaluate(self, weights: tuple[Any, ...], env_steps: int) -> Evaluation:
+        self.policy.load(weights)
+        self.evaluated = True
+        obs = [env.reset(seed=seed)[0] for env, seed in zip(self.envs, self.seeds, strict=True)]
+        returns = [0.0] * len(self.envs)
+        lengths = [0] * len(self.envs)
+        playing = list(range(len(self.envs)))
+        while playing:
+            still = []
+            for i, actions in zip(playing, self._actions([obs[i] for i in playing]), strict=True):
+                obs[i], rewards, terminated, truncated, _ = self.envs[i].step(actions)
+                returns[i] += sum(float(r) for r in rewards.values())
+                lengths[i] += 1
+                if not (any(terminated.values()) or any(truncated.values()) or not self.envs[i].agents):
+                    still.append(i)
+            playing = still
+        return Evaluation(env_steps, tuple(returns), tuple(lengths))
+
+    def record(self, path: str, width: int = 320, max_frames: int = 1000) -> int:
+        """The first evaluation episode, as Evaluator.record draws it."""
+        headless_rendering()
+        env = mappo.make(self.config, render_mode="rgb_array")  # not closed (lfrl.mappo._MAKING)
+        obs, _ = env.reset(seed=self.seeds[0])
+        frames = [env.render()]
+        while env.agents:
+            obs, _, terminated, truncated, _ = env.step(self._actions([obs])[0])
+            frames.append(env.render())
+            if any(terminated.values()) or any(truncated.values()):
+                break
+        fps = float(env.metadata.get("render_fps") or 30)
+        write_gif(frames, fps, path, width, max_frames)
+        return len(frames) - 1
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**vars(self), "envs": len(self.envs)}  # each evaluation resets them: made again when resumed
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update({**state, "envs": [mappo.make(state["config"]) for _ in range(state["envs"])]})
+
+    def close(self) -> None:
+        self.envs = []  # dropped, not closed (lfrl.mappo._MAKING)

@@ -299,7 +299,7 @@ class RunLog:
         self.plot()
 
     def plot(self) -> None:
-        title = f"{self.config['algo'].upper()} on {self.config['env_id']} (seed {self.config['seed']})"
+        title = f"{self.config['algo'].upper()} on {self.config.get('env_id') or self.config['env_name']} (seed {self.config['seed']})"
         self.curve.draw(os.path.join(self.folder, "learning_curve.png"), {
             "title": title, "episodes": self.episode_returns,
             "evaluations": [[e.env_steps, e.mean, e.std] for e in self.evaluations],

@@ -3,8 +3,8 @@
 A run writes its networks' weights to `model.pt` (`Learner.state_for_saving`) and every value it was
 generated with to `hyperparameters.json`, both in its log folder. `load` reads the two and builds the
 network the run's actors and evaluator act with (DQN's Q-network, DDPG's, TD3's or SAC's actor,
-PPO's actor-critic with its observation statistics) on the CPU; `predict` acts as the evaluator
-does, with actions in the environment's space.
+PPO's actor-critic with its observation statistics; MAPPO's agents' policies, as a `SavedTeam`) on
+the CPU; `predict` acts as the evaluator does, with actions in the environment's space.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import gymnasium
 import numpy as np
 import torch
 
-from lfrl import envs
-from lfrl.algorithms import ALGORITHMS
+from lfrl import envs, mappo
+from lfrl.algorithms import ALGORITHMS, describe
 from lfrl.policy import Policy
 
 MODEL = "model.pt"
@@ -65,7 +65,40 @@ class SavedPolicy:
         return f"SavedPolicy({self.algo} on {self.env_id})"
 
 
-def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy:
+class SavedTeam:
+    """A trained MAPPO team: `predict` takes every agent's observation and gives every agent's action,
+    as PettingZoo's parallel API steps them; `make_env` a copy of the scenario it was trained in."""
+
+    def __init__(self, policy: mappo.TeamPolicy, config: dict[str, Any], seed: int | None = None) -> None:
+        self.policy = policy
+        self.config = config
+        self.algo: str = config["algo"]
+        self.env_name: str = config["env_name"]
+        self.agents = policy.spec.agents
+        self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
+
+    def predict(self, observations: dict[str, Any], deterministic: bool = False) -> tuple[dict[str, int], None]:
+        """({agent: action}, None) for {agent: observation} (every agent's). `deterministic`: the
+        evaluator's actions (the most likely); else sampled, as the agents acted while training."""
+        missing = [agent for agent in self.agents if agent not in observations]
+        if missing:
+            raise ValueError(f"no observation for {', '.join(missing)}: a team of {self.env_name} needs every agent's "
+                             f"({', '.join(self.agents)})")
+        obs = [np.asarray(observations[agent], dtype=np.float32)[None] for agent in self.agents]
+        policies = self.policy.policies
+        actions = ([p.exploit(o) for p, o in zip(policies, obs, strict=True)] if deterministic
+                   else [p.sample(o, self.rng) for p, o in zip(policies, obs, strict=True)])
+        return {agent: int(a[0]) for agent, a in zip(self.agents, actions, strict=True)}, None
+
+    def make_env(self, render_mode: str | None = None) -> Any:
+        """A new copy of the scenario, as the evaluator plays it (a PettingZoo ParallelEnv)."""
+        return mappo.make(self.config, render_mode=render_mode)
+
+    def __repr__(self) -> str:
+        return f"SavedTeam(mappo on {self.env_name}, agents {', '.join(self.agents)})"
+
+
+def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy | SavedTeam:
     """The policy saved in `path`: a run's model.pt, with hyperparameters.json beside it, or the
     run's log folder holding both. `seed` seeds predict's exploration (deterministic=False)."""
     where = Path(path)
@@ -79,12 +112,16 @@ def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy:
     if config.get("algo") not in ALGORITHMS:
         raise ValueError(f"lfrl.load: {hyperparameters} is not an lfrl learner's (algo {config.get('algo')!r})")
     try:
-        policy = ALGORITHMS[config["algo"]][1](envs.describe(config["env_id"]), config)  # type: ignore[call-arg]
+        policy = ALGORITHMS[config["algo"]][1](describe(config), config)  # type: ignore[call-arg]
     except ModuleNotFoundError as exc:  # the run's own networks (--networks) or environment module
         raise ModuleNotFoundError(f"lfrl.load: the run's module {exc.name!r} is not importable here (the networks "
-                                  f"{config.get('networks')!r}, the environment {config['env_id']!r}): put its folder "
-                                  "on the Python path", name=exc.name) from None
+                                  f"{config.get('networks')!r}, the environment "
+                                  f"{config.get('env_id') or config.get('env_name')!r}): put its folder on the Python "
+                                  "path", name=exc.name) from None
     saved = torch.load(model, map_location="cpu", weights_only=True)
+    if isinstance(policy, mappo.TeamPolicy):
+        policy.load_saved(saved)
+        return SavedTeam(policy, config, seed)
     if policy.NETWORK not in saved:
         raise ValueError(f"lfrl.load: {model} has no {policy.NETWORK!r} network (it has {', '.join(saved)})")
     policy.load_saved(saved)

@@ -44,7 +44,7 @@ def run_config(config: dict[str, Any]) -> dict[str, Any]:
 
 def program_config(path: str, flag: str, diags: Diagnostics) -> dict[str, Any] | None:
     """The CONFIG of the learner program at `path` (`CONFIG = lfrl.seeds.run_config({...})` in a
-    preamble of its file, as `lfrl gen dqn|ddpg|td3|sac|ppo` writes it); None, with an error at its main
+    preamble of its file, as `lfrl gen dqn|ddpg|td3|sac|ppo|mappo` writes it); None, with an error at its main
     reactor naming `flag`, for a program that takes no seed from `lfrl run` (or that does not parse);
     {} for a file that cannot be read, which the run reports."""
     from lfpy.diagnostics import LfError
@@ -74,5 +74,5 @@ def program_config(path: str, flag: str, diags: Diagnostics) -> dict[str, Any] |
                         return config
     main = next((r.loc for r in model.reactors if r.main or r.federated), model.loc)
     diags.error(main, f"{flag}: {os.path.basename(path)} has no seed that lfrl run can set: it runs the learner "
-                      f"programs of `lfrl gen dqn|ddpg|td3|sac|ppo`, whose CONFIG goes through lfrl.seeds.run_config")
+                      f"programs of `lfrl gen dqn|ddpg|td3|sac|ppo|mappo`, whose CONFIG goes through lfrl.seeds.run_config")
     return None

@@ -208,7 +208,7 @@ def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress:
             for seed in chosen]
     stopped = run_all(runs, [sys.executable, "-m", "lfrl", "run", path, *options], jobs, progress)
     results = [result_of(run) for run in runs]
-    title = f"{str(config['algo']).upper()} on {config['env_id']}, {len(chosen)} seeds"
+    title = f"{str(config['algo']).upper()} on {config.get('env_id') or config['env_name']}, {len(chosen)} seeds"
     aggregate.write(folder, title, results)
     for result in results:
         where = f" ({shown(result.folder)})" if result.folder else ""

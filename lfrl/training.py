@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from lfrl import envs, seeds
-from lfrl.algorithms import make_learner
+from lfrl import seeds
+from lfrl.algorithms import describe, make_learner
 from lfrl.learner import Gradients, combine
 
 PRIORITY_EPS = 1e-6  # added to |TD error|, so that no transition's priority is 0
@@ -65,7 +65,7 @@ class Rounds:
         kept: a checkpoint resumes next to the program, wherever it has been moved."""
         self.config = config
         self.run = run
-        self.spec = envs.describe(config["env_id"])
+        self.spec = describe(config)
         self.learner = make_learner(config, self.spec, seeds.derive(config["seed"], seeds.LEARNER))
         if config.get("load"):
             self.learner.load_saved(torch.load(os.path.join(folder, config["load"]), weights_only=True))
@@ -191,12 +191,8 @@ class Training(Rounds):
 
 
 class OnPolicy(Rounds):
-    """PPO's rounds: every actor steps its `envs_per_actor` environments `n_steps` times, then the
-    learner trains on all of it (lfrl.ppo)."""
-
-    def __init__(self, config: dict[str, Any], folder: str, run: str) -> None:
-        super().__init__(config, folder, run)
-        self.round_steps = int(config["actors"]) * int(config["envs_per_actor"]) * int(config["n_steps"])
+    """PPO's and MAPPO's rounds: every actor (PPO's, or MAPPO's team) steps its environments
+    `n_steps` times, then the learner trains on all of it (lfrl.ppo, lfrl.mappo)."""
 
     def policy(self) -> tuple:
         """(weights with the observation statistics, environment steps so far)."""
@@ -204,8 +200,8 @@ class OnPolicy(Rounds):
 
     def update(self, rollouts: list[Any]) -> RoundEnd:
         """The round's update on the actors' rollouts (in actor order)."""
-        from lfrl.ppo import join
-
+        rollout = self.learner.join(rollouts)  # type: ignore[attr-defined]
+        self.round_steps = rollout.env_steps
         self.env_steps += self.round_steps
-        losses = self.learner.train(join(rollouts), max(1.0 - self.env_steps / self.total, 0.0))  # type: ignore[attr-defined]
+        losses = self.learner.train(rollout, max(1.0 - self.env_steps / self.total, 0.0))  # type: ignore[attr-defined]
         return self.round_end({"env_steps": self.env_steps, "updates": self.learner.updates, "losses": losses})

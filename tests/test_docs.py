@@ -51,3 +51,16 @@ def test_the_ppo_run_that_docs_ppo_quotes_reaches_cartpoles_threshold(tmp_path: 
     evaluation above 475 within its 100,000 steps."""
     printed = check_quoted_run(tmp_path, "ppo.md", "ppo")
     assert float(printed[-2].split()[3]) >= 475
+
+
+@pytest.mark.slow
+def test_the_mappo_run_that_docs_mappo_quotes_beats_the_random_policy_by_30_percent(tmp_path: Path) -> None:
+    """docs/mappo.md's run of the defaults (simple_spread_v3, 3 agents, 160,000 environment steps:
+    480,000 agent steps) ends with an evaluation whose mean team return is at least 30% better than
+    uniformly random actions' (returns are negative: at most 70% of theirs in size)."""
+    from tests.test_mappo import random_team_return
+
+    printed = check_quoted_run(tmp_path, "mappo.md", "mappo")
+    random = random_team_return(200)
+    assert -90 < random < -70
+    assert float(printed[-2].split()[3]) >= 0.7 * random

@@ -23,11 +23,11 @@ def tree(folder: Path) -> dict[str, str]:
             and "src-gen" not in p.parts}
 
 
-LEARNERS = ("sac", "ppo")  # templates whose projects get a short training run, tests/Quick.lf
+LEARNERS = ("sac", "ppo", "mappo")  # templates whose projects get a short training run, tests/Quick.lf
 
 
 @pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent", "sac",
-                                     pytest.param("ppo", marks=pytest.mark.slow)])
+                                     pytest.param("ppo", marks=pytest.mark.slow), pytest.param("mappo", marks=pytest.mark.slow)])
 def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", f"Demo {program}",
                 "--template", program, "-o", str(tmp_path)], ROOT)

@@ -209,7 +209,7 @@ def test_a_program_without_a_seed_parameter_is_refused_before_anything_runs(
     err = capsys.readouterr().err.splitlines()
     line = next(n for n, text in enumerate(program.read_text().splitlines(), 1) if text.startswith("main reactor"))
     assert err[0] == (f"{program}:{line}:1: error: {flag}: sampling.lf has no seed that lfrl run can set: it runs "
-                      f"the learner programs of `lfrl gen dqn|ddpg|td3|sac|ppo`, whose CONFIG goes through "
+                      f"the learner programs of `lfrl gen dqn|ddpg|td3|sac|ppo|mappo`, whose CONFIG goes through "
                       f"lfrl.seeds.run_config")
     assert err[1].startswith("main reactor") and err[2].strip() == "^"
     assert sorted(os.listdir(tmp_path)) == ["lib", "sampling.lf"]  # no results folder, nothing run

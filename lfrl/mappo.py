@@ -1,0 +1,344 @@
+"""MAPPO (Yu et al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games"):
+PPO for a team of agents in one of mpe2's cooperative scenarios (PettingZoo's parallel API), run as
+lfrl runs PPO, with one reaction per agent for acting.
+
+A round: the environment reactor (`Team`) steps `envs` copies of the scenario `n_steps` times. At
+each step every agent's reaction (`AgentActor`) chooses that agent's actions in every copy: one
+batched inference of its policy, a sample drawn from the agent's own generator. When the round is
+done the team sends one `lfrl.ppo.Rollout` per agent ([T, envs], a `TeamRollout`). The learner
+(`MAPPO`) trains each policy with lfrl.ppo.PPO: one policy shared by all agents (`share_policy`: the
+agents' lanes side by side, as more environments would be; the agents must observe and act alike),
+or one per agent. With `critic` central the value network reads what every agent sees (the
+observations of all agents, in agent order, and a one-hot of the agent's index) while each policy
+acts on its agent's own observation; with `critic` local, PPO's own critic on the agent's
+observation (independent PPO).
+
+A step counts once per environment copy, whatever the number of agents (as MAPPO's own code counts
+`num_env_steps`): `total_steps` 160,000 with 3 agents is 480,000 agent steps. An episode's return is
+the team's: the sum of every agent's rewards.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from lfrl import seeds
+from lfrl.envs import EnvSpec
+from lfrl.ppo import PPO, Policy, Rollout, join
+
+# mpe2's cooperative scenarios (every agent is rewarded for the team's success).
+SCENARIOS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4", "simple_formation_v1",
+             "simple_line_v1")
+
+
+@dataclass(frozen=True)
+class TeamSpec:
+    """A scenario's agents (in PettingZoo's order) and each agent's spaces."""
+
+    env_name: str
+    agents: tuple[str, ...]
+    specs: tuple[EnvSpec, ...]
+
+    @property
+    def alike(self) -> bool:
+        """Whether every agent observes and acts alike (a policy can be shared)."""
+        return len(set(self.specs)) == 1
+
+    @property
+    def critic_inputs(self) -> int:
+        """The size of a centralised critic's inputs: every agent's observation, and a one-hot of the agent."""
+        return sum(s.obs_shape[0] for s in self.specs) + len(self.agents)
+
+
+def scenario_kwargs(config: dict[str, Any]) -> dict[str, Any]:
+    """The scenario's arguments: `agents` (its N) where it takes a number of agents, `max_cycles`, and
+    discrete actions."""
+    module = importlib.import_module(f"mpe2.{config['env_name']}")
+    kwargs: dict[str, Any] = {"max_cycles": int(config["max_cycles"]), "continuous_actions": False}
+    if "N" in inspect.signature(module.raw_env).parameters:
+        kwargs["N"] = int(config["agents"])
+    return kwargs
+
+
+# mpe2 builds each copy's pygame font (freetype) as it makes it, which crashes the process when two
+# threads (reactors running side by side) do it at once; and its `close` quits pygame for the whole
+# process, under the other copies' feet. Copies are therefore made one at a time and never closed:
+# they hold memory only (the garbage collector frees it), as they are not drawn on a screen.
+_MAKING = threading.Lock()
+
+
+def make(config: dict[str, Any], render_mode: str | None = None) -> Any:
+    """A new copy of the scenario (a PettingZoo ParallelEnv); not to be closed (see _MAKING)."""
+    module = importlib.import_module(f"mpe2.{config['env_name']}")
+    with _MAKING:
+        return module.parallel_env(**scenario_kwargs(config), render_mode=render_mode)
+
+
+_INNER = ("aec_env", "env")  # the attribute by which each of PettingZoo's wrappers holds the next
+_DRAWING = ("game_font", "screen", "viewer")  # pygame's objects, made again with the copy
+
+
+def _layers(env: Any) -> list[Any]:
+    """The copy's wrappers, outermost first, then the scenario itself."""
+    layers = [env]
+    while (inner := next((vars(layers[-1])[k] for k in _INNER if k in vars(layers[-1])), None)) is not None:
+        layers.append(inner)
+    return layers
+
+
+def snapshot(env: Any) -> list[dict[str, Any]]:
+    """Everything a copy's state is, for a checkpoint: each layer's attributes but the next layer and
+    pygame's drawing objects. (Pickling a copy itself would make a new one from its arguments, as
+    gymnasium's EzPickle does, losing where its episode is.)"""
+    return [{k: v for k, v in vars(layer).items() if k not in _INNER and k not in _DRAWING} for layer in _layers(env)]
+
+
+def restored(config: dict[str, Any], state: list[dict[str, Any]]) -> Any:
+    """A copy in the state `snapshot` saved."""
+    env = make(config)
+    env.reset(seed=0)
+    for layer, saved in zip(_layers(env), state, strict=True):
+        vars(layer).update(saved)
+    return env
+
+
+def describe(config: dict[str, Any]) -> TeamSpec:
+    """The team of `config`'s scenario. Raises ValueError for a scenario that is not one of
+    SCENARIOS or that mpe2 lacks."""
+    return _describe(str(config["env_name"]), int(config["agents"]), int(config["max_cycles"]))
+
+
+@functools.cache
+def _describe(name: str, agents: int, max_cycles: int) -> TeamSpec:
+    if name not in SCENARIOS:
+        raise ValueError(f"{name!r} is not one of mpe2's cooperative scenarios: {', '.join(SCENARIOS)}")
+    try:
+        env = make({"env_name": name, "agents": agents, "max_cycles": max_cycles})
+    except ImportError as exc:
+        raise ValueError(f"cannot import mpe2.{name} ({exc}); pip install mpe2") from None
+    env.reset(seed=0)
+    specs = tuple(EnvSpec(name, tuple(env.observation_space(agent).shape), "float32",
+                          n_actions=int(env.action_space(agent).n)) for agent in env.agents)
+    return TeamSpec(name, tuple(env.agents), specs)
+
+
+def policy_of(config: dict[str, Any], agent: int) -> int:
+    """The index of the policy agent `agent` acts with."""
+    return 0 if config["share_policy"] else agent
+
+
+def critic_inputs(obs: list[np.ndarray], agent: int) -> np.ndarray:
+    """A centralised critic's inputs for agent `agent`: every agent's observations ([..., d_a], in
+    agent order) side by side, then a one-hot of `agent`."""
+    one_hot = np.zeros((*obs[0].shape[:-1], len(obs)), dtype=np.float32)
+    one_hot[..., agent] = 1.0
+    return np.concatenate([*obs, one_hot], axis=-1).astype(np.float32)
+
+
+@dataclass
+class TeamRollout:
+    """What the team saw in a round: one rollout per agent, in agent order (lfrl.ppo.Rollout)."""
+
+    agents: list[Rollout]
+
+    @property
+    def env_steps(self) -> int:
+        return self.agents[0].env_steps
+
+
+class Team:
+    """The environment reactor's side of a run: `envs` copies of the scenario, stepped together; each
+    copy's first episode seeded from the run's seed and the copy's index."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.spec = describe(config)
+        self.central = config["critic"] == "central"
+        self.n_steps = int(config["n_steps"])
+        self.envs = [make(config) for _ in range(int(config["envs"]))]
+        first = [env.reset(seed=seeds.derive(config["seed"], seeds.ACTOR, 2 * e))[0] for e, env in enumerate(self.envs)]
+        self.obs = self._by_agent(first)
+        self.returns = np.zeros(len(self.envs))
+        self.lengths = np.zeros(len(self.envs), dtype=np.int64)
+        self.env_steps = 0
+        self.t = 0
+
+    def _by_agent(self, per_env: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+        """Observations by environment copy (PettingZoo's dicts) as one array per agent [E, d]."""
+        return [np.stack([o[agent] for o in per_env]).astype(np.float32) for agent in self.spec.agents]
+
+    def begin(self, env_steps: int) -> list[np.ndarray]:
+        """A new round, the run's `env_steps` before it; returns each agent's observations."""
+        self.env_steps, self.t = env_steps, 0
+        T, E = self.n_steps, len(self.envs)
+        self.rec_obs = [np.empty((T, *o.shape), dtype=np.float32) for o in self.obs]
+        self.rec_actions = [np.empty((T, E), dtype=np.int64) for _ in self.obs]
+        self.rec_rewards = [np.empty((T, E), dtype=np.float32) for _ in self.obs]
+        self.rec_dones = np.zeros((T, E), dtype=bool)
+        self.truncated: list[tuple[int, int]] = []
+        self.final: list[list[np.ndarray]] = []  # by truncated episode: each agent's final observation
+        return self.obs
+
+    def step(self, actions: list[np.ndarray]) -> list[tuple[float, int, int]]:
+        """Every copy one step with each agent's actions ([E] each, in agent order); returns the
+        episodes that ended: (the team's return, length, the run's environment steps then)."""
+        t, agents = self.t, self.spec.agents
+        ended, following = [], []
+        for a, obs in enumerate(self.obs):
+            self.rec_obs[a][t] = obs
+            self.rec_actions[a][t] = actions[a]
+        for e, env in enumerate(self.envs):
+            obs, rewards, terminated, truncated, _ = env.step({agent: int(actions[a][e]) for a, agent in enumerate(agents)})
+            for a, agent in enumerate(agents):
+                self.rec_rewards[a][t, e] = rewards[agent]
+            self.returns[e] += sum(float(rewards[agent]) for agent in agents)
+            self.lengths[e] += 1
+            if any(terminated.values()) or any(truncated.values()) or not env.agents:
+                self.rec_dones[t, e] = True
+                if not any(terminated.values()):  # a time limit: the learner bootstraps from here
+                    self.truncated.append((t, e))
+                    self.final.append([np.asarray(obs[agent], dtype=np.float32) for agent in agents])
+                ended.append((float(self.returns[e]), int(self.lengths[e]), self.env_steps + (t + 1) * len(self.envs)))
+                self.returns[e], self.lengths[e] = 0.0, 0
+                obs, _ = env.reset()
+            following.append(obs)
+        self.obs = self._by_agent(following)
+        self.t += 1
+        return ended
+
+    @property
+    def round_done(self) -> bool:
+        return self.t >= self.n_steps
+
+    def rollout(self) -> TeamRollout:
+        """The round's rollout, one per agent (with the centralised critic's inputs where it has one)."""
+        truncated = np.asarray(self.truncated, dtype=np.int64).reshape(-1, 2)
+        final = [np.stack([f[a] for f in self.final]) if self.final else np.empty((0, *o.shape[1:]), np.float32)
+                 for a, o in enumerate(self.obs)]
+        rollouts = []
+        for a in range(len(self.obs)):
+            critic = ((critic_inputs(self.rec_obs, a), critic_inputs(final, a), critic_inputs(self.obs, a))
+                      if self.central else (None, None, None))
+            rollouts.append(Rollout(self.rec_obs[a], self.rec_actions[a], self.rec_rewards[a], self.rec_dones.copy(),
+                                    truncated, final[a], self.obs[a].copy(), *critic))
+        return TeamRollout(rollouts)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**vars(self), "envs": [snapshot(env) for env in self.envs]}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update({**state, "envs": [restored(state["config"], env) for env in state["envs"]]})
+
+    def close(self) -> None:
+        self.envs = []  # dropped, not closed (see _MAKING)
+
+
+class AgentActor:
+    """An agent's reaction's side: its policy (the shared one, or its own), loaded from the weights
+    the learner sends, and its own random generator for the actions it samples."""
+
+    def __init__(self, config: dict[str, Any], agent: int) -> None:
+        team = describe(config)
+        self.policy_index = policy_of(config, agent)
+        value_inputs = team.critic_inputs if config["critic"] == "central" else 0
+        self.policy = Policy(team.specs[agent], config, value_inputs)
+        self.rng = np.random.default_rng(seeds.derive(config["seed"], seeds.ACTOR, 2 * agent + 1))
+
+    def load(self, weights: tuple[Any, ...]) -> None:
+        """The learner's weights (MAPPO.policy_weights): this agent's policy's."""
+        self.policy.load(weights[self.policy_index])
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        """Actions sampled for a batch of this agent's observations [E, d]."""
+        return self.policy.sample(obs, self.rng)
+
+
+class MAPPO:
+    """The learner: one lfrl.ppo.PPO per policy (one shared, or one per agent), each with its own
+    generator and optimiser. It has what lfrl.training.Rounds asks of a learner."""
+
+    LOSSES = PPO.LOSSES
+    BUILDERS = PPO.BUILDERS
+
+    def __init__(self, team: TeamSpec, config: dict[str, Any], seed: int) -> None:
+        if config["share_policy"] and not team.alike:
+            raise ValueError(f"the agents of {team.env_name} observe or act differently: they cannot share a "
+                             "policy (share_policy no)")
+        self.team, self.config = team, config
+        self.members = [list(range(len(team.agents)))] if config["share_policy"] else [[a] for a in range(len(team.agents))]
+        value_inputs = team.critic_inputs if config["critic"] == "central" else 0
+        self.learners = [PPO(team.specs[m[0]], config, seeds.derive(seed, seeds.LEARNER, i), value_inputs)
+                         for i, m in enumerate(self.members)]
+
+    @property
+    def updates(self) -> int:
+        return sum(learner.updates for learner in self.learners)
+
+    def policy_weights(self) -> tuple[tuple[Any, ...], ...]:
+        """Each policy's weights (lfrl.ppo.PPO.policy_weights), in policy order."""
+        return tuple(learner.policy_weights() for learner in self.learners)
+
+    def _prefix(self, i: int) -> str:
+        return "" if self.config["share_policy"] else f"{self.team.agents[i]}/"
+
+    def named_networks(self) -> dict[str, torch.nn.Module]:
+        """PPO's networks by name; with a policy per agent, each prefixed with its agent's name."""
+        return {self._prefix(i) + name: net for i, learner in enumerate(self.learners)
+                for name, net in learner.named_networks().items()}
+
+    def state_for_saving(self) -> dict[str, Any]:
+        return {self._prefix(i) + name: state for i, learner in enumerate(self.learners)
+                for name, state in learner.state_for_saving().items()}
+
+    def load_saved(self, saved: dict[str, Any]) -> None:
+        for i, learner in enumerate(self.learners):
+            prefix = self._prefix(i)
+            learner.load_saved({k[len(prefix):]: v for k, v in saved.items() if k.startswith(prefix)})
+
+    def checksum(self) -> float:
+        return sum(learner.checksum() for learner in self.learners)
+
+    @staticmethod
+    def join(rollouts: list[TeamRollout]) -> TeamRollout:
+        """The teams' rollouts as one, each agent's environments side by side in team order."""
+        return TeamRollout([join([r.agents[a] for r in rollouts]) for a in range(len(rollouts[0].agents))])
+
+    def train(self, rollout: TeamRollout, progress_remaining: float) -> dict[str, float]:
+        """Each policy's update on its agents' rollouts (a shared policy's: all agents' lanes, in agent
+        order); the losses are the policies' means."""
+        losses = [learner.train(join([rollout.agents[a] for a in members]), progress_remaining)
+                  for learner, members in zip(self.learners, self.members, strict=True)]
+        return {k: float(np.mean([found[k] for found in losses])) for k in losses[0]}
+
+
+class TeamPolicy:
+    """How the team acts when evaluated: every agent's policy's mode (the most likely action)."""
+
+    NETWORK = "actor_critic"
+
+    def __init__(self, team: TeamSpec, config: dict[str, Any]) -> None:
+        self.spec, self.config = team, config
+        value_inputs = team.critic_inputs if config["critic"] == "central" else 0
+        self.policies = [Policy(spec, config, value_inputs) for spec in team.specs]
+
+    def load(self, weights: tuple[tuple[Any, ...], ...]) -> None:
+        for a, policy in enumerate(self.policies):
+            policy.load(weights[policy_of(self.config, a)])
+
+    def load_saved(self, saved: dict[str, Any]) -> None:
+        """What a run saved (MAPPO.state_for_saving)."""
+        for a, policy in enumerate(self.policies):
+            prefix = "" if self.config["share_policy"] else f"{self.spec.agents[a]}/"
+            policy.load_saved({k[len(prefix):]: v for k, v in saved.items() if k.startswith(prefix)})
+
+    def exploit(self, obs: list[np.ndarray]) -> list[np.ndarray]:
+        """Each agent's deterministic actions for a batch of its observations (in agent order)."""
+        return [policy.exploit(o) for policy, o in zip(self.policies, obs, strict=True)]

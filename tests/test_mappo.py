@@ -1,0 +1,174 @@
+"""MAPPO (lfrl gen mappo): the centralised critic's inputs, the team's rollouts, runs at small sizes
+(what they print and write), the same weights for 1 and 2 runtime threads, with every agent in a
+process of its own and after resume, a saved team replaying its evaluation, and the refusals before
+rendering. simple_spread's defaults beating the random policy by 30% within 500,000 agent steps:
+tests/test_docs.py (slow), on the run docs/mappo.md quotes."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import lfrl
+from generator.catalog import TemplateError, resolve
+from lfrl import mappo, seeds
+from tests.test_learners_run import generate, last_lines, run, run_and_kill_at, run_folder
+
+SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": "16,16", "total_steps": 400,
+         "envs": 2, "n_steps": 50, "batch_size": 100, "eval_every": 200}
+
+
+def config(**values: object) -> dict:
+    return resolve("mappo", {**SMALL, **values})["config"]  # type: ignore[return-value]
+
+
+def test_the_central_critic_sees_every_agent_and_knows_which_it_judges() -> None:
+    obs = [np.full((2, 3), 1.0), np.full((2, 2), 2.0), np.full((2, 3), 3.0)]
+    inputs = mappo.critic_inputs(obs, 1)
+    assert inputs.shape == (2, 3 + 2 + 3 + 3) and inputs.dtype == np.float32
+    assert inputs[0].tolist() == [1, 1, 1, 2, 2, 3, 3, 3, 0, 1, 0]
+
+
+def test_a_round_of_the_team_holds_every_agents_steps_and_the_truncated_episodes() -> None:
+    """simple_spread's episodes end by its time limit (max_cycles) in every copy at once: each end is
+    a truncation the learner bootstraps from, with every agent's final observation."""
+    team = mappo.Team(config(envs=2, n_steps=7, max_cycles=3, batch_size=42))
+    first = team.begin(0)
+    assert len(first) == 3 and first[0].shape == (2, 18)
+    ended = []
+    while not team.round_done:
+        ended += team.step([np.array([1, 2]), np.array([0, 0]), np.array([4, 3])])
+    assert [(length, step) for _, length, step in ended] == [(3, 6), (3, 6), (3, 12), (3, 12)]
+    rollout = team.rollout()
+    assert rollout.env_steps == 14
+    agent = rollout.agents[2]
+    assert agent.obs.shape == (7, 2, 18) and agent.actions[:, 1].tolist() == [3] * 7
+    assert agent.dones[:, 0].tolist() == [False, False, True, False, False, True, False]
+    assert agent.truncated.tolist() == [[2, 0], [2, 1], [5, 0], [5, 1]]
+    assert agent.critic_obs.shape == (7, 2, 3 * 18 + 3) and agent.critic_obs[0, 0, -3:].tolist() == [0, 0, 1]
+    assert np.array_equal(agent.critic_obs[:, :, 36:54], agent.obs)  # its own observation, third
+    assert agent.final_critic_obs.shape == (4, 57) and agent.last_critic_obs.shape == (2, 57)
+    # the team's return: every agent's rewards added
+    total = sum(float(r.rewards[:3, 0].sum()) for r in rollout.agents)
+    assert ended[0][0] == pytest.approx(total, rel=1e-6)
+    team.close()
+
+
+def test_a_mappo_run_prints_its_results_and_writes_what_users_read(tmp_path: Path) -> None:
+    program = generate(tmp_path, "mappo", **SMALL)
+    text = program.read_text()
+    assert "agents = new[3] MAPPOAgent(" in text and "MAPPOTeam(config = {= CONFIG =}, agents = 3)" in text
+    lines = run(program)
+    last_lines(lines)
+    logdir = run_folder(program)
+    assert lines[1] == "stopped at step 400: the budget of 400 environment steps is spent"
+    # 4 rounds of 100 environment steps; a shared policy learns from 300 agent steps a round: 2 epochs of 3
+    assert re.fullmatch(r"400 environment steps and 24 updates in [\d.]+ s \(\d+ steps/s, \d+ updates/s\)", lines[2])
+    assert lines[3].startswith("16 episodes, mean return of the last 16: ")  # 2 copies x 400 steps / 25 steps
+    training = (logdir / "training.csv").read_text().splitlines()
+    assert [row.split(",")[:2] for row in training[1:]] == [["100", "6"], ["200", "12"], ["300", "18"], ["400", "24"]]
+    assert [int(row.split(",")[0]) for row in (logdir / "evaluations.csv").read_text().splitlines()[1:]] == [200, 400]
+    saved = torch.load(logdir / "model.pt", weights_only=True)
+    assert set(saved) == {"actor_critic", "obs_norm", "ret_norm"}
+    assert tuple(saved["actor_critic"]["vf.w0"].shape) == (16, 57)  # the centralised critic's inputs
+    checksum = sum(float(v.double().sum()) for v in saved["actor_critic"].values())
+    assert lines[-1] == f"weights checksum {checksum:.9f}"
+
+
+def test_the_weights_do_not_depend_on_threads_or_processes(tmp_path: Path) -> None:
+    """A policy per agent: the same results with 1 and 2 runtime threads, and with every agent
+    choosing its actions in a process of its own."""
+    values = {**SMALL, "share_policy": False}
+    program = generate(tmp_path, "mappo", name="one", **values)
+    one, two = run(program, "--workers", "1"), run(program, "--workers", "2")
+    assert last_lines(one) == last_lines(two)
+    assert one[3] == two[3]  # episodes and their returns (the line before holds timings)
+    separate = generate(tmp_path, "mappo", name="processes", **values, processes=True)
+    assert "\nfederated reactor {\n  core = new Core()\n  agents = new[3] MAPPOAgent(" in separate.read_text()
+    assert last_lines(run(separate)) == last_lines(one)
+    saved = torch.load(run_folder(program) / "model.pt", weights_only=True)
+    assert sorted(saved) == sorted(f"agent_{a}/{net}" for a in range(3) for net in ("actor_critic", "obs_norm", "ret_norm"))
+    assert saved["agent_0/actor_critic"]["pi.w0"].ne(saved["agent_1/actor_critic"]["pi.w0"]).any()
+
+
+def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path) -> None:
+    values = {**SMALL, "total_steps": 800, "checkpoint_every": 200, "critic": "local"}
+    whole = last_lines(run(generate(tmp_path, "mappo", name="whole", **values)))
+    program = generate(tmp_path, "mappo", name="killed", **values)
+    first = run_folder(program) / "checkpoints" / "step-000000200.ckpt"
+    run_and_kill_at(program, first)
+    assert last_lines(run(program, "--resume", str(first))) == whole
+    for name in ("episodes", "evaluations"):
+        rows = [[row.rsplit(",", 1)[0] for row in (folder / f"{name}.csv").read_text().splitlines()]
+                for folder in (run_folder(program), run_folder(tmp_path / "whole" / "mappo.lf"))]
+        assert rows[0] == rows[1]
+
+
+def test_a_loaded_team_plays_the_evaluation_episodes_as_the_run_did(tmp_path: Path) -> None:
+    """A policy per agent (each agent's weights under its name in model.pt)."""
+    program = generate(tmp_path, "mappo", **SMALL, share_policy=False)
+    printed = last_lines(run(program))[0]
+    team = lfrl.load(run_folder(program), seed=0)
+    assert isinstance(team, lfrl.saved.SavedTeam) and team.agents == ("agent_0", "agent_1", "agent_2")
+    returns = []
+    for i in range(SMALL["eval_episodes"]):
+        env = team.make_env()
+        obs, _ = env.reset(seed=seeds.derive(0, seeds.EVALUATOR, i))
+        total = 0.0
+        while env.agents:
+            obs, rewards, _, _, _ = env.step(team.predict(obs, deterministic=True)[0])
+            total += sum(rewards.values())
+        returns.append(total)
+    assert f"eval mean return {np.mean(returns):.2f} over {len(returns)} episodes" == printed
+    start = env.reset(seed=1)[0]
+    sampled = [team.predict(start)[0]["agent_0"] for _ in range(40)]
+    assert len(set(sampled)) > 1  # a policy this little trained samples more than one action
+    with pytest.raises(ValueError, match="no observation for agent_2"):
+        team.predict({"agent_0": start["agent_0"], "agent_1": start["agent_1"]})
+
+
+@pytest.mark.parametrize("values,message", [
+    ({"env_name": "simple_speaker_listener_v4"}, "--share-policy: the agents of simple_speaker_listener_v4 (speaker_0, "
+                                                 "listener_0) observe or act differently"),
+    ({"batch_size": 1000}, "--batch-size 1000 is more than the 300 agent steps a policy learns from in a round "
+                           "(--envs x --n-steps x agents)"),
+    ({"batch_size": 150, "share_policy": False}, "--batch-size 150 is more than the 100 agent steps"),
+    ({"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
+    ({"agents_at": "a"}, "--agents-at places federates on a cluster: it needs --processes yes"),
+    ({"agents_at": "a,b", "processes": True}, "--agents-at names 2 nodes for 3 agent(s)"),
+])
+def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, values: dict, message: str) -> None:
+    with pytest.raises(TemplateError) as refused:
+        generate(tmp_path, "mappo", **{**SMALL, **values})
+    assert str(refused.value).startswith(message)
+    assert not (tmp_path / "prog").exists()
+
+
+def test_a_team_of_agents_that_differ_learns_with_a_policy_each(tmp_path: Path) -> None:
+    program = generate(tmp_path, "mappo", **{**SMALL, "env_name": "simple_speaker_listener_v4", "share_policy": False})
+    assert "agents = new[2] MAPPOAgent(" in program.read_text()
+    lines = run(program)
+    assert lines[1] == "stopped at step 400: the budget of 400 environment steps is spent"
+    saved = torch.load(run_folder(program) / "model.pt", weights_only=True)
+    # the speaker observes 3 values and says one of 3 words; the listener observes 11 and moves 5 ways
+    assert tuple(saved["speaker_0/actor_critic"]["pi.w0"].shape) == (16, 3)
+    assert tuple(saved["listener_0/actor_critic"]["pi.w2"].shape) == (5, 16)
+    assert tuple(saved["listener_0/actor_critic"]["vf.w0"].shape) == (16, 3 + 11 + 2)
+
+
+def random_team_return(episodes: int) -> float:
+    """The mean team return of uniformly random actions on simple_spread's evaluation episodes (with
+    the defaults' seed, 0)."""
+    env = mappo.make(config())
+    rng = np.random.default_rng(0)
+    returns = []
+    for i in range(episodes):
+        env.reset(seed=seeds.derive(0, seeds.EVALUATOR, i))
+        total = 0.0
+        while env.agents:
+            _, rewards, _, _, _ = env.step({agent: int(rng.integers(5)) for agent in env.agents})
+            total += sum(rewards.values())
+        returns.append(total)
+    return float(np.mean(returns))
