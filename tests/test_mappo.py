@@ -146,6 +146,7 @@ def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, va
     assert not (tmp_path / "prog").exists()
 
 
+@pytest.mark.slow
 def test_a_team_of_agents_that_differ_learns_with_a_policy_each(tmp_path: Path) -> None:
     program = generate(tmp_path, "mappo", **{**SMALL, "env_name": "simple_speaker_listener_v4", "share_policy": False})
     assert "agents = new[2] MAPPOAgent(" in program.read_text()
