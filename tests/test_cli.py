@@ -188,7 +188,7 @@ def test_gen_help_shows_its_usage_and_the_templates() -> None:
     assert "templates (lfrl gen TEMPLATE --help shows one's parameters):" in lines
     assert [line.split()[0] for line in lines[lines.index("templates (lfrl gen TEMPLATE --help shows one's "
                                                           "parameters):") + 1:]] == \
-        ["sampling", "qlearning", "multiagent", "dqn", "ddpg", "td3", "sac", "ppo"]
+        ["sampling", "qlearning", "multiagent", "dqn", "ddpg", "td3", "sac", "ppo", "mappo"]
     result = run_lfrl("gen", "sac", "--help")
     assert result.returncode == 0 and result.stdout.startswith("usage: lfrl gen sac [-h] -o OUTPUT")
     assert ("--ent-coef TEXT entropy coefficient alpha: auto (tuned, starting at 1), auto_X (tuned, starting at X) "

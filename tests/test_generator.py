@@ -76,7 +76,7 @@ def test_stable_baselines3_spellings_are_accepted(template: str, flag: str, text
 
 
 def test_unknown_template() -> None:
-    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling, qlearning, multiagent, dqn, ddpg, td3, sac, ppo$"):
+    with pytest.raises(TemplateError, match=r"^unknown template 'nope'; choose one of: sampling, qlearning, multiagent, dqn, ddpg, td3, sac, ppo, mappo$"):
         render("nope")
 
 

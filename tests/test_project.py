@@ -133,14 +133,14 @@ def test_interactive_new_checks_each_answer_when_it_is_given(tmp_path: Path) -> 
     result = new(tmp_path, answers=answers)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ("project name [My RL Project]: project name [My RL Project]: "
-                             "template (sampling, qlearning, multiagent, dqn, ddpg, td3, sac, ppo) [sampling]: "
-                             "template (sampling, qlearning, multiagent, dqn, ddpg, td3, sac, ppo) [sampling]: "
+                             "template (sampling, qlearning, multiagent, dqn, ddpg, td3, sac, ppo, mappo) [sampling]: "
+                             "template (sampling, qlearning, multiagent, dqn, ddpg, td3, sac, ppo, mappo) [sampling]: "
                              "agents [2]: agents [2]: "
                              f"seed [0]: seed [0]: created {tmp_path / 'my_agents'}\n")
     assert result.stderr.splitlines() == [
         "lfrl new: error: --project-name '!!!' has no letter or digit to name the project's folder with",
         "lfrl new: error: unknown template 'nope'; choose one of: sampling, qlearning, multiagent, dqn, ddpg, td3, "
-        "sac, ppo",
+        "sac, ppo, mappo",
         "lfrl new: error: --workers must be at least 1, got 0",
         "lfrl new: error: --seed: expected a whole number, got 'x'"]
     assert "new[3] AgentPolicy" in (tmp_path / "my_agents" / "src" / "Main.lf").read_text()
