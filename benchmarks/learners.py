@@ -1,25 +1,42 @@
-"""The learners: wall-clock time to a known return, and DQN's training throughput on Pong, lfrl
-against Stable-Baselines3, side by side.
+"""The learners: wall-clock time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX
+port), and DQN's training throughput on Pong, lfrl against SB3, side by side.
 
-  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo] [--seeds 5] [--pong-steps 20000] [--quick]
+  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo] [--seeds 5] [--sides lfrl,sb3,sbx]
+                                          [--pong-steps 20000] [--quick]
 
 For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
-defaults (`lfrl gen ALGO --help`), given to SB3 as the same values; the same seeds. Thresholds as in
-Tianshou's benchmarks: CartPole-v1 475 (dqn, within 50,000 environment steps; ppo, within
-100,000), Pendulum-v1 -200 (ddpg, td3, sac, within 20,000). PPO's SB3 side steps SB3's own vectorised
-environments (make_vec_env, actors x envs-per-actor of them). Every `eval_every` steps each side plays `eval_episodes`
-deterministic episodes on an environment of its own, and stops at the first evaluation that reaches
-the threshold. SB3's DQN has no double Q-learning, so lfrl's DQN runs with `--double no` here.
+defaults (`lfrl gen ALGO --help`), given to SB3 and SBX as the same values; the same seeds. One script
+(PEER_RUN) runs both peers, the library its argument: SBX's classes take SB3's arguments and run on
+SB3's environments, buffers and callbacks. Thresholds as in Tianshou's benchmarks: CartPole-v1 475
+(dqn, within 50,000 environment steps; ppo, within 100,000), Pendulum-v1 -200 (ddpg, td3, sac,
+within 20,000). PPO's peers step SB3's own vectorised environments (make_vec_env, actors x
+envs-per-actor of them). Every `eval_every` steps each side plays `eval_episodes` deterministic
+episodes on an environment of its own, and stops at the first evaluation that reaches the threshold.
+SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double no` here.
+
+What SBX (sbx-rl 0.28) does not take as SB3 does, said again under the table (SBX_DIFFERENCES):
+- dqn: no `max_grad_norm`: SBX's DQN does not clip its gradients (lfrl and SB3 clip their norm at
+  10); its Q-network has two hidden layers of `net_arch[0]` units (the same as [64, 64]);
+- ppo: `ortho_init=True` (SB3's default, lfrl's initialisation) initialises only the policy's last
+  layer orthogonally in SBX; its other layers keep flax's default initialisation;
+- ddpg, td3, sac: SBX's critic has a learning rate of its own (`qf_learning_rate`; DDPG's default
+  1e-3), given `learning_rate` as SB3's critic has it;
+- every network starts from its library's own default initialisation (flax's, torch's).
 
 Time to threshold, two ways:
 - process: seconds from starting the command to its end (interpreter, imports, lfrl's compile,
   set-up, training, evaluations; lfrl also writes its learning curve and weights): what a user waits;
 - training: seconds from the start of training to the end of the evaluation that reached the
-  threshold, as each side measures it.
-A run that never reaches the threshold counts as its whole run, and is marked. Both sides of a seed
-run back to back (this machine's speed drifts). SB3 uses torch's default threads (what its users
-get), lfrl its template default (one). Writes results/learners.md (medians, min-max, ratios),
-results/learners.csv (every run, every evaluation) and results/learners.png (learning curves).
+  threshold, as each side measures it (SBX's includes JAX's compilation of its updates).
+A run that never reaches the threshold counts as its whole run, and is marked. The sides of a seed
+run back to back, in the order lfrl, SB3, SBX (this machine's speed drifts); `--sides lfrl,sb3`
+leaves SBX out (and must, where sbx-rl is not installed), and `--quick` (`make bench QUICK=1`) runs
+lfrl and SB3 only. SB3 uses torch's default threads and SBX JAX's CPU backend with XLA's default
+threads (what their users get), lfrl its template default (one torch thread). Writes
+results/learners.md (medians, min-max, lfrl / SB3 and lfrl / SBX ratios), results/learners.csv
+(every run, every evaluation) and results/learners.png (learning curves). The summary row of each
+algorithm compares lfrl with SB3, SBX's ratio beside it; the target: at most 0.5x SB3's median
+process time and faster than SBX's.
 
 Pong throughput: DQN on ALE/Pong-v5 with `lfrl gen dqn`'s Atari defaults (the RL Baselines3 Zoo's:
 CnnPolicy, batch 32, one update every 4 steps, ...) given to both sides, but for `--pong-steps` steps
@@ -55,22 +72,30 @@ THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0, "ppo":
 PONG = "ALE/Pong-v5"
 MARK = 1000  # both sides note the time every MARK environment steps
 
-# The SB3 side: the same values, SB3's own names (which lfrl's flags follow).
-SB3_RUN = r"""
-import json, sys, time
+# The SB3 and SBX sides: the same values, SB3's own names (which lfrl's flags follow). One script for
+# both: argv[3] names the library, `stable_baselines3` or `sbx` (SBX's classes take SB3's arguments and
+# run on SB3's environments, buffers and callbacks); where SBX differs, see SBX_DIFFERENCES.
+PEER_RUN = r"""
+import importlib, json, sys, time
 start = time.perf_counter()
 import numpy as np, torch, gymnasium as gym
-from stable_baselines3 import DDPG, DQN, SAC, TD3
-from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
-from stable_baselines3.common.noise import NormalActionNoise
-
 c = json.loads(sys.argv[1])
 threshold = float(sys.argv[2])
+sbx = sys.argv[3] == "sbx"
+library = importlib.import_module(sys.argv[3])
+DDPG, DQN, PPO, SAC, TD3 = (getattr(library, name) for name in ("DDPG", "DQN", "PPO", "SAC", "TD3"))
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.noise import NormalActionNoise
+if sbx:
+    import flax.linen as nn
+    activations = {"tanh": nn.tanh, "relu": nn.relu}
+else:
+    activations = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
+
 env = gym.make(c["env_id"])
 eval_env = gym.make(c["env_id"])
 eval_freq = c["eval_every"]
 if c["algo"] == "ppo":
-    from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
     n_envs = c["actors"] * c["envs_per_actor"]
@@ -81,32 +106,38 @@ if c["algo"] == "ppo":
         eval_env = VecNormalize(eval_env, norm_obs=c["normalize"], norm_reward=False, training=False)
     eval_freq = max(c["eval_every"] // n_envs, 1)  # EvalCallback counts steps of the vectorised environment
     linear = lambda value, kind: (lambda remaining: remaining * value) if kind == "linear" else value
+    # ortho_init: SB3's default (lfrl's too); SBX's initialises only the policy's last layer so
     model = PPO("MlpPolicy", env, learning_rate=linear(c["learning_rate"], c["lr_schedule"]), n_steps=c["n_steps"],
                 batch_size=c["batch_size"], n_epochs=c["n_epochs"], gamma=c["gamma"], gae_lambda=c["gae_lambda"],
                 clip_range=linear(c["clip_range"], c["clip_schedule"]), ent_coef=c["ent_coef"], vf_coef=c["vf_coef"],
                 max_grad_norm=c["max_grad_norm"], normalize_advantage=c["normalize_advantage"],
-                policy_kwargs=dict(net_arch=c["net_arch"], log_std_init=c["log_std_init"],
-                                   activation_fn={"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[c["activation"]]),
+                policy_kwargs=dict(net_arch=c["net_arch"], log_std_init=c["log_std_init"], ortho_init=True,
+                                   activation_fn=activations[c["activation"]]),
                 seed=c["seed"], verbose=0)
 else:
     common = dict(learning_rate=c["learning_rate"], buffer_size=c["buffer_size"], learning_starts=c["learning_starts"],
                   batch_size=c["batch_size"], gamma=c["gamma"], train_freq=c["train_freq"],
                   gradient_steps=c["gradient_steps"], policy_kwargs=dict(net_arch=c["net_arch"]), seed=c["seed"],
                   verbose=0)
+    # SBX's actor-critics can give the critic a learning rate of its own (DDPG's default 1e-3): SB3's one
+    critic = dict(qf_learning_rate=c["learning_rate"]) if sbx else {}
 if c["algo"] == "ppo":
     pass
 elif c["algo"] == "dqn":
+    clip = {} if sbx else dict(max_grad_norm=c["max_grad_norm"])  # SBX's DQN does not clip its gradients
     model = DQN("MlpPolicy", env, target_update_interval=c["target_update_interval"],
                 exploration_fraction=c["exploration_fraction"], exploration_initial_eps=c["exploration_initial_eps"],
-                exploration_final_eps=c["exploration_final_eps"], max_grad_norm=c["max_grad_norm"], **common)
+                exploration_final_eps=c["exploration_final_eps"], **clip, **common)
 elif c["algo"] == "sac":
-    model = SAC("MlpPolicy", env, tau=c["tau"], ent_coef=c["ent_coef"], target_entropy=c["target_entropy"], **common)
+    model = SAC("MlpPolicy", env, tau=c["tau"], ent_coef=c["ent_coef"], target_entropy=c["target_entropy"], **common,
+                **critic)
 else:
     d = env.action_space.shape[0]
     noise = NormalActionNoise(np.zeros(d), c["action_noise"] * np.ones(d))
     extra = dict(policy_delay=c["policy_delay"], target_policy_noise=c["target_policy_noise"],
                  target_noise_clip=c["target_noise_clip"]) if c["algo"] == "td3" else {}
-    model = (TD3 if c["algo"] == "td3" else DDPG)("MlpPolicy", env, tau=c["tau"], action_noise=noise, **common, **extra)
+    model = (TD3 if c["algo"] == "td3" else DDPG)("MlpPolicy", env, tau=c["tau"], action_noise=noise, **common,
+                                                   **critic, **extra)
 
 class RecordAndStop(BaseCallback):
     # after every evaluation: record it; stop training once it reaches the threshold
@@ -121,8 +152,22 @@ callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=
                         callback_after_eval=RecordAndStop(), verbose=0)
 learning = time.perf_counter()
 model.learn(c["total_steps"], callback=callback)
-print(json.dumps({"threads": torch.get_num_threads()}))
+print(json.dumps({"threads": None if sbx else torch.get_num_threads()}))  # SBX: JAX's, XLA's default
 """
+
+# The sides of the time to threshold, in the order each seed runs them, and the library each peer imports.
+SIDES = ("lfrl", "sb3", "sbx")
+PEERS = {"sb3": "stable_baselines3", "sbx": "sbx"}
+NAMES = {"lfrl": "lfrl", "sb3": "SB3", "sbx": "SBX"}
+
+# Where SBX's side cannot take the values SB3's does (`sbx` 0.28), by algorithm: the notes of the table.
+SBX_DIFFERENCES = {
+    "dqn": "SBX's DQN takes no max_grad_norm and does not clip its gradients (lfrl and SB3 clip their norm at 10); "
+           "it builds two hidden layers of net_arch[0] units ([64, 64] here, the same)",
+    "ppo": "SBX's ortho_init=True initialises only the policy's last layer orthogonally (gain 0.01); its hidden "
+           "layers and value network keep flax's default initialisation, where lfrl and SB3 initialise every layer "
+           "orthogonally",
+}
 
 
 # The SB3 side of the Pong throughput: the same values, the same environment (lfrl's preprocessing);
@@ -165,7 +210,7 @@ class Run:
     seed: int
     process: float = 0.0  # wall seconds of the whole command
     evaluations: list[dict] = field(default_factory=list)  # step, mean, training (s)
-    threads: int = 1
+    threads: int | None = 1  # torch's; None: SBX's (JAX, XLA's default threads)
 
     @property
     def reached(self) -> dict | None:
@@ -210,19 +255,26 @@ def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
     return run
 
 
-def run_sb3(algo: str, seed: int) -> Run:
+def run_peer(algo: str, seed: int, side: str) -> Run:
+    """SB3's or SBX's side (`side` "sb3" or "sbx"): PEER_RUN with the same CONFIG as lfrl's."""
     config = lfrl_config(algo, seed)
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", SB3_RUN, json.dumps(config), str(THRESHOLDS[algo])], check=True,
-                         capture_output=True, text=True)
-    run = Run("sb3", algo, seed, time.perf_counter() - start)
+    out = subprocess.run([sys.executable, "-c", PEER_RUN, json.dumps(config), str(THRESHOLDS[algo]), PEERS[side]],
+                         check=True, capture_output=True, text=True)
+    run = Run(side, algo, seed, time.perf_counter() - start)
     for line in out.stdout.splitlines():
+        if not line.startswith("{"):  # not one of the script's records
+            continue
         record = json.loads(line)
         if "threads" in record:
             run.threads = record["threads"]
         else:
             run.evaluations.append(record)
     return run
+
+
+def run_side(side: str, algo: str, seed: int) -> Run:
+    return run_lfrl(algo, seed) if side == "lfrl" else run_peer(algo, seed, side)
 
 
 def pong_config(steps: int, learning_starts: int) -> dict:
@@ -319,28 +371,45 @@ def pong_table(rounds: list[Round], steps: int, learning_starts: int) -> list[st
             f"({len(rounds)} round(s)):", "", *lines]
 
 
-def summarise(runs: list[Run], algos: list[str]) -> list[str]:
+def side_label(side: str, threads: int | None) -> str:
+    return f"{side} (JAX, XLA's default threads)" if threads is None else f"{side} (torch threads {threads})"
+
+
+def summarise(runs: list[Run], algos: list[str], sides: list[str]) -> list[str]:
+    peers = [side for side in sides if side != "lfrl"]
+    ratio_columns = [f"lfrl / {NAMES[peer]}, {kind}" for peer in peers for kind in ("process", "training")]
     lines = ["| algorithm | environment | threshold | side | seeds reaching it | steps to threshold (median) | "
-             "time, process (median, min-max) | time, training (median, min-max) | lfrl / SB3, process | "
-             "lfrl / SB3, training |", "|" + "---|" * 10]
+             "time, process (median, min-max) | time, training (median, min-max) | " + " | ".join(ratio_columns) +
+             (" |" if ratio_columns else "|"), "|" + "---|" * (8 + len(ratio_columns))]
     for algo in algos:
         config = lfrl_config(algo, 0)
-        ratios = {}
-        for kind in ("process", "training"):
-            mine = median(r.time_to_threshold(kind) for r in runs if r.algo == algo and r.side == "lfrl")
-            theirs = median(r.time_to_threshold(kind) for r in runs if r.algo == algo and r.side == "sb3")
-            ratios[kind] = mine / theirs
-        for side in ("lfrl", "sb3"):
+        medians = {(side, kind): median(r.time_to_threshold(kind) for r in runs if r.algo == algo and r.side == side)
+                   for side in sides for kind in ("process", "training")}
+        ratios = [f"**{medians['lfrl', kind] / medians[peer, kind]:.2f}x**" for peer in peers
+                  for kind in ("process", "training")]
+        for side in sides:
             mine = [r for r in runs if r.algo == algo and r.side == side]
             reached = [r.reached for r in mine if r.reached]
             steps = f"{median(e['step'] for e in reached):,.0f}" if reached else "-"
             times = {k: [r.time_to_threshold(k) for r in mine] for k in ("process", "training")}
             cells = [f"{median(t):.1f} s ({min(t):.1f}-{max(t):.1f})" for t in times.values()]
-            ratio = [f"**{ratios[k]:.2f}x**" if side == "lfrl" else "" for k in ("process", "training")]
-            lines.append(f"| {algo} | {config['env_id']} | {THRESHOLDS[algo]:g} | {side} (torch threads "
-                         f"{mine[0].threads}) | {len(reached)}/{len(mine)} | {steps} | {cells[0]} | {cells[1]} | "
-                         f"{ratio[0]} | {ratio[1]} |")
+            ratio = ratios if side == "lfrl" else [""] * len(ratios)
+            lines.append(f"| {algo} | {config['env_id']} | {THRESHOLDS[algo]:g} | {side_label(side, mine[0].threads)} | "
+                         f"{len(reached)}/{len(mine)} | {steps} | {cells[0]} | {cells[1]} | " + " | ".join(ratio) +
+                         (" |" if ratio else "|"))
     return lines
+
+
+def sbx_notes(algos: list[str]) -> list[str]:
+    """What SBX's side could not take as SB3's does, for these algorithms."""
+    notes = [f"- {algo}: {SBX_DIFFERENCES[algo]}." for algo in algos if algo in SBX_DIFFERENCES]
+    if any(algo in ("ddpg", "td3", "sac") for algo in algos):
+        notes.append("- ddpg, td3, sac: SBX's critic learning rate (`qf_learning_rate`, DDPG's default 1e-3) is given "
+                     "the same `learning_rate` as the actor's, as SB3 and lfrl have it.")
+    return ["SBX (sbx-rl, the JAX port of SB3) is given SB3's arguments with the same values; where it takes them "
+            "otherwise:", "", *notes,
+            "- every network starts from its library's default initialisation (flax's LeCun normal for SBX, torch's "
+            "for SB3 and lfrl), and SBX runs on JAX's CPU backend with XLA's default threads (what its users get)."]
 
 
 def thresholds(runs: list[Run], algos: list[str]) -> list[str]:
@@ -359,6 +428,9 @@ def thresholds(runs: list[Run], algos: list[str]) -> list[str]:
     return lines
 
 
+COLOURS = {"lfrl": "tab:blue", "sb3": "tab:orange", "sbx": "tab:red"}
+
+
 def plot(runs: list[Run], algos: list[str], path: Path) -> None:
     import matplotlib
 
@@ -369,7 +441,7 @@ def plot(runs: list[Run], algos: list[str], path: Path) -> None:
     for ax, algo in zip(axes[0], algos, strict=True):
         for run in (r for r in runs if r.algo == algo):
             ax.plot([e["training"] for e in run.evaluations], [e["mean"] for e in run.evaluations],
-                    "-o", markersize=2, color="tab:blue" if run.side == "lfrl" else "tab:orange", alpha=0.7,
+                    "-o", markersize=2, color=COLOURS[run.side], alpha=0.7,
                     label=run.side if run.seed == 0 else None)
         ax.axhline(THRESHOLDS[algo], color="tab:green", linestyle="--", linewidth=1)
         ax.set_title(f"{algo} on {lfrl_config(algo, 0)['env_id']}")
@@ -389,26 +461,38 @@ def main() -> None:
     parser.add_argument("--pong-steps", type=int, default=20_000, help="Pong throughput: steps in all (0: not run)")
     parser.add_argument("--pong-learning-starts", type=int, default=10_000)
     parser.add_argument("--pong-rounds", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="dqn and sac, one seed; Pong: 3,000 steps, one round")
+    parser.add_argument("--sides", default=",".join(SIDES),
+                        help="time to threshold: lfrl and these peers (sb3: Stable-Baselines3, sbx: SBX, its JAX "
+                             "port), each seed's runs in the order lfrl, sb3, sbx; 'lfrl,sb3' leaves SBX out")
+    parser.add_argument("--quick", action="store_true",
+                        help="dqn and sac, one seed, lfrl and SB3 only; Pong: 3,000 steps, one round")
     args = parser.parse_args()
     algos = ["dqn", "sac"] if args.quick else [a for a in args.algos.split(",") if a]
     seeds = 1 if args.quick else args.seeds
+    sides = ["lfrl", "sb3"] if args.quick else parse_sides(parser, args.sides)
     pong_steps, pong_starts, pong_rounds = ((3_000, 1_000, 1) if args.quick else
                                             (args.pong_steps, args.pong_learning_starts, args.pong_rounds))
     try:
         import stable_baselines3  # noqa: F401
     except ImportError:
         sys.exit("benchmarks/learners.py needs Stable-Baselines3: pip install -e '.[bench]'")
+    if "sbx" in sides and algos:
+        # In a process of its own: the driver need not load JAX.
+        check = subprocess.run([sys.executable, "-c", "import sbx"], capture_output=True, text=True)
+        if check.returncode != 0:
+            why = (check.stderr.strip().splitlines() or ["?"])[-1]
+            sys.exit(f"benchmarks/learners.py: SBX's side needs sbx-rl ({why}): pip install -e '.[bench]', "
+                     "or leave SBX out with --sides lfrl,sb3")
     machine = Machine()
     runs: list[Run] = []
     pong: list[Round] = []
-    total = len(algos) * seeds * 2 + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
+    total = len(algos) * seeds * len(sides) + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
     with tqdm(total=total, unit="run") as bar:
         for algo in algos:
             for seed in range(seeds):
-                for side, function in (("lfrl", run_lfrl), ("sb3", run_sb3)):
+                for side in sides:
                     bar.set_postfix_str(f"{algo} seed {seed} {side}")
-                    runs.append(function(algo, seed))
+                    runs.append(run_side(side, algo, seed))
                     bar.update(1)
         # DQN's template default is double DQN: its thresholds are checked as generated too.
         defaults = [r for r in runs if r.side == "lfrl" and r.algo != "dqn"]
@@ -422,7 +506,8 @@ def main() -> None:
     machine.done()
     RESULTS.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/learners.py", *sys.argv[1:]])
-    text = ["# Learners: lfrl vs Stable-Baselines3", "",
+    peers = " and ".join({"sb3": "Stable-Baselines3", "sbx": "SBX"}[side] for side in sides if side != "lfrl")
+    text = [f"# Learners: lfrl vs {peers}", "",
             f"Command: `{command}`, on {machine.line()} See the script's header for the protocol.", ""]
     table: list[str] = []
     if algos:
@@ -431,14 +516,16 @@ def main() -> None:
             writer.writerow(["algo", "side", "seed", "process_s", "torch_threads", "step", "mean_return", "training_s"])
             for r in runs:
                 for e in r.evaluations:
-                    writer.writerow([r.algo, r.side, r.seed, f"{r.process:.2f}", r.threads, e["step"], e["mean"],
+                    threads = "" if r.threads is None else r.threads  # SBX's: JAX's, not torch's
+                    writer.writerow([r.algo, r.side, r.seed, f"{r.process:.2f}", threads, e["step"], e["mean"],
                                      f"{e['training']:.2f}"])
-        table = summarise(runs, algos)
+        table = summarise(runs, algos, sides)
         plot(runs, algos, RESULTS / "learners.png")
         text += ["## Time to threshold", "",
-                 f"{seeds} seed(s). Each side of a seed runs back to back with the template's default "
-                 "hyperparameters. Every run's evaluations are in learners.csv; learners.png shows the learning "
-                 "curves over training time.", "", *table, "",
+                 f"{seeds} seed(s). The sides of a seed ({', '.join(sides)}) run back to back with the template's "
+                 "default hyperparameters. Every run's evaluations are in learners.csv; learners.png shows the "
+                 "learning curves over training time.", "", *table, "",
+                 *([*sbx_notes(algos), ""] if "sbx" in sides else []),
                  "![learning curves](learners.png)", "",
                  "## The thresholds with each template's defaults, per seed", "",
                  "Where the programs `lfrl gen ALGO` writes (DQN with its double Q-learning) first reach the "
@@ -455,9 +542,19 @@ def main() -> None:
                  "default (one per CPU), and lfrl is compared with the faster.", "",
                  *pong_table(pong, pong_steps, pong_starts), ""]
     (RESULTS / "learners.md").write_text("\n".join(text))
-    rows = [summary_row(runs, algo) for algo in algos] + ([pong_row(pong)] if pong else [])
+    rows = [summary_row(runs, algo, sides) for algo in algos] + ([pong_row(pong)] if pong else [])
     write_summary("learners", "Learners", machine, rows, quick=args.quick)
     print("\n".join(table))
+
+
+def parse_sides(parser: argparse.ArgumentParser, value: str) -> list[str]:
+    """`--sides`: lfrl and at least one peer, in SIDES' order."""
+    named = {side.strip() for side in value.split(",") if side.strip()}
+    if named - set(SIDES):
+        parser.error(f"--sides: no side named {', '.join(sorted(named - set(SIDES)))} (known: {', '.join(SIDES)})")
+    if "lfrl" not in named or len(named) < 2:
+        parser.error("--sides: lfrl and at least one of sb3, sbx (the ratios are lfrl's against them)")
+    return [side for side in SIDES if side in named]
 
 
 def pong_row(rounds: list[Round]) -> Summary:
@@ -475,18 +572,29 @@ def pong_row(rounds: list[Round]) -> Summary:
                         + ("" if same else "; they differ: no ratio") + ")")
 
 
-def summary_row(runs: list[Run], algo: str) -> Summary:
-    """Median process time to the threshold; the check is that both sides reached it in every seed."""
-    sides = {side: [r for r in runs if r.algo == algo and r.side == side] for side in ("lfrl", "sb3")}
-    times = {side: median(r.time_to_threshold("process") for r in mine) for side, mine in sides.items()}
-    reached = {side: sum(r.reached is not None for r in mine) for side, mine in sides.items()}
-    both = all(n == len(sides[side]) for side, n in reached.items())
-    vs_peer = times["sb3"] / times["lfrl"] if both else None
+def summary_row(runs: list[Run], algo: str, sides: list[str]) -> Summary:
+    """Median process time to the threshold, against SB3's (or the only peer's), with SBX's ratio in
+    `others` and the note; a ratio only where both sides reached the threshold in every seed. The
+    target: at most half SB3's time and less than SBX's."""
+    peers = [side for side in sides if side != "lfrl"]
+    mine = {side: [r for r in runs if r.algo == algo and r.side == side] for side in sides}
+    times = {side: median(r.time_to_threshold("process") for r in ms) for side, ms in mine.items()}
+    reached = {side: sum(r.reached is not None for r in ms) for side, ms in mine.items()}
+    every = {side: n == len(mine[side]) for side, n in reached.items()}
+    ratios = {peer: times[peer] / times["lfrl"] if every["lfrl"] and every[peer] else None for peer in peers}
+    peer = "sb3" if "sb3" in peers else peers[0]
+    wanted = {"sb3": ("at most 0.5x SB3's median time", 2.0), "sbx": ("faster than SBX's", 1.0)}
+    target = " and ".join(wanted[p][0] for p in peers)
+    met = None if any(ratios[p] is None for p in peers) else all(ratios[p] >= wanted[p][1] for p in peers)
+    note = "(seeds reaching it: " + ", ".join(f"{NAMES[side]} {reached[side]}/{len(mine[side])}" for side in sides)
+    note += ("" if all(r is not None for r in ratios.values()) else "; no ratio where a side missed it") + ")"
+    note += "".join(f"; {NAMES[p]} {times[p]:.1f} s" + (f" ({ratios[p]:.2f}x)" if ratios[p] is not None else "")
+                    for p in peers if p != peer)
     return Summary(f"{algo} time to {THRESHOLDS[algo]:g} ({lfrl_config(algo, 0)['env_id']})",
-                   "s to threshold", times["lfrl"], peer=times["sb3"], peer_name="Stable-Baselines3", vs_peer=vs_peer,
-                   target="<= 0.5x SB3's time", met=vs_peer >= 2 if vs_peer is not None else None,
-                   note=f"(seeds reaching it: lfrl {reached['lfrl']}/{len(sides['lfrl'])}, "
-                        f"SB3 {reached['sb3']}/{len(sides['sb3'])}" + ("" if both else "; no ratio") + ")")
+                   "s to threshold", times["lfrl"], peer=times[peer],
+                   peer_name="Stable-Baselines3" if peer == "sb3" else "SBX", vs_peer=ratios[peer],
+                   target=target, met=met, note=note,
+                   others={NAMES[p]: ratios[p] for p in peers if p != peer and ratios[p] is not None})
 
 
 if __name__ == "__main__":

@@ -62,8 +62,8 @@ BENCHMARKS = [
     Benchmark("replay", "Prioritized replay: pyreplay against cpprb and Tianshou",
               ("--seconds", "2", "--rounds", "4", "--out", "replay"), ("--quick", "--no-fanout", "--out", "replay"),
               2.8, 0.5),
-    Benchmark("learners", "Off-policy learners' time to a known return and DQN's training throughput on Pong, "
-              "lfrl against Stable-Baselines3", ("--seeds", "1"), ("--quick",), 27, 6),
+    Benchmark("learners", "The learners' time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX "
+              "port), and DQN's training throughput on Pong, lfrl against SB3", ("--seeds", "1"), ("--quick",), 32, 6),
     Benchmark("parallel_learners", "SAC's updates/s with each batch split over L learner reactors (1 and 2 "
               "runtime threads)", ("--rounds", "1", "--nets", "64,64"),
               ("--quick",), 1.1, 0.7),
