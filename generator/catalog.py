@@ -491,13 +491,16 @@ def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
     return common + specific
 
 
+PLACEMENT = ("actors_at", "agents_at", "learner_at")  # the templates' `placement` parameters
+
+
 def run_config(algo: str, values: dict[str, object]) -> dict[str, object]:
     """A learner program's CONFIG from its template's values: every value but those that only shape
     the program (processes, placement), the runs' folder (`logdir`, default runs), the program's name
     that names them (the .lf file's), and `net_arch` as a list of layer sizes."""
     arch = str(values["net_arch"])
     return {"algo": algo, "program": str(values.get("program") or algo),
-            **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program") and not k.endswith("_at")},
+            **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program", *PLACEMENT)},
             "logdir": str(values["logdir"]) or "runs", "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")]}
 
 

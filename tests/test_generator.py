@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.catalog import CATALOG, TemplateError, environment, render, write
+from generator.catalog import CATALOG, TemplateError, environment, render, resolve, write
 from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze
 
@@ -317,3 +317,11 @@ def test_a_program_named_with_a_hyphen_runs(tmp_path: Path) -> None:
     ran = lfrl("run", str(out))
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("10 samples from 2 workers in ")
+
+
+@pytest.mark.parametrize("algo", ["dqn", "sac", "ppo", "mappo"])
+def test_a_learners_config_holds_every_value_but_those_that_shape_the_program(algo: str) -> None:
+    """CONFIG keeps --stop-at (which the monitor reads) and leaves out processes and placement."""
+    config = resolve(algo, {"stop_at": 7.5, "processes": True, "learner_at": "head"})["config"]
+    assert config["stop_at"] == 7.5
+    assert not {"processes", "learner_at", "actors_at", "agents_at"} & set(config)

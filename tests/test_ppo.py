@@ -117,6 +117,12 @@ def test_a_ppo_run_prints_its_results_and_writes_what_users_read(tmp_path: Path)
     assert lines[-1] == f"weights checksum {checksum:.9f}"
 
 
+def test_stop_at_ends_the_run_at_the_first_evaluation_that_reaches_it(tmp_path: Path) -> None:
+    lines = run(generate(tmp_path, "ppo", **CARTPOLE, stop_at=5))  # any policy balances CartPole 5 steps
+    assert re.fullmatch(r"stopped at step 512: the evaluation's mean return [\d.]+ reached --stop-at 5", lines[1])
+    assert lines[2].startswith("512 environment steps and 16 updates in ")
+
+
 def test_the_weights_do_not_depend_on_threads_or_processes(tmp_path: Path) -> None:
     """Two actors of two environments each, normalised observations and rewards, truncated episodes:
     the same results with 1 and 2 runtime threads, every actor in a process of its own, and every
