@@ -127,7 +127,7 @@ class TeamEvaluator:
 
     def _actions(self, obs: list[dict[str, np.ndarray]]) -> list[dict[str, int]]:
         """Every agent's action in each of the environments whose observations are `obs`."""
-        chosen = self.policy.exploit([np.stack([o[agent] for o in obs]).astype(np.float32) for agent in self.agents])
+        chosen = self.policy.exploit(mappo.by_agent(self.agents, obs))
         return [{agent: int(chosen[a][i]) for a, agent in enumerate(self.agents)} for i in range(len(obs))]
 
     def evaluate(self, weights: tuple[Any, ...], env_steps: int) -> Evaluation:

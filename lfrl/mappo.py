@@ -135,6 +135,26 @@ def policy_of(config: dict[str, Any], agent: int) -> int:
     return 0 if config["share_policy"] else agent
 
 
+def value_inputs(team: TeamSpec, config: dict[str, Any]) -> int:
+    """The size of the critic's own inputs (lfrl.ppo.PPO's `value_inputs`): 0 for a local critic."""
+    return team.critic_inputs if config["critic"] == "central" else 0
+
+
+def saved_prefix(team: TeamSpec, config: dict[str, Any], policy: int) -> str:
+    """What names policy `policy`'s networks in model.pt: nothing for a shared policy, else its agent's name."""
+    return "" if config["share_policy"] else f"{team.agents[policy]}/"
+
+
+def saved_part(saved: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """One policy's networks from what a run saved, by PPO's names."""
+    return {k[len(prefix):]: v for k, v in saved.items() if k.startswith(prefix)}
+
+
+def by_agent(agents: tuple[str, ...], per_env: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+    """Observations by environment copy (PettingZoo's dicts) as one array per agent [copies, d]."""
+    return [np.stack([o[agent] for o in per_env]).astype(np.float32) for agent in agents]
+
+
 def critic_inputs(obs: list[np.ndarray], agent: int) -> np.ndarray:
     """A centralised critic's inputs for agent `agent`: every agent's observations ([..., d_a], in
     agent order) side by side, then a one-hot of `agent`."""
@@ -165,15 +185,11 @@ class Team:
         self.n_steps = int(config["n_steps"])
         self.envs = [make(config) for _ in range(int(config["envs"]))]
         first = [env.reset(seed=seeds.derive(config["seed"], seeds.ACTOR, 2 * e))[0] for e, env in enumerate(self.envs)]
-        self.obs = self._by_agent(first)
+        self.obs = by_agent(self.spec.agents, first)
         self.returns = np.zeros(len(self.envs))
         self.lengths = np.zeros(len(self.envs), dtype=np.int64)
         self.env_steps = 0
         self.t = 0
-
-    def _by_agent(self, per_env: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
-        """Observations by environment copy (PettingZoo's dicts) as one array per agent [E, d]."""
-        return [np.stack([o[agent] for o in per_env]).astype(np.float32) for agent in self.spec.agents]
 
     def begin(self, env_steps: int) -> list[np.ndarray]:
         """A new round, the run's `env_steps` before it; returns each agent's observations."""
@@ -210,7 +226,7 @@ class Team:
                 self.returns[e], self.lengths[e] = 0.0, 0
                 obs, _ = env.reset()
             following.append(obs)
-        self.obs = self._by_agent(following)
+        self.obs = by_agent(agents, following)
         self.t += 1
         return ended
 
@@ -248,8 +264,7 @@ class AgentActor:
     def __init__(self, config: dict[str, Any], agent: int) -> None:
         team = describe(config)
         self.policy_index = policy_of(config, agent)
-        value_inputs = team.critic_inputs if config["critic"] == "central" else 0
-        self.policy = Policy(team.specs[agent], config, value_inputs)
+        self.policy = Policy(team.specs[agent], config, value_inputs(team, config))
         self.rng = np.random.default_rng(seeds.derive(config["seed"], seeds.ACTOR, 2 * agent + 1))
 
     def load(self, weights: tuple[Any, ...]) -> None:
@@ -274,8 +289,7 @@ class MAPPO:
                              "policy (share_policy no)")
         self.team, self.config = team, config
         self.members = [list(range(len(team.agents)))] if config["share_policy"] else [[a] for a in range(len(team.agents))]
-        value_inputs = team.critic_inputs if config["critic"] == "central" else 0
-        self.learners = [PPO(team.specs[m[0]], config, seeds.derive(seed, seeds.LEARNER, i), value_inputs)
+        self.learners = [PPO(team.specs[m[0]], config, seeds.derive(seed, seeds.LEARNER, i), value_inputs(team, config))
                          for i, m in enumerate(self.members)]
 
     @property
@@ -286,22 +300,18 @@ class MAPPO:
         """Each policy's weights (lfrl.ppo.PPO.policy_weights), in policy order."""
         return tuple(learner.policy_weights() for learner in self.learners)
 
-    def _prefix(self, i: int) -> str:
-        return "" if self.config["share_policy"] else f"{self.team.agents[i]}/"
-
     def named_networks(self) -> dict[str, torch.nn.Module]:
         """PPO's networks by name; with a policy per agent, each prefixed with its agent's name."""
-        return {self._prefix(i) + name: net for i, learner in enumerate(self.learners)
+        return {saved_prefix(self.team, self.config, i) + name: net for i, learner in enumerate(self.learners)
                 for name, net in learner.named_networks().items()}
 
     def state_for_saving(self) -> dict[str, Any]:
-        return {self._prefix(i) + name: state for i, learner in enumerate(self.learners)
+        return {saved_prefix(self.team, self.config, i) + name: state for i, learner in enumerate(self.learners)
                 for name, state in learner.state_for_saving().items()}
 
     def load_saved(self, saved: dict[str, Any]) -> None:
         for i, learner in enumerate(self.learners):
-            prefix = self._prefix(i)
-            learner.load_saved({k[len(prefix):]: v for k, v in saved.items() if k.startswith(prefix)})
+            learner.load_saved(saved_part(saved, saved_prefix(self.team, self.config, i)))
 
     def checksum(self) -> float:
         return sum(learner.checksum() for learner in self.learners)
@@ -326,8 +336,7 @@ class TeamPolicy:
 
     def __init__(self, team: TeamSpec, config: dict[str, Any]) -> None:
         self.spec, self.config = team, config
-        value_inputs = team.critic_inputs if config["critic"] == "central" else 0
-        self.policies = [Policy(spec, config, value_inputs) for spec in team.specs]
+        self.policies = [Policy(spec, config, value_inputs(team, config)) for spec in team.specs]
 
     def load(self, weights: tuple[tuple[Any, ...], ...]) -> None:
         for a, policy in enumerate(self.policies):
@@ -336,8 +345,7 @@ class TeamPolicy:
     def load_saved(self, saved: dict[str, Any]) -> None:
         """What a run saved (MAPPO.state_for_saving)."""
         for a, policy in enumerate(self.policies):
-            prefix = "" if self.config["share_policy"] else f"{self.spec.agents[a]}/"
-            policy.load_saved({k[len(prefix):]: v for k, v in saved.items() if k.startswith(prefix)})
+            policy.load_saved(saved_part(saved, saved_prefix(self.spec, self.config, policy_of(self.config, a))))
 
     def exploit(self, obs: list[np.ndarray]) -> list[np.ndarray]:
         """Each agent's deterministic actions for a batch of its observations (in agent order)."""
