@@ -148,8 +148,13 @@ def run_and_kill_at(program: Path, checkpoint: Path) -> None:
 ])
 def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path, algo: str, values: dict,
                                                                          federated: bool) -> None:
-    """Killed (SIGKILL) once its first checkpoint is written, then resumed from it; `federated`: the
-    killed program is the federated reactor, every reactor in a process of its own."""
+    check_resumed_as_uninterrupted(tmp_path, algo, values, federated)
+
+
+def check_resumed_as_uninterrupted(tmp_path: Path, algo: str, values: dict, federated: bool = False) -> None:
+    """A run of `algo` killed (SIGKILL) once its first checkpoint (`checkpoint_every`) is written, then
+    resumed from it, ends as the uninterrupted run, logs included but for their times; `federated`:
+    the killed program is the federated reactor, every reactor in a process of its own."""
     whole = last_lines(run(generate(tmp_path, algo, name="whole", **values)))
     program = generate(tmp_path, algo, name="killed", **values)
     if federated:

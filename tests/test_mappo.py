@@ -14,7 +14,7 @@ import torch
 import lfrl
 from generator.catalog import TemplateError, resolve
 from lfrl import mappo, seeds
-from tests.test_learners_run import generate, last_lines, run, run_and_kill_at, run_folder
+from tests.test_learners_run import check_resumed_as_uninterrupted, generate, last_lines, run, run_folder
 
 SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": "16,16", "total_steps": 400,
          "envs": 2, "n_steps": 50, "batch_size": 100, "eval_every": 200}
@@ -95,15 +95,7 @@ def test_the_weights_do_not_depend_on_threads_or_processes(tmp_path: Path) -> No
 
 def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path) -> None:
     values = {**SMALL, "total_steps": 800, "checkpoint_every": 200, "critic": "local"}
-    whole = last_lines(run(generate(tmp_path, "mappo", name="whole", **values)))
-    program = generate(tmp_path, "mappo", name="killed", **values)
-    first = run_folder(program) / "checkpoints" / "step-000000200.ckpt"
-    run_and_kill_at(program, first)
-    assert last_lines(run(program, "--resume", str(first))) == whole
-    for name in ("episodes", "evaluations"):
-        rows = [[row.rsplit(",", 1)[0] for row in (folder / f"{name}.csv").read_text().splitlines()]
-                for folder in (run_folder(program), run_folder(tmp_path / "whole" / "mappo.lf"))]
-        assert rows[0] == rows[1]
+    check_resumed_as_uninterrupted(tmp_path, "mappo", values)
 
 
 def test_a_loaded_team_plays_the_evaluation_episodes_as_the_run_did(tmp_path: Path) -> None:

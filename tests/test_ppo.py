@@ -13,7 +13,14 @@ import torch
 from generator.catalog import TemplateError, resolve
 from lfrl import envs
 from lfrl.ppo import PPO, Normalizer, Rollout, join, log_prob_entropy
-from tests.test_learners_run import events, generate, last_lines, run, run_and_kill_at, run_folder
+from tests.test_learners_run import (
+    check_resumed_as_uninterrupted,
+    events,
+    generate,
+    last_lines,
+    run,
+    run_folder,
+)
 
 SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": "16,16"}
 CARTPOLE = {**SMALL, "total_steps": 1024, "envs_per_actor": 4, "n_steps": 64, "batch_size": 64, "eval_every": 512}
@@ -141,15 +148,7 @@ def test_the_weights_do_not_depend_on_threads_or_processes(tmp_path: Path) -> No
 
 def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path) -> None:
     values = {**PENDULUM, "total_steps": 2000, "checkpoint_every": 400}
-    whole = last_lines(run(generate(tmp_path, "ppo", name="whole", **values)))
-    program = generate(tmp_path, "ppo", name="killed", **values)
-    first = run_folder(program) / "checkpoints" / "step-000000400.ckpt"
-    run_and_kill_at(program, first)
-    assert last_lines(run(program, "--resume", str(first))) == whole
-    for name in ("episodes", "evaluations"):
-        rows = [[row.rsplit(",", 1)[0] for row in (folder / f"{name}.csv").read_text().splitlines()]
-                for folder in (run_folder(program), run_folder(tmp_path / "whole" / "ppo.lf"))]
-        assert rows[0] == rows[1]
+    check_resumed_as_uninterrupted(tmp_path, "ppo", values)
 
 
 def test_a_loaded_policy_normalises_as_the_run_did_and_plays_its_evaluation(tmp_path: Path) -> None:
