@@ -1,7 +1,7 @@
 """The learners: wall-clock time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX
 port), and DQN's training throughput on Pong, lfrl against SB3, side by side.
 
-  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo] [--seeds 5] [--sides lfrl,sb3,sbx]
+  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo,ppo-pendulum] [--seeds 5] [--sides lfrl,sb3,sbx]
                                           [--pong-steps 20000] [--quick]
 
 For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
@@ -9,7 +9,9 @@ defaults (`lfrl gen ALGO --help`), given to SB3 and SBX as the same values; the 
 (PEER_RUN) runs both peers, the library its argument: SBX's classes take SB3's arguments and run on
 SB3's environments, buffers and callbacks. Thresholds as in Tianshou's benchmarks: CartPole-v1 475
 (dqn, within 50,000 environment steps; ppo, within 100,000), Pendulum-v1 -200 (ddpg, td3, sac,
-within 20,000). PPO's peers step SB3's own vectorised environments (make_vec_env, actors x
+within 20,000), and for ppo on Pendulum-v1 (case ppo-pendulum, with lfrl's defaults for it: the RL
+Zoo's values, with observations normalised in place of the zoo's gSDE, for all sides) -250 within
+200,000. PPO's peers step SB3's own vectorised environments (make_vec_env, actors x
 envs-per-actor of them). Every `eval_every` steps each side plays `eval_episodes` deterministic
 episodes on an environment of its own, and stops at the first evaluation that reaches the threshold.
 SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double no` here.
@@ -68,7 +70,17 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(ROOT))
 
-THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0, "ppo": 475.0}
+# The cases timed, by name: their thresholds, and (OTHER_ENVS) the template and environment of those
+# that run a template on another environment than its default, with that family's defaults.
+THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0, "ppo": 475.0, "ppo-pendulum": -250.0}
+OTHER_ENVS = {"ppo-pendulum": ("ppo", "Pendulum-v1")}
+
+
+def template_of(case: str) -> tuple[str, str | None]:
+    """The template a case generates, and the environment it gives it (None: the template's default)."""
+    return OTHER_ENVS.get(case, (case, None))
+
+
 PONG = "ALE/Pong-v5"
 MARK = 1000  # both sides note the time every MARK environment steps
 
@@ -226,12 +238,13 @@ class Run:
 
 
 def lfrl_config(algo: str, seed: int, as_sb3: bool = True) -> dict:
-    """The template's defaults, as the program's CONFIG holds them (`as_sb3`: DQN without double
-    Q-learning, as SB3's)."""
+    """Case `algo`'s template defaults (for its environment), as the program's CONFIG holds them
+    (`as_sb3`: DQN without double Q-learning, as SB3's)."""
     from generator.catalog import CATALOG
 
-    tpl = CATALOG[algo]
-    values = {**tpl.defaults(), "seed": seed, "progress": False}
+    name, env_id = template_of(algo)
+    tpl = CATALOG[name]
+    values = {**tpl.defaults(env_id), "seed": seed, "progress": False, **({"env_id": env_id} if env_id else {})}
     if algo == "dqn" and as_sb3:
         values["double"] = False
     return tpl.derive(values)["config"]  # type: ignore[misc,index]
@@ -239,13 +252,16 @@ def lfrl_config(algo: str, seed: int, as_sb3: bool = True) -> dict:
 
 def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
     config = lfrl_config(algo, seed, as_sb3)
+    name, env_id = template_of(algo)
     flags = ["--seed", str(seed), "--progress", "no", "--stop-at", str(THRESHOLDS[algo])]
+    if env_id:
+        flags += ["--env-id", env_id]
     if algo == "dqn" and as_sb3:
         flags += ["--double", "no"]
     with tempfile.TemporaryDirectory() as tmp:
-        program = Path(tmp) / f"{algo}.lf"
+        program = Path(tmp) / f"{name}.lf"
         lfrl = [sys.executable, "-m", "lfrl"]
-        subprocess.run([*lfrl, "gen", algo, *flags, "-o", str(program)], check=True, cwd=ROOT, capture_output=True)
+        subprocess.run([*lfrl, "gen", name, *flags, "-o", str(program)], check=True, cwd=ROOT, capture_output=True)
         start = time.perf_counter()
         subprocess.run([*lfrl, "run", str(program)], check=True, cwd=ROOT, capture_output=True)
         run = Run("lfrl", algo, seed, time.perf_counter() - start, threads=int(config["torch_threads"]))
@@ -402,7 +418,8 @@ def summarise(runs: list[Run], algos: list[str], sides: list[str]) -> list[str]:
 
 def sbx_notes(algos: list[str]) -> list[str]:
     """What SBX's side could not take as SB3's does, for these algorithms."""
-    notes = [f"- {algo}: {SBX_DIFFERENCES[algo]}." for algo in algos if algo in SBX_DIFFERENCES]
+    named = dict.fromkeys(template_of(algo)[0] for algo in algos)  # ppo once for ppo and ppo-pendulum
+    notes = [f"- {algo}: {SBX_DIFFERENCES[algo]}." for algo in named if algo in SBX_DIFFERENCES]
     if any(algo in ("ddpg", "td3", "sac") for algo in algos):
         notes.append("- ddpg, td3, sac: SBX's critic learning rate (`qf_learning_rate`, DDPG's default 1e-3) is given "
                      "the same `learning_rate` as the actor's, as SB3 and lfrl have it.")
@@ -456,7 +473,8 @@ def plot(runs: list[Run], algos: list[str], path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--algos", default="dqn,ddpg,td3,sac,ppo", help="time to threshold of these ('' for none)")
+    parser.add_argument("--algos", default=",".join(THRESHOLDS),
+                        help="time to threshold of these cases ('' for none): " + ", ".join(THRESHOLDS))
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--pong-steps", type=int, default=20_000, help="Pong throughput: steps in all (0: not run)")
     parser.add_argument("--pong-learning-starts", type=int, default=10_000)
@@ -468,6 +486,9 @@ def main() -> None:
                         help="dqn and sac, one seed, lfrl and SB3 only; Pong: 3,000 steps, one round")
     args = parser.parse_args()
     algos = ["dqn", "sac"] if args.quick else [a for a in args.algos.split(",") if a]
+    if set(algos) - set(THRESHOLDS):
+        parser.error(f"--algos: no case named {', '.join(sorted(set(algos) - set(THRESHOLDS)))} (known: "
+                     f"{', '.join(THRESHOLDS)})")
     seeds = 1 if args.quick else args.seeds
     sides = ["lfrl", "sb3"] if args.quick else parse_sides(parser, args.sides)
     pong_steps, pong_starts, pong_rounds = ((3_000, 1_000, 1) if args.quick else
