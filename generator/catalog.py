@@ -22,6 +22,7 @@ import jinja2
 
 from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze
+from lfrl.config import ALGORITHMS, Config, MAPPOConfig, OffPolicyConfig, PPOConfig, of
 
 
 def _data(package: str) -> Path:
@@ -379,129 +380,58 @@ def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
     return {"obs_dim": int(shape[0]), "n_actions": n_actions}
 
 
-LEARNER_TITLES = {"dqn": "Double DQN", "ddpg": "DDPG", "td3": "TD3", "sac": "SAC"}
-LEARNER_LIBRARIES = ("Actor.lf", "ReplayBuffer.lf", "Learner.lf", "GradientLearner.lf", "Evaluator.lf", "Monitor.lf")
-
-
 PROCESSES = ("a federated program: every actor collects in a process of its own (the learner, evaluator, monitor "
              "and replay buffer share lfrl's); pays when stepping the environments and acting cost more than a "
              "round's updates")
 
-
-def run_params(d: Callable[..., object], members: str = "actors", which: str = "actor",
-               processes: str = PROCESSES) -> tuple[Param, ...]:
-    """The parameters every learner template has: evaluation, results, checkpoints, weights to start
-    from, networks, devices, processes and placement (`d`: the template's defaults, by name; `members`
-    (each a `which`) run in processes of their own with --processes, as `processes` says)."""
-    return (
-        Param("eval_every", int, d("eval_every"), "environment steps between evaluations", min=1, max=10**10),
-        Param("eval_episodes", int, d("eval_episodes", 10), "deterministic episodes per evaluation", min=1,
-              max=10**5),
-        Param("stop_at", float, None, "stop once an evaluation's mean return reaches this"),
-        Param("seed", int, 0, "seed of every random stream of the run (learner, actors, evaluator, buffer)", min=0,
-              max=2**31 - 1),
-        Param("logdir", str, "runs", "the folder of the runs' folders, relative to the program's: each run writes "
-              "into a new one, LOGDIR/PROGRAM_N (PROGRAM: the .lf file's name; N: one more than the highest there)",
-              check="folder"),
-        Param("checkpoint_every", int, 0, "environment steps between checkpoints in the run's folder, in "
-              "checkpoints/ (0: none); lfrl run PROGRAM --resume FILE goes on from one, in the same folder",
-              min=0, max=10**10),
-        Param("load", str, "", "start from the weights in this model.pt (relative to the program's folder); with "
-              "--total-steps 0 the run only evaluates them", check="input"),
-        Param("capture_video", bool, False, "at the end, draw one evaluation episode of the last evaluated "
-              "weights into LOGDIR/episode.gif (to watch the policy: with --load and --total-steps 0, the saved one)"),
-        Param("networks", str, "lfrl.networks", "the module that builds the networks: copy lfrl/networks.py "
-              "next to the program, change it, and name it here", check="module"),
-        Param("torch_threads", int, 1, "torch's threads for each network operation", min=1, max=256),
-        Param("device", str, "cpu", "where the learner's networks and batches live (actors and the evaluator act on "
-              "the CPU): cuda for large networks such as Atari's convolutions; auto takes cuda when torch finds a GPU "
-              "where the program runs. cpu is the default because the same program then gives the same weights on "
-              "every machine (GPU kernels round differently), and small networks gain nothing on a GPU",
-              choices=("auto", "cpu", "cuda")),
-        Param("processes", bool, False, processes),
-        *placement(members, which, learner=True),
-        Param("progress", bool, True, "show a progress bar with the recent and the evaluation returns"),
-    )
+# The parameters --help lists first, where a template has them: what the program runs and how long.
+LEADING = ("env_id", "env_name", "agents", "max_cycles", "total_steps", "actors", "envs_per_actor", "envs")
 
 
-def learner_params(algo: str, **defaults: object) -> tuple[Param, ...]:
-    """The parameters of an off-policy learner template, with this algorithm's defaults (tuned for
-    its default environment; Stable-Baselines3's names where it has one)."""
-    d = defaults.get
-    common = (
-        Param("env_id", str, d("env_id"), "gymnasium environment id with discrete actions, ALE/... for Atari, or "
-              "module:EnvId for your own" if algo == "dqn" else "gymnasium environment id with continuous actions (a "
-              "bounded box), or module:EnvId for your own", check="env_id"),
-        Param("total_steps", int, d("total_steps"), "environment steps in all (the budget)", min=0, max=10**10),
-        Param("learning_rate", float, d("learning_rate"), "Adam's learning rate (every network)", min=1e-8, max=1.0),
-        Param("buffer_size", int, d("buffer_size"), "replay buffer capacity, in transitions", min=1, max=10**8),
-        Param("learning_starts", int, d("learning_starts"), "environment steps (random actions) before learning",
-              min=0, max=10**10),
-        Param("batch_size", int, d("batch_size"), "transitions per update", min=1, max=10**6),
-        Param("gamma", float, d("gamma", 0.99), "discount factor", min=0.0, max=1.0),
-        Param("train_freq", int, d("train_freq"), "environment steps per round, all actors together", min=1,
-              max=10**7),
-        Param("gradient_steps", int, d("gradient_steps"), "updates per round", min=0, max=10**6),
-        Param("net_arch", str, d("net_arch"), "hidden layer sizes of every network, after the convolutions' 512 "
-              "features for images (none: no hidden layer)", check="net_arch"),
-        Param("n_step", int, d("n_step", 1), "n-step returns (1: one-step TD targets)", min=1, max=1000),
-        Param("prioritized", bool, d("prioritized", False), "prioritized replay (priorities = |TD error|)"),
-        Param("per_alpha", float, 0.6, "prioritized replay: priority exponent alpha", min=0.0, max=10.0),
-        Param("per_beta", float, 0.4, "prioritized replay: importance exponent beta at the start (rises to 1)",
-              min=0.0, max=1.0),
-        Param("actors", int, d("actors", 1), "actors collecting in parallel (a bank; each takes train_freq / actors "
-              "steps per round)", min=1, max=256),
-        Param("learners", int, 1, "parallel learners each batch is split over (their gradients are added in a "
-              "fixed order)", min=1, max=64),
-        *run_params(d),
-    )
-    if algo == "dqn":
-        specific = (
-            Param("double", bool, True, "double Q-learning targets (plain DQN's max if no)"),
-            Param("dueling", bool, False, "dueling heads: Q = V + A - mean A"),
-            Param("target_update_interval", int, d("target_update_interval"),
-                  "environment steps between copies to the target network", min=1, max=10**10),
-            Param("exploration_fraction", float, d("exploration_fraction"),
-                  "fraction of the steps over which epsilon falls", min=0.0, max=1.0),
-            Param("exploration_initial_eps", float, 1.0, "epsilon at the start", min=0.0, max=1.0),
-            Param("exploration_final_eps", float, d("exploration_final_eps"), "epsilon at the end", min=0.0, max=1.0),
-            Param("max_grad_norm", float, 10.0, "gradients are clipped to this norm (0: not clipped)", min=0.0,
-                  max=1e12),
-        )
-    else:
-        specific = (Param("tau", float, d("tau", 0.005), "target networks move this fraction toward the online ones",
-                          min=0.0, max=1.0),)
-        if algo in ("td3", "ddpg"):
-            specific += (Param("action_noise", float, d("action_noise", 0.1), "standard deviation of the "
-                               "exploration noise, in actions scaled to [-1, 1]", min=0.0, max=10.0),)
-        if algo == "td3":
-            specific += (
-                Param("policy_delay", int, 2, "critic updates per actor update", min=1, max=10**6),
-                Param("target_policy_noise", float, 0.2, "standard deviation of the target policy smoothing noise",
-                      min=0.0, max=10.0),
-                Param("target_noise_clip", float, 0.5, "the smoothing noise is clipped to this", min=0.0, max=10.0),
-            )
-        if algo == "sac":
-            specific += (
-                Param("ent_coef", str, "auto", "entropy coefficient alpha: auto (tuned, starting at 1), auto_X (tuned, "
-                      "starting at X) or a number", check="ent_coef"),
-                Param("target_entropy", str, "auto", "entropy target of auto tuning: auto (-action dimensions) or "
-                      "a number", check="auto_or_number"),
-            )
-    return common + specific
+def arch_text(layers: list[int]) -> str:
+    """Layer sizes as --net-arch writes them: 64,64, or none."""
+    return ",".join(map(str, layers)) or "none"
 
 
-PLACEMENT = ("actors_at", "agents_at", "learner_at")  # the templates' `placement` parameters
+def arch_layers(text: str) -> list[int]:
+    return [] if text == "none" else [int(x) for x in text.split(",")]
 
 
-def run_config(algo: str, values: dict[str, object]) -> dict[str, object]:
-    """A learner program's CONFIG from its template's values: every value but those that only shape
-    the program (processes, placement), the runs' folder (`logdir`, default runs), the program's name
-    that names them (the .lf file's), and `net_arch` as a list of layer sizes."""
-    arch = str(values["net_arch"])
-    return {"algo": algo, "program": str(values.get("program") or algo),
-            **{k: v for k, v in values.items() if k not in ("logdir", "processes", "program", *PLACEMENT)},
-            "logdir": str(values["logdir"]) or "runs", "net_arch": [] if arch == "none" else [int(x) for x in arch.split(",")]}
+def as_text(name: str, value: object) -> object:
+    """A setting's value (lfrl.config) as its parameter takes it."""
+    return arch_text(value) if name == "net_arch" else value  # type: ignore[arg-type]
+
+
+def learner_params(config: type[Config], members: str = "actors", which: str = "actor",
+                   processes: str = PROCESSES) -> tuple[Param, ...]:
+    """A learner template's parameters: the settings of its algorithm (lfrl.config: their types,
+    defaults, ranges, choices and help texts) but those `lfrl gen` fills in itself, LEADING first and
+    those every learner has last; then what shapes the program: --processes, with which `members`
+    (each a `which`) run in processes of their own, as `processes` says, and their placement."""
+    common = {f.name for f in Config.fields()}
+    fields = [f for f in config.fields() if not f.generated]
+    ordered = sorted(fields, key=lambda f: (LEADING.index(f.name), False) if f.name in LEADING
+                     else (len(LEADING), f.name in common))
+    params = tuple(Param(f.name, str if f.type is list else f.type, as_text(f.name, f.default), f.help,
+                         f.between.min, f.between.max, f.check, choices=f.choices) for f in ordered)
+    return params + (Param("processes", bool, False, processes), *placement(members, which, learner=True))
+
+
+def template_settings(algo: str, values: dict[str, object]) -> Config:
+    """A learner program's settings (lfrl.config) from its template's values: those of the
+    algorithm's fields (not what only shapes the program: processes, placement), `net_arch` as layer
+    sizes, the runs' folder (default runs) and the program's name that names them (the .lf file's)."""
+    config = ALGORITHMS[algo]
+    given = {f.name: values[f.name] for f in config.fields() if f.name in values}
+    given.update(net_arch=arch_layers(str(values["net_arch"])), logdir=str(values["logdir"]) or "runs",
+                 program=str(values.get("program") or algo))
+    return config(**given)
+
+
+def families(config: type[Config]) -> tuple[EnvDefaults, ...]:
+    """The defaults `config` has for families of environments, as its parameters take them."""
+    return tuple(EnvDefaults(f.name, f.prefix, {k: as_text(k, v) for k, v in f.values.items()})
+                 for f in config.FAMILIES)
 
 
 def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]]:
@@ -521,118 +451,35 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                                 "(use sac, td3 or ddpg)")
         if algo != "dqn" and spec.discrete:
             raise TemplateError(f"--env-id: {algo} needs continuous actions; {env_id!r} has discrete ones (use dqn)")
-        n = {k: values[k] for k in ("total_steps", "train_freq", "actors", "batch_size", "buffer_size", "learners",
-                                    "learning_starts", "gradient_steps")}
-        nodes = placed(values, "actors", int(n["actors"]))  # type: ignore[call-overload]
-        if int(n["train_freq"]) % int(n["actors"]):  # type: ignore[call-overload]
-            raise TemplateError(f"--train-freq {n['train_freq']} is not a multiple of --actors {n['actors']} (each "
+        config = template_settings(algo, values)
+        assert isinstance(config, OffPolicyConfig)
+        nodes = placed(values, "actors", config.actors)
+        if config.train_freq % config.actors:
+            raise TemplateError(f"--train-freq {config.train_freq} is not a multiple of --actors {config.actors} (each "
                                 "actor takes an equal share of a round's steps)")
-        if int(n["batch_size"]) > int(n["buffer_size"]):  # type: ignore[call-overload]
-            raise TemplateError(f"--batch-size {n['batch_size']} is more than the --buffer-size {n['buffer_size']}")
-        if int(n["learners"]) > int(n["batch_size"]):  # type: ignore[call-overload]
-            raise TemplateError(f"--learners {n['learners']} is more than the --batch-size {n['batch_size']}: "
+        if config.batch_size > config.buffer_size:
+            raise TemplateError(f"--batch-size {config.batch_size} is more than the --buffer-size {config.buffer_size}")
+        if config.learners > config.batch_size:
+            raise TemplateError(f"--learners {config.learners} is more than the --batch-size {config.batch_size}: "
                                 "each learner needs a part of every batch")
-        total = int(n["total_steps"])  # type: ignore[call-overload]
-        if total > 0 and int(n["gradient_steps"]) > 0 and int(n["learning_starts"]) >= total:  # type: ignore[call-overload]
-            raise TemplateError(f"--learning-starts {n['learning_starts']} is not below --total-steps {total}: "
+        total = config.total_steps
+        if total > 0 and config.gradient_steps > 0 and config.learning_starts >= total:
+            raise TemplateError(f"--learning-starts {config.learning_starts} is not below --total-steps {total}: "
                                 "the learner would never learn")
-        if 0 < total < int(n["train_freq"]):  # type: ignore[call-overload]
-            raise TemplateError(f"--total-steps {total} is fewer than the --train-freq {n['train_freq']} steps one "
+        if 0 < total < config.train_freq:
+            raise TemplateError(f"--total-steps {total} is fewer than the --train-freq {config.train_freq} steps one "
                                 "round takes")
-        if total == 0 and not values["load"]:
-            raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
-        config = run_config(algo, values)
-        logdir, program = config["logdir"], config["program"]
-        if algo != "dqn":
-            config["n_critics"] = 1 if algo == "ddpg" else 2
-        if algo == "ddpg":  # TD3 without its three additions
-            config.update(policy_delay=1, target_policy_noise=0.0, target_noise_clip=0.0)
-        for key in ("ent_coef", "target_entropy"):
-            if key in config and not str(config[key]).startswith("auto"):
-                config[key] = float(str(config[key]))
-        return {"algo": algo, "algo_title": LEARNER_TITLES[algo], "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
-                "config": config, "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
-                "logdir": logdir, "program": program, "placed": nodes}
+        check_budget(config)
+        return {"algo": algo, "algo_title": config.TITLE, "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
+                "config": config.to_dict(), "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
+                "logdir": config.logdir, "program": config.program, "placed": nodes}
 
     return derive
 
 
-def ppo_params(**defaults: object) -> tuple[Param, ...]:
-    """PPO's parameters, with Stable-Baselines3's names and the RL Baselines3 Zoo's CartPole-v1 values
-    as defaults."""
-    d = defaults.get
-    return (
-        Param("env_id", str, d("env_id"), "gymnasium environment id with discrete actions or a bounded box, "
-              "ALE/... for Atari, or module:EnvId for your own", check="env_id"),
-        Param("total_steps", int, d("total_steps"), "environment steps in all (the budget; whole rounds: the last "
-              "one may pass it, as SB3's does)", min=0, max=10**10),
-        Param("actors", int, d("actors"), "actors collecting in parallel (a bank), each with its own environments",
-              min=1, max=256),
-        Param("envs_per_actor", int, d("envs_per_actor"), "environments each actor steps together (one batched "
-              "inference per step); actors x envs-per-actor is SB3's n_envs", min=1, max=4096),
-        *on_policy_params(d, "actors x envs-per-actor x n-steps environment steps"),
-        Param("normalize", bool, d("normalize", False), "normalise observations by their running mean and "
-              "standard deviation (VecNormalize; the statistics are saved with the weights)"),
-        Param("log_std_init", float, 0.0, "continuous actions: the initial log standard deviation", min=-20.0,
-              max=2.0),
-        *run_params(d),
-    )
-
-
-def on_policy_params(d: Callable[..., object], round_is: str) -> tuple[Param, ...]:
-    """The parameters of PPO's rounds and updates, which MAPPO shares (`round_is`: what a round is)."""
-    return (
-        Param("n_steps", int, d("n_steps"), f"steps of every environment per round (a round is {round_is})", min=1,
-              max=10**6),
-        Param("batch_size", int, d("batch_size"), "minibatch size", min=1, max=10**7),
-        Param("n_epochs", int, d("n_epochs"), "epochs over each round's steps", min=1, max=10**4),
-        Param("learning_rate", float, d("learning_rate"), "Adam's learning rate", min=1e-8, max=1.0),
-        Param("lr_schedule", str, d("lr_schedule"), "the learning rate over the run: constant, or linear (falls "
-              "to 0 at total-steps, the zoo's lin_X)", choices=("constant", "linear")),
-        Param("gamma", float, d("gamma"), "discount factor", min=0.0, max=1.0),
-        Param("gae_lambda", float, d("gae_lambda"), "generalised advantage estimation's lambda", min=0.0, max=1.0),
-        Param("clip_range", float, d("clip_range"), "the clipped objective's epsilon", min=0.0, max=10.0),
-        Param("clip_schedule", str, d("clip_schedule"), "the clip range over the run: constant or linear (falls "
-              "to 0 at total-steps)", choices=("constant", "linear")),
-        Param("ent_coef", float, d("ent_coef", 0.0), "entropy coefficient of the loss", min=0.0, max=100.0),
-        Param("vf_coef", float, d("vf_coef", 0.5), "value function coefficient of the loss", min=0.0, max=100.0),
-        Param("max_grad_norm", float, d("max_grad_norm", 0.5), "gradients are clipped to this norm (0: not "
-              "clipped)", min=0.0, max=1e12),
-        Param("normalize_advantage", bool, True, "normalise advantages in each minibatch"),
-        Param("normalize_reward", bool, d("normalize_reward", False), "divide rewards by the running standard "
-              "deviation of the discounted return (VecNormalize's norm_reward)"),
-        Param("net_arch", str, d("net_arch"), "hidden layer sizes of the policy and of the value network (each "
-              "its own), after the convolutions' 512 shared features for images (none: no hidden layer)",
-              check="net_arch"),
-        Param("activation", str, d("activation", "tanh"), "activation of the hidden layers (SB3's MlpPolicy: tanh)",
-              choices=("tanh", "relu")),
-    )
-
-
-def mappo_params(**defaults: object) -> tuple[Param, ...]:
-    """MAPPO's parameters: PPO's (lfrl.ppo's names) and the team's."""
-    from lfrl.mappo import SCENARIOS
-
-    d = defaults.get
-    return (
-        Param("env_name", str, d("env_name"), "mpe2 cooperative scenario (parallel API)",
-              choices=SCENARIOS),
-        Param("agents", int, d("agents"), "agents, for the scenarios that take a number of them (simple_spread, "
-              "simple_formation, simple_line); the others have their own", min=1, max=64),
-        Param("max_cycles", int, d("max_cycles"), "steps of an episode (mpe2's max_cycles)", min=1, max=10**6),
-        Param("total_steps", int, d("total_steps"), "environment steps in all, a step of one copy of the scenario "
-              "with every agent acting (the budget; whole rounds)", min=0, max=10**10),
-        Param("envs", int, d("envs"), "copies of the scenario stepped together (each agent acts in all of them with "
-              "one batched inference per step)", min=1, max=4096),
-        *on_policy_params(d, "envs x n-steps environment steps, each agent acting in every one"),
-        Param("share_policy", bool, d("share_policy"), "one policy shared by every agent (they must observe and act "
-              "alike), or one per agent"),
-        Param("critic", str, d("critic"), "central: the value network sees every agent's observation (MAPPO); local: "
-              "only its agent's (independent PPO)", choices=("central", "local")),
-        *run_params(d, "agents", "agent", "a federated program: every agent chooses its actions in a process of its "
-                    "own (the environments, learner, evaluator and monitor share lfrl's); pays when the policies' "
-                    "inference costs more than a round trip between processes"),
-    )
+def check_budget(config: Config) -> None:
+    if config.total_steps == 0 and not config.load:
+        raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
 
 
 def derive_ppo(values: dict[str, object]) -> dict[str, object]:
@@ -644,59 +491,38 @@ def derive_ppo(values: dict[str, object]) -> dict[str, object]:
         describe(env_id)
     except ValueError as exc:
         raise TemplateError(f"--env-id: {exc}") from None
-    actors, per_actor, n_steps = (int(values[k]) for k in ("actors", "envs_per_actor", "n_steps"))  # type: ignore[call-overload]
-    round_steps = actors * per_actor * n_steps
-    nodes = placed(values, "actors", actors)
-    if int(values["batch_size"]) > round_steps:  # type: ignore[call-overload]
-        raise TemplateError(f"--batch-size {values['batch_size']} is more than the {round_steps} steps of a round "
+    config = template_settings("ppo", values)
+    assert isinstance(config, PPOConfig)
+    nodes = placed(values, "actors", config.actors)
+    if config.batch_size > config.round_steps:
+        raise TemplateError(f"--batch-size {config.batch_size} is more than the {config.round_steps} steps of a round "
                             f"(--actors x --envs-per-actor x --n-steps)")
-    if int(values["total_steps"]) == 0 and not values["load"]:  # type: ignore[call-overload]
-        raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
-    config = {**run_config("ppo", values), "log_every": round_steps}
-    return {"config": config, "logdir": config["logdir"], "program": config["program"], "placed": nodes,
-            "round_steps": round_steps}
+    check_budget(config)
+    return {"config": config.to_dict(), "logdir": config.logdir, "program": config.program, "placed": nodes,
+            "round_steps": config.round_steps}
 
 
 def derive_mappo(values: dict[str, object]) -> dict[str, object]:
     """Checks of MAPPO's values against its scenario and each other; the program's CONFIG."""
     from lfrl.mappo import describe
 
-    config = {**run_config("mappo", values)}
+    config = template_settings("mappo", values)
+    assert isinstance(config, MAPPOConfig)
     try:
         team = describe(config)
     except ValueError as exc:
         raise TemplateError(f"--env-name: {exc}") from None
-    if values["share_policy"] and not team.alike:
+    if config.share_policy and not team.alike:
         raise TemplateError(f"--share-policy: the agents of {team.env_name} ({', '.join(team.agents)}) observe or act "
                             "differently, so they cannot share a policy; give --share-policy no")
-    round_steps = int(values["envs"]) * int(values["n_steps"])  # type: ignore[call-overload]
-    per_policy = round_steps * (len(team.agents) if values["share_policy"] else 1)
-    if int(values["batch_size"]) > per_policy:  # type: ignore[call-overload]
-        raise TemplateError(f"--batch-size {values['batch_size']} is more than the {per_policy} agent steps a policy "
-                            f"learns from in a round (--envs x --n-steps{' x agents' if values['share_policy'] else ''})")
-    if int(values["total_steps"]) == 0 and not values["load"]:  # type: ignore[call-overload]
-        raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
+    per_policy = config.round_steps * (len(team.agents) if config.share_policy else 1)
+    if config.batch_size > per_policy:
+        raise TemplateError(f"--batch-size {config.batch_size} is more than the {per_policy} agent steps a policy "
+                            f"learns from in a round (--envs x --n-steps{' x agents' if config.share_policy else ''})")
+    check_budget(config)
     nodes = placed(values, "agents", len(team.agents))
-    config["log_every"] = round_steps
-    return {"config": config, "logdir": config["logdir"], "program": config["program"], "placed": nodes,
-            "round_steps": round_steps, "agents": len(team.agents)}
-
-
-# PPO on Atari games: the RL Baselines3 Zoo's hyperparameters (hyperparams/ppo.yml, `atari`): 8
-# environments, 128 steps each per round, 4 epochs of minibatches of 256, linear schedules; its
-# CnnPolicy's heads straight from the 512 shared features.
-ATARI_PPO = EnvDefaults("Atari", "ALE/", {
-    "total_steps": 10_000_000, "n_steps": 128, "n_epochs": 4, "batch_size": 256, "learning_rate": 2.5e-4,
-    "lr_schedule": "linear", "clip_range": 0.1, "clip_schedule": "linear", "ent_coef": 0.01, "vf_coef": 0.5,
-    "net_arch": "none", "gamma": 0.99, "gae_lambda": 0.95, "eval_every": 25_000, "eval_episodes": 5})
-
-# PPO on Pendulum-v1: the zoo's values for it (4 environments of 1,024 steps per round, 10 epochs of
-# minibatches of 64, gamma 0.9, lambda 0.95, learning rate 1e-3, clip range 0.2) but for its gSDE
-# exploration, which lfrl does not have: observations are normalised instead.
-PENDULUM_PPO = EnvDefaults("Pendulum-v1", "Pendulum-v1", {
-    "total_steps": 200_000, "envs_per_actor": 4, "n_steps": 1024, "batch_size": 64, "n_epochs": 10,
-    "learning_rate": 1e-3, "lr_schedule": "constant", "gamma": 0.9, "gae_lambda": 0.95, "clip_range": 0.2,
-    "clip_schedule": "constant", "normalize": True, "eval_every": 10_000})
+    return {"config": config.to_dict(), "logdir": config.logdir, "program": config.program, "placed": nodes,
+            "round_steps": config.round_steps, "agents": len(team.agents)}
 
 
 def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> None:
@@ -730,14 +556,14 @@ def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> N
                 raise TemplateError(f"--networks: {name}.{function} is {getattr(module, function)!r:.60}, not a "
                                     f"function; {algo} calls it to build its networks")
         if load:  # the program's CONFIG: the networks' settings as the learner will read them
-            check_saved_weights(folder / load, resolve(algo, values)["config"])  # type: ignore[arg-type]
+            check_saved_weights(folder / load, of(resolve(algo, values)["config"]))  # type: ignore[arg-type]
     finally:
         sys.path[:] = path
         if fresh:  # imported again when asked again: the module may change before then
             sys.modules.pop(name, None)
 
 
-def check_saved_weights(path: Path, config: dict) -> None:
+def check_saved_weights(path: Path, config: Config) -> None:
     """`--load`: weights torch reads (`torch.load(..., weights_only=True)`, as the learner will) that
     fit the networks this algorithm builds for this environment and architecture."""
     import warnings
@@ -770,22 +596,16 @@ def check_saved_weights(path: Path, config: dict) -> None:
         raise TemplateError(f"--load: {path} does not fit this program's networks: {problem}")
 
 
-def learner_template(algo: str, description: str, quick: dict[str, object], env_defaults: tuple[EnvDefaults, ...] = (),
-                     **defaults: object) -> Template:
-    return Template(algo, "learner.lf.j2", description, learner_params(algo, **defaults), LEARNER_LIBRARIES,
-                    derive_learner(algo), {"progress": False, "eval_episodes": 2, **quick}, check_learner_files,
-                    env_defaults)
+def learner_template(algo: str, file: str, description: str, libraries: tuple[str, ...],
+                     derive: Callable[[dict[str, object]], dict[str, object]], quick: dict[str, object],
+                     params: tuple[Param, ...] | None = None) -> Template:
+    """A learner's template: its parameters from its algorithm's settings (lfrl.config)."""
+    config = ALGORITHMS[algo]
+    return Template(algo, file, description, params or learner_params(config), libraries, derive,
+                    {"progress": False, "eval_episodes": 2, **quick}, check_learner_files, families(config))
 
 
-# DQN on Atari games: the RL Baselines3 Zoo's hyperparameters (hyperparams/dqn.yml, `atari`), with its
-# CnnPolicy's head (the 512 features straight to the Q-values) and its evaluation defaults (every
-# 25,000 steps, 5 episodes). lfrl's train_freq counts environment steps, as the zoo's 4 does (one
-# environment); the replay buffer stores next observations apart (the zoo's optimize_memory_usage False).
-ATARI_DQN = EnvDefaults("Atari", "ALE/", {
-    "total_steps": 10_000_000, "buffer_size": 100_000, "learning_rate": 1e-4, "batch_size": 32,
-    "learning_starts": 100_000, "target_update_interval": 1000, "train_freq": 4, "gradient_steps": 1,
-    "exploration_fraction": 0.1, "exploration_final_eps": 0.01, "net_arch": "none", "eval_every": 25_000,
-    "eval_episodes": 5})
+LEARNER_LIBRARIES = ("Actor.lf", "ReplayBuffer.lf", "Learner.lf", "GradientLearner.lf", "Evaluator.lf", "Monitor.lf")
 
 
 CATALOG: dict[str, Template] = {
@@ -856,52 +676,32 @@ CATALOG: dict[str, Template] = {
             derive_multiagent,
         ),
         learner_template(
-            "dqn", "double DQN (dueling heads, n-step returns, prioritized replay optional): actors, a pyreplay "
-                   "buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475; Atari games "
-                   "(ALE/...) take the RL Baselines3 Zoo's",
-            {"total_steps": 2048, "learning_starts": 512, "eval_every": 1024}, (ATARI_DQN,),
-            env_id="CartPole-v1", total_steps=50_000, learning_rate=2.3e-3, buffer_size=100_000,
-            learning_starts=1000, batch_size=64, train_freq=256, gradient_steps=128, net_arch="64,64",
-            eval_every=2000, target_update_interval=10, exploration_fraction=0.16, exploration_final_eps=0.04),
+            "dqn", "learner.lf.j2", "double DQN (dueling heads, n-step returns, prioritized replay optional): actors, "
+            "a pyreplay buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475; Atari games "
+            "(ALE/...) take the RL Baselines3 Zoo's", LEARNER_LIBRARIES, derive_learner("dqn"),
+            {"total_steps": 2048, "learning_starts": 512, "eval_every": 1024}),
         *(learner_template(
-            algo, f"{title} for continuous actions: actors, a pyreplay buffer, a learner, an evaluator; "
-                  "Pendulum-v1's defaults reach a return of -200",
-            {"total_steps": 600, "learning_starts": 256, "eval_every": 300},
-            env_id="Pendulum-v1", total_steps=20_000, learning_rate=1e-3, buffer_size=100_000, learning_starts=256,
-            batch_size=256, gamma=0.98 if algo != "sac" else 0.99, train_freq=1, gradient_steps=1,
-            net_arch="64,64", eval_every=1000)
-          for algo, title in (("ddpg", "DDPG"), ("td3", "TD3"),
-                              ("sac", "SAC with automatic entropy tuning"))),
-        Template(
+            algo, "learner.lf.j2", f"{title} for continuous actions: actors, a pyreplay buffer, a learner, an "
+            "evaluator; Pendulum-v1's defaults reach a return of -200", LEARNER_LIBRARIES, derive_learner(algo),
+            {"total_steps": 600, "learning_starts": 256, "eval_every": 300})
+          for algo, title in (("ddpg", "DDPG"), ("td3", "TD3"), ("sac", "SAC with automatic entropy tuning"))),
+        learner_template(
             "ppo", "ppo.lf.j2",
             "PPO (clipped objective, GAE, VecNormalize-style normalisation) with synchronised parallel actors, an "
             "evaluator; discrete or continuous actions, Atari (ALE/...) with the Nature CNN; CartPole-v1's defaults "
             "(the RL Baselines3 Zoo's) reach a return of 475",
-            ppo_params(env_id="CartPole-v1", total_steps=100_000, actors=1, envs_per_actor=8, n_steps=32,
-                       batch_size=256, n_epochs=20, learning_rate=1e-3, lr_schedule="linear", gamma=0.98,
-                       gae_lambda=0.8, clip_range=0.2, clip_schedule="linear", net_arch="64,64", eval_every=5000),
-            ("PPOActor.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"),
-            derive_ppo,
-            {"progress": False, "eval_episodes": 2, "total_steps": 512, "eval_every": 256},
-            check_learner_files,
-            (ATARI_PPO, PENDULUM_PPO),
-        ),
-        Template(
+            ("PPOActor.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"), derive_ppo,
+            {"total_steps": 512, "eval_every": 256}),
+        learner_template(
             "mappo", "mappo.lf.j2",
-            "MAPPO: PPO for a cooperative team in an mpe2 scenario, a policy shared by the agents (or one each), a "
+            "MAPPOConfig: PPOConfig for a cooperative team in an mpe2 scenario, a policy shared by the agents (or one each), a "
             "centralised critic, one reaction per agent for acting (agents in processes of their own with "
             "--processes yes)",
-            mappo_params(env_name="simple_spread_v3", agents=3, max_cycles=25, total_steps=160_000, envs=8,
-                         n_steps=100, batch_size=800, n_epochs=10, learning_rate=7e-4, lr_schedule="constant",
-                         gamma=0.99, gae_lambda=0.95, clip_range=0.2, clip_schedule="constant", ent_coef=0.01,
-                         vf_coef=0.5, max_grad_norm=10.0, net_arch="64,64", share_policy=True, critic="central",
-                         eval_every=8000, eval_episodes=20),
-            ("MAPPOTeam.lf", "MAPPOAgent.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"),
-            derive_mappo,
-            {"progress": False, "eval_episodes": 2, "total_steps": 400, "eval_every": 200, "envs": 2, "n_steps": 25,
-             "batch_size": 50},
-            check_learner_files,
-        ),
+            ("MAPPOTeam.lf", "MAPPOAgent.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"), derive_mappo,
+            {"total_steps": 400, "eval_every": 200, "envs": 2, "n_steps": 25, "batch_size": 50},
+            learner_params(MAPPOConfig, "agents", "agent", "a federated program: every agent chooses its actions in a "
+                           "process of its own (the environments, learner, evaluator and monitor share lfrl's); pays "
+                           "when the policies' inference costs more than a round trip between processes")),
     )
 }
 

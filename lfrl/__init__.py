@@ -1,6 +1,7 @@
 """The reinforcement-learning code that lfrl's learner programs (`lfrl gen dqn|ddpg|td3|sac|ppo|mappo|qlearning`)
 import: their reactors in `lf/lib/` only move messages; everything they compute is here.
 
+- `config`: every algorithm's settings, typed (what `lfrl gen` offers and the reactors receive)
 - `envs`: environments (Atari preprocessing, `module:EnvId`) and what learners need of their spaces
 - `networks`: the networks, and the place to change them (`--networks`)
 - `learner`, `dqn`, `td3` (TD3 and DDPG), `sac`: losses, updates, target networks, exploration

@@ -9,29 +9,29 @@ bootstrap from the next observation (done = 0), as Stable-Baselines3 does with i
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
 import numpy as np
 import torch
 
 from lfrl import envs, seeds
 from lfrl.algorithms import make_policy
+from lfrl.config import OffPolicyConfig
 
 Transitions = dict[str, np.ndarray]
 
 
 class Actor:
-    def __init__(self, config: dict[str, Any], index: int) -> None:
-        self.spec = envs.describe(config["env_id"])
+    def __init__(self, config: OffPolicyConfig, index: int) -> None:
+        self.spec = envs.describe(config.env_id)
         self.dtypes = {name: dtype for name, (_shape, dtype) in self.spec.replay_fields().items()}
-        self.env = envs.make(config["env_id"], training=True)
-        self.obs, _ = self.env.reset(seed=seeds.derive(config["seed"], seeds.ACTOR, 2 * index))
-        self.rng = np.random.default_rng(seeds.derive(config["seed"], seeds.ACTOR, 2 * index + 1))
+        self.env = envs.make(config.env_id, training=True)
+        self.obs, _ = self.env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * index))
+        self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * index + 1))
         self.policy = make_policy(config, self.spec)
         self.index = index
-        self.actors = int(config["actors"])
-        self.gamma = float(config["gamma"])
-        self.n_step = int(config.get("n_step", 1))
+        self.actors = config.actors
+        self.gamma = config.gamma
+        self.n_step = config.n_step
         self.window: deque[tuple[np.ndarray, np.ndarray, float]] = deque()  # the last steps: obs, action, reward
         self.episode_return = 0.0
         self.episode_length = 0

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
 from lfrl import dqn, envs, mappo, ppo, sac, settings, td3
+from lfrl.config import Config, DDPGConfig, DQNConfig, MAPPOConfig, TD3Config
 from lfrl.envs import EnvSpec
 from lfrl.learner import Learner
 from lfrl.policy import Policy
 
 ALGORITHMS: dict[str, tuple[type[Learner], type[Policy]]] = {
     "dqn": (dqn.DQN, dqn.Policy),
-    "ddpg": (td3.TD3, td3.Policy),  # TD3 with one critic, no delay, no target smoothing (the config says so)
+    "ddpg": (td3.TD3, td3.Policy),  # TD3 with one critic, no delay, no target smoothing (lfrl.config.DDPGConfig)
     "td3": (td3.TD3, td3.Policy),
     "sac": (sac.SAC, sac.Policy),
     "ppo": (ppo.PPO, ppo.Policy),
@@ -21,22 +20,22 @@ ALGORITHMS: dict[str, tuple[type[Learner], type[Policy]]] = {
 }
 
 
-def describe(config: dict[str, Any]) -> EnvSpec:
+def describe(config: Config) -> EnvSpec:
     """What `config`'s learner and policies are built for: the environment's spaces (lfrl.envs), or
     for MAPPO the team's (a lfrl.mappo.TeamSpec). Raises ValueError as they do."""
-    if config["algo"] == "mappo":
+    if isinstance(config, MAPPOConfig):
         return mappo.describe(config)  # type: ignore[return-value]
-    return envs.describe(config["env_id"])
+    return envs.describe(config.env_id)  # type: ignore[attr-defined]
 
 
-def make_learner(config: dict[str, Any], spec: EnvSpec, seed: int) -> Learner:
+def make_learner(config: Config, spec: EnvSpec, seed: int) -> Learner:
     settings.apply(config)
-    return ALGORITHMS[config["algo"]][0](spec, config, seed)
+    return ALGORITHMS[config.ALGO][0](spec, config, seed)
 
 
-def make_policy(config: dict[str, Any], spec: EnvSpec) -> Policy:
+def make_policy(config: Config, spec: EnvSpec) -> Policy:
     settings.apply(config)
-    return ALGORITHMS[config["algo"]][1](spec, config)  # type: ignore[call-arg]
+    return ALGORITHMS[config.ALGO][1](spec, config)  # type: ignore[call-arg]
 
 
 def builders(algo: str) -> tuple[str, ...]:
@@ -47,14 +46,14 @@ def builders(algo: str) -> tuple[str, ...]:
 Shapes = dict[str, dict[str, tuple[int, ...]]]  # network -> tensor -> shape
 
 
-def network_shapes(config: dict[str, Any], spec: EnvSpec) -> Shapes:
+def network_shapes(config: Config, spec: EnvSpec) -> Shapes:
     """The shape of every tensor of the networks a learner saves (`Learner.state_for_saving`)."""
-    learner = ALGORITHMS[config["algo"]][0](spec, config, 0)
+    learner = ALGORITHMS[config.ALGO][0](spec, config, 0)
     return {name: {key: tuple(t.shape) for key, t in net.state_dict().items()}
             for name, net in learner.named_networks().items()}
 
 
-def saved_weights_problem(saved: object, config: dict[str, Any], spec: EnvSpec) -> str | None:
+def saved_weights_problem(saved: object, config: Config, spec: EnvSpec) -> str | None:
     """Why weights read from a model.pt (`saved`, what torch.load gives) cannot start the learner that
     `config` and `spec` make (`Learner.load_saved`): they are another algorithm's, or the first tensor
     whose shape differs, with the setting that likely differs. None when they fit."""
@@ -66,7 +65,7 @@ def saved_weights_problem(saved: object, config: dict[str, Any], spec: EnvSpec) 
         return (f"it holds a {type(saved).__name__}, not the networks' weights that lfrl saves (model.pt: a dict "
                 f"of state dicts)")
     if set(saved) != set(expected):
-        return (f"it holds the networks {', '.join(map(str, saved)) or '(none)'}; {config['algo']} expects "
+        return (f"it holds the networks {', '.join(map(str, saved)) or '(none)'}; {config.ALGO} expects "
                 f"{', '.join(expected)}: weights of another algorithm")
     mismatch = _first_mismatch(expected, saved)
     if mismatch is None:
@@ -89,28 +88,27 @@ def _first_mismatch(expected: Shapes, saved: dict[str, dict]) -> str | None:
     return None
 
 
-def _likely_difference(saved: dict[str, dict], config: dict[str, Any], spec: EnvSpec) -> str:
+def _likely_difference(saved: dict[str, dict], config: Config, spec: EnvSpec) -> str:
     """The setting that likely differs from the run that saved `saved`: one whose other value (read off
     the file where it can be) makes every shape fit."""
-    algo, arch = config["algo"], list(config["net_arch"])
-    candidates: list[tuple[dict[str, Any], str]] = []
-    if algo == "dqn":
-        dueling = bool(config.get("dueling"))
-        candidates.append(({"dueling": not dueling}, f"--dueling differs: the file's Q-network has "
-                                                     f"{'no ' if dueling else ''}dueling heads"))
-    if algo in ("td3", "ddpg"):
-        n = int(config["n_critics"])
-        candidates.append(({"n_critics": 3 - n}, f"the file was likely saved by {'td3' if n == 1 else 'ddpg'}, "
-                                                 f"which has {'two critics' if n == 1 else 'one critic'}; {algo} "
-                                                 f"has {'one' if n == 1 else 'two'}"))
+    algo, arch = config.ALGO, list(config.net_arch)  # type: ignore[attr-defined]
+    candidates: list[tuple[Config, str]] = []
+    if isinstance(config, DQNConfig):
+        candidates.append((config.replace(dueling=not config.dueling), f"--dueling differs: the file's Q-network "
+                                                                       f"has {'no ' if config.dueling else ''}dueling heads"))
+    if isinstance(config, DDPGConfig | TD3Config):
+        other = config.as_algorithm("td3" if isinstance(config, DDPGConfig) else "ddpg")
+        n = config.n_critics
+        candidates.append((other, f"the file was likely saved by {other.ALGO}, which has "
+                                  f"{'two critics' if n == 1 else 'one critic'}; {algo} has {'one' if n == 1 else 'two'}"))
     hidden = _hidden_sizes(saved)
     if hidden and hidden != arch:
-        candidates.append(({"net_arch": hidden}, f"--net-arch differs: the file's networks have hidden layers "
+        candidates.append((config.replace(net_arch=hidden), f"--net-arch differs: the file's networks have hidden layers "
                                                  f"{','.join(map(str, hidden))}, this program's "
                                                  f"{','.join(map(str, arch))}"))
-    for changes, difference in candidates:
+    for other, difference in candidates:
         try:
-            if _first_mismatch(network_shapes({**config, **changes}, spec), saved) is None:
+            if _first_mismatch(network_shapes(other, spec), saved) is None:
                 return difference
         except Exception:  # noqa: BLE001 - a networks module that cannot build these: not the difference
             continue

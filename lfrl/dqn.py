@@ -14,12 +14,12 @@ linearly from `exploration_initial_eps` to `exploration_final_eps` over the firs
 from __future__ import annotations
 
 from contextlib import nullcontext
-from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from lfrl.config import DQNConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen_copy, layer_outputs, networks_module
 from lfrl.policy import Policy as BasePolicy
@@ -46,11 +46,11 @@ def dqn_loss(q: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight
     return loss, (taken - target).detach().abs()
 
 
-def epsilon(config: dict[str, Any], env_steps: int) -> float:
+def epsilon(config: DQNConfig, env_steps: int) -> float:
     """The exploration rate after `env_steps` steps: linear from the initial to the final value over
     the first `exploration_fraction` of `total_steps`, then constant."""
-    start, end = float(config["exploration_initial_eps"]), float(config["exploration_final_eps"])
-    span = float(config["exploration_fraction"]) * int(config["total_steps"])
+    start, end = config.exploration_initial_eps, config.exploration_final_eps
+    span = config.exploration_fraction * config.total_steps
     progress = 1.0 if span <= 0 else min(env_steps / span, 1.0)
     return start + (end - start) * progress
 
@@ -59,15 +59,17 @@ class DQN(Learner):
     LOSSES = ("loss",)
     BUILDERS = ("q_network",)
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+    config: DQNConfig
+
+    def __init__(self, spec: EnvSpec, config: DQNConfig, seed: int) -> None:
         super().__init__(spec, config, seed)
         nets = networks_module(config)
-        self.q = self.place(nets.q_network(spec, config["net_arch"], bool(config.get("dueling")), self.generator))
+        self.q = self.place(nets.q_network(spec, config.net_arch, config.dueling, self.generator))
         self.q_target = frozen_copy(self.q)
         self.online = [self.q]
         self.params = list(self.q.parameters())
-        self.double = bool(config.get("double", True))
-        self.interval = int(config["target_update_interval"])
+        self.double = config.double
+        self.interval = config.target_update_interval
         self.synced_at = 0  # env steps at the last copy to the target network
         self.make_optimizer()
 
@@ -83,7 +85,7 @@ class DQN(Learner):
 
     def exploration_rate(self, env_steps: int) -> float:
         """Epsilon, as the actors use it (all random before learning starts)."""
-        return 1.0 if env_steps < int(self.config["learning_starts"]) else epsilon(self.config, env_steps)
+        return 1.0 if env_steps < self.config.learning_starts else epsilon(self.config, env_steps)
 
     def grads(self, batch: Batch, share: float) -> Gradients:
         obs, next_obs = batch["obs"], batch["next_obs"]
@@ -114,10 +116,10 @@ class Policy(BasePolicy):
     before learning starts); greedy when evaluated."""
 
     NETWORK = "q"
+    config: DQNConfig
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
-        super().__init__(spec, config, networks_module(config).q_network(spec, config["net_arch"],
-                                                                         bool(config.get("dueling")), None))
+    def __init__(self, spec: EnvSpec, config: DQNConfig) -> None:
+        super().__init__(spec, config, networks_module(config).q_network(spec, config.net_arch, config.dueling, None))
 
     def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         n = len(obs)
@@ -132,4 +134,4 @@ class Policy(BasePolicy):
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         # epsilon-greedy with the last epsilon, as SB3's DQN predicts after training
-        return self.noisy(obs, rng, int(self.config["total_steps"]))
+        return self.noisy(obs, rng, self.config.total_steps)

@@ -16,6 +16,7 @@ import torch
 
 from lfrl import envs, mappo, seeds
 from lfrl.algorithms import make_policy
+from lfrl.config import Config, MAPPOConfig, OffPolicyConfig, PPOConfig
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,12 @@ class Evaluation:
 
 
 class Evaluator:
-    def __init__(self, config: dict[str, Any]) -> None:
-        episodes = int(config["eval_episodes"])
-        self.env_id = config["env_id"]
+    def __init__(self, config: OffPolicyConfig | PPOConfig) -> None:
+        episodes = config.eval_episodes
+        self.env_id = config.env_id
         self.envs = [envs.make(self.env_id, training=False) for _ in range(episodes)]
         self.policy = make_policy(config, envs.describe(self.env_id))
-        self.seeds = [seeds.derive(config["seed"], seeds.EVALUATOR, i) for i in range(episodes)]
+        self.seeds = [seeds.derive(config.seed, seeds.EVALUATOR, i) for i in range(episodes)]
         self.evaluated = False  # whether the policy holds weights yet
 
     def evaluate(self, weights: tuple[torch.Tensor, ...], env_steps: int) -> Evaluation:
@@ -107,22 +108,22 @@ def write_gif(frames: list[np.ndarray], fps: float, path: str, width: int, max_f
     images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 * every / fps), loop=0)
 
 
-def evaluator(config: dict[str, Any]) -> Evaluator | TeamEvaluator:
+def evaluator(config: Config) -> Evaluator | TeamEvaluator:
     """The evaluator of `config`'s algorithm: a team's for MAPPO, else one agent's."""
-    return TeamEvaluator(config) if config["algo"] == "mappo" else Evaluator(config)
+    return TeamEvaluator(config) if isinstance(config, MAPPOConfig) else Evaluator(config)  # type: ignore[arg-type]
 
 
 class TeamEvaluator:
     """Evaluator's protocol for a team (lfrl.mappo): `eval_episodes` episodes side by side, each on a
     copy of the scenario of its own with the same seed at every evaluation; the team's return."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: MAPPOConfig) -> None:
         self.config = config
-        episodes = int(config["eval_episodes"])
+        episodes = config.eval_episodes
         self.envs = [mappo.make(config) for _ in range(episodes)]
         self.policy = mappo.TeamPolicy(mappo.describe(config), config)
         self.agents = self.policy.spec.agents
-        self.seeds = [seeds.derive(config["seed"], seeds.EVALUATOR, i) for i in range(episodes)]
+        self.seeds = [seeds.derive(config.seed, seeds.EVALUATOR, i) for i in range(episodes)]
         self.evaluated = False
 
     def _actions(self, obs: list[dict[str, np.ndarray]]) -> list[dict[str, int]]:

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from lfrl import settings
+from lfrl.config import Config, OffPolicyConfig, OnPolicyConfig
 from lfrl.envs import EnvSpec
 
 Batch = dict[str, torch.Tensor]
@@ -98,9 +99,9 @@ def checked_device(name: str, fail: Callable[[str], object]) -> str:
     return name
 
 
-def networks_module(config: dict[str, Any]) -> ModuleType:
+def networks_module(config: Config) -> ModuleType:
     """The module that builds the networks (`lfrl.networks` unless `--networks` names another)."""
-    return importlib.import_module(config.get("networks") or "lfrl.networks")
+    return importlib.import_module(config.networks or "lfrl.networks")
 
 
 def keep_freed_memory() -> None:
@@ -130,16 +131,16 @@ class Learner:
     params: list[torch.nn.Parameter]
     online: list[torch.nn.Module]
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+    def __init__(self, spec: EnvSpec, config: OffPolicyConfig | OnPolicyConfig, seed: int) -> None:
         self.spec = spec
         self.config = config
-        self.device = resolve_device(str(config.get("device") or "cpu"))
+        self.device = resolve_device(config.device)
         if spec.image:  # large batches of frames through convolutions (Atari)
             keep_freed_memory()
         self.generator = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
         self.updates = 0  # optimizer steps so far
-        self.max_grad_norm = float(config.get("max_grad_norm") or 0.0)
-        self.prioritized = bool(config.get("prioritized"))
+        self.max_grad_norm = config.max_grad_norm
+        self.prioritized = isinstance(config, OffPolicyConfig) and config.prioritized
         self._second: ThreadPoolExecutor | None = None  # `beside`'s thread, made when first needed
 
     def importance(self, batch: Batch) -> torch.Tensor | None:
@@ -148,7 +149,7 @@ class Learner:
 
     def make_optimizer(self) -> None:
         """One Adam over every parameter, in `params` order (one learning rate for all)."""
-        self.optimizer = Adam(self.params, float(self.config["learning_rate"]))
+        self.optimizer = Adam(self.params, self.config.learning_rate)
 
     def place(self, module: torch.nn.Module) -> torch.nn.Module:
         """A network, built (and initialised) on the CPU, moved to this learner's device."""
@@ -322,7 +323,7 @@ class Learner:
         # checkpoints written before devices and threads have neither
         self.__dict__.update({"_second": None, **state})
         settings.apply(self.config)
-        self.device = resolve_device(str(self.config.get("device") or "cpu"))
+        self.device = resolve_device(self.config.device)
         if self.device.type != "cpu":
             with torch.no_grad():
                 for t in self.placed():

@@ -31,6 +31,7 @@ from collections import deque
 from typing import Any, BinaryIO
 
 from lfrl.board import EventFile, new_file_name
+from lfrl.config import Config
 from lfrl.curve import Curve
 from lfrl.evaluate import Evaluation
 
@@ -86,16 +87,16 @@ class RunLog:
     CSV = {"episodes": ["step", "actor", "return", "length", "time"],
            "evaluations": ["step", "mean_return", "std_return", "mean_length", "episodes", "time"]}
 
-    def __init__(self, config: dict[str, Any], program_dir: str, losses: tuple[str, ...]) -> None:
+    def __init__(self, config: Config, program_dir: str, losses: tuple[str, ...]) -> None:
         """A new run of the program in `program_dir` (its `logdir` is relative to it), in a new
         folder; `losses`: the names of the learner's losses, the last columns of `training.csv`.
         Raises ResultsError."""
         self.config = config
         self.headers = {**self.CSV, "training": ["step", "updates", "time", "steps_per_s", "updates_per_s", *losses]}
-        self.total = int(config["total_steps"])
-        self.log_every = int(config.get("log_every", 1000))
-        self.stop_at = config.get("stop_at")
-        self.run = new_run_folder(program_dir, config["logdir"], config.get("program") or config["algo"])
+        self.total = config.total_steps
+        self.log_every = config.log_every
+        self.stop_at = config.stop_at
+        self.run = new_run_folder(program_dir, config.logdir, config.name)
         self.folder = os.path.join(program_dir, self.run)
         self.board_name = new_file_name(self.folder)
         self.offsets: dict[str, int] = {}  # how far each file had got at the last checkpoint
@@ -113,7 +114,7 @@ class RunLog:
         self.closed = False
         try:
             with open(os.path.join(self.folder, "hyperparameters.json"), "w") as out:
-                json.dump(config, out, indent=2, sort_keys=True)
+                json.dump(config.to_dict(), out, indent=2, sort_keys=True)
             self._open(resumed=False)
         except OSError as exc:
             raise ResultsError(f"cannot write the run's results to {self.folder}: {exc.strerror or exc}") from None
@@ -204,7 +205,7 @@ class RunLog:
             self.losses[name].append(value)
         if self.env_steps - self.row_at[0] >= self.log_every or self.env_steps >= self.total:
             self._training_row()
-        if self.bar is None and self.config.get("progress") and not self.closed:
+        if self.bar is None and self.config.progress and not self.closed:
             from tqdm import tqdm
 
             self.bar = tqdm(total=self.total, initial=self.opened_at, unit="step", mininterval=0.5, dynamic_ncols=True)
@@ -299,7 +300,7 @@ class RunLog:
         self.plot()
 
     def plot(self) -> None:
-        title = f"{self.config['algo'].upper()} on {self.config.get('env_id') or self.config['env_name']} (seed {self.config['seed']})"
+        title = f"{self.config.ALGO.upper()} on {self.config.environment} (seed {self.config.seed})"
         self.curve.draw(os.path.join(self.folder, "learning_curve.png"), {
             "title": title, "episodes": self.episode_returns,
             "evaluations": [[e.env_steps, e.mean, e.std] for e in self.evaluations],

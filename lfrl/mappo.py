@@ -31,12 +31,9 @@ import numpy as np
 import torch
 
 from lfrl import seeds
+from lfrl.config import SCENARIOS, MAPPOConfig
 from lfrl.envs import EnvSpec
 from lfrl.ppo import PPO, Policy, Rollout, join
-
-# mpe2's cooperative scenarios (every agent is rewarded for the team's success).
-SCENARIOS = ("simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4", "simple_formation_v1",
-             "simple_line_v1")
 
 
 @dataclass(frozen=True)
@@ -58,13 +55,13 @@ class TeamSpec:
         return sum(s.obs_shape[0] for s in self.specs) + len(self.agents)
 
 
-def scenario_kwargs(config: dict[str, Any]) -> dict[str, Any]:
+def scenario_kwargs(config: MAPPOConfig) -> dict[str, Any]:
     """The scenario's arguments: `agents` (its N) where it takes a number of agents, `max_cycles`, and
     discrete actions."""
-    module = importlib.import_module(f"mpe2.{config['env_name']}")
-    kwargs: dict[str, Any] = {"max_cycles": int(config["max_cycles"]), "continuous_actions": False}
+    module = importlib.import_module(f"mpe2.{config.env_name}")
+    kwargs: dict[str, Any] = {"max_cycles": config.max_cycles, "continuous_actions": False}
     if "N" in inspect.signature(module.raw_env).parameters:
-        kwargs["N"] = int(config["agents"])
+        kwargs["N"] = config.agents
     return kwargs
 
 
@@ -75,9 +72,9 @@ def scenario_kwargs(config: dict[str, Any]) -> dict[str, Any]:
 _MAKING = threading.Lock()
 
 
-def make(config: dict[str, Any], render_mode: str | None = None) -> Any:
+def make(config: MAPPOConfig, render_mode: str | None = None) -> Any:
     """A new copy of the scenario (a PettingZoo ParallelEnv); not to be closed (see _MAKING)."""
-    module = importlib.import_module(f"mpe2.{config['env_name']}")
+    module = importlib.import_module(f"mpe2.{config.env_name}")
     with _MAKING:
         return module.parallel_env(**scenario_kwargs(config), render_mode=render_mode)
 
@@ -101,7 +98,7 @@ def snapshot(env: Any) -> list[dict[str, Any]]:
     return [{k: v for k, v in vars(layer).items() if k not in _INNER and k not in _DRAWING} for layer in _layers(env)]
 
 
-def restored(config: dict[str, Any], state: list[dict[str, Any]]) -> Any:
+def restored(config: MAPPOConfig, state: list[dict[str, Any]]) -> Any:
     """A copy in the state `snapshot` saved."""
     env = make(config)
     env.reset(seed=0)
@@ -110,10 +107,10 @@ def restored(config: dict[str, Any], state: list[dict[str, Any]]) -> Any:
     return env
 
 
-def describe(config: dict[str, Any]) -> TeamSpec:
+def describe(config: MAPPOConfig) -> TeamSpec:
     """The team of `config`'s scenario. Raises ValueError for a scenario that is not one of
     SCENARIOS or that mpe2 lacks."""
-    return _describe(str(config["env_name"]), int(config["agents"]), int(config["max_cycles"]))
+    return _describe(config.env_name, config.agents, config.max_cycles)
 
 
 @functools.cache
@@ -121,7 +118,7 @@ def _describe(name: str, agents: int, max_cycles: int) -> TeamSpec:
     if name not in SCENARIOS:
         raise ValueError(f"{name!r} is not one of mpe2's cooperative scenarios: {', '.join(SCENARIOS)}")
     try:
-        env = make({"env_name": name, "agents": agents, "max_cycles": max_cycles})
+        env = make(MAPPOConfig(env_name=name, agents=agents, max_cycles=max_cycles))  # type: ignore[arg-type]
     except ImportError as exc:
         raise ValueError(f"cannot import mpe2.{name} ({exc}); pip install mpe2") from None
     env.reset(seed=0)
@@ -130,19 +127,19 @@ def _describe(name: str, agents: int, max_cycles: int) -> TeamSpec:
     return TeamSpec(name, tuple(env.agents), specs)
 
 
-def policy_of(config: dict[str, Any], agent: int) -> int:
+def policy_of(config: MAPPOConfig, agent: int) -> int:
     """The index of the policy agent `agent` acts with."""
-    return 0 if config["share_policy"] else agent
+    return 0 if config.share_policy else agent
 
 
-def value_inputs(team: TeamSpec, config: dict[str, Any]) -> int:
+def value_inputs(team: TeamSpec, config: MAPPOConfig) -> int:
     """The size of the critic's own inputs (lfrl.ppo.PPO's `value_inputs`): 0 for a local critic."""
-    return team.critic_inputs if config["critic"] == "central" else 0
+    return team.critic_inputs if config.critic == "central" else 0
 
 
-def saved_prefix(team: TeamSpec, config: dict[str, Any], policy: int) -> str:
+def saved_prefix(team: TeamSpec, config: MAPPOConfig, policy: int) -> str:
     """What names policy `policy`'s networks in model.pt: nothing for a shared policy, else its agent's name."""
-    return "" if config["share_policy"] else f"{team.agents[policy]}/"
+    return "" if config.share_policy else f"{team.agents[policy]}/"
 
 
 def saved_part(saved: dict[str, Any], prefix: str) -> dict[str, Any]:
@@ -178,13 +175,13 @@ class Team:
     """The environment reactor's side of a run: `envs` copies of the scenario, stepped together; each
     copy's first episode seeded from the run's seed and the copy's index."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: MAPPOConfig) -> None:
         self.config = config
         self.spec = describe(config)
-        self.central = config["critic"] == "central"
-        self.n_steps = int(config["n_steps"])
-        self.envs = [make(config) for _ in range(int(config["envs"]))]
-        first = [env.reset(seed=seeds.derive(config["seed"], seeds.ACTOR, 2 * e))[0] for e, env in enumerate(self.envs)]
+        self.central = config.critic == "central"
+        self.n_steps = config.n_steps
+        self.envs = [make(config) for _ in range(config.envs)]
+        first = [env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * e))[0] for e, env in enumerate(self.envs)]
         self.obs = by_agent(self.spec.agents, first)
         self.returns = np.zeros(len(self.envs))
         self.lengths = np.zeros(len(self.envs), dtype=np.int64)
@@ -261,11 +258,11 @@ class AgentActor:
     """An agent's reaction's side: its policy (the shared one, or its own), loaded from the weights
     the learner sends, and its own random generator for the actions it samples."""
 
-    def __init__(self, config: dict[str, Any], agent: int) -> None:
+    def __init__(self, config: MAPPOConfig, agent: int) -> None:
         team = describe(config)
         self.policy_index = policy_of(config, agent)
         self.policy = Policy(team.specs[agent], config, value_inputs(team, config))
-        self.rng = np.random.default_rng(seeds.derive(config["seed"], seeds.ACTOR, 2 * agent + 1))
+        self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * agent + 1))
 
     def load(self, weights: tuple[Any, ...]) -> None:
         """The learner's weights (MAPPO.policy_weights): this agent's policy's."""
@@ -283,12 +280,12 @@ class MAPPO:
     LOSSES = PPO.LOSSES
     BUILDERS = PPO.BUILDERS
 
-    def __init__(self, team: TeamSpec, config: dict[str, Any], seed: int) -> None:
-        if config["share_policy"] and not team.alike:
+    def __init__(self, team: TeamSpec, config: MAPPOConfig, seed: int) -> None:
+        if config.share_policy and not team.alike:
             raise ValueError(f"the agents of {team.env_name} observe or act differently: they cannot share a "
                              "policy (share_policy no)")
         self.team, self.config = team, config
-        self.members = [list(range(len(team.agents)))] if config["share_policy"] else [[a] for a in range(len(team.agents))]
+        self.members = [list(range(len(team.agents)))] if config.share_policy else [[a] for a in range(len(team.agents))]
         self.learners = [PPO(team.specs[m[0]], config, seeds.derive(seed, seeds.LEARNER, i), value_inputs(team, config))
                          for i, m in enumerate(self.members)]
 
@@ -334,7 +331,7 @@ class TeamPolicy:
 
     NETWORK = "actor_critic"
 
-    def __init__(self, team: TeamSpec, config: dict[str, Any]) -> None:
+    def __init__(self, team: TeamSpec, config: MAPPOConfig) -> None:
         self.spec, self.config = team, config
         self.policies = [Policy(spec, config, value_inputs(team, config)) for spec in team.specs]
 

@@ -16,6 +16,8 @@ import numbers
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from lfrl.config import Config, of
+
 
 class Parameters:
     """The checks of one reactor's parameters: `lf` is the program's `lf` object, `reactor` the
@@ -79,6 +81,18 @@ class Parameters:
         if not isinstance(value, Mapping):
             self.refuse(name, f"must be a dict of {what}, got {value!r}")
         return value
+
+    def settings(self, name: str) -> Config:
+        """A learner's settings: a dict (CONFIG in a generated program: the algorithm's name under
+        "algo", its settings by name), checked and typed as its algorithm's class in lfrl.config."""
+        value = self.value(name)
+        if not isinstance(value, Mapping | Config):
+            self.refuse(name, f"must be a dict of the learner's settings (CONFIG in a generated program), got "
+                              f"{value!r:.80}")
+        try:
+            return of(value)
+        except ValueError as exc:
+            self.refuse(name, str(exc))
 
     def env_id(self, name: str) -> str:
         """A gymnasium environment id that gymnasium knows: `ALE/...` for Atari (ale-py), or

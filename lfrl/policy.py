@@ -11,16 +11,17 @@ import numpy as np
 import torch
 
 from lfrl import settings
+from lfrl.config import Config, OffPolicyConfig
 from lfrl.envs import EnvSpec
 
 
 class Policy:
     NETWORK = ""  # the acting network's name in saved weights (Learner.state_for_saving)
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], network: torch.nn.Module) -> None:
+    def __init__(self, spec: EnvSpec, config: Config, network: torch.nn.Module) -> None:
         self.spec, self.config, self.network = spec, config, network
         self.params = list(network.parameters())
-        self.learning_starts = int(config.get("learning_starts", 0))
+        self.learning_starts = config.learning_starts if isinstance(config, OffPolicyConfig) else 0
         # lfrl's own networks act in numpy on vector observations (see lfrl.networks).
         self.numpy = hasattr(network, "forward_numpy") and getattr(network, "encoder", None) is None
 
@@ -78,7 +79,7 @@ class ContinuousPolicy(Policy):
 
     NETWORK = "actor"
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], network: torch.nn.Module) -> None:
+    def __init__(self, spec: EnvSpec, config: Config, network: torch.nn.Module) -> None:
         super().__init__(spec, config, network)
         self.low = np.asarray(spec.action_low, dtype=np.float32)
         self.half_range = (np.asarray(spec.action_high, dtype=np.float32) - self.low) / 2

@@ -34,6 +34,7 @@ import numpy as np
 import torch
 
 from lfrl import envs, seeds
+from lfrl.config import MAPPOConfig, PPOConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Adam, Gradients, Learner, networks_module
 from lfrl.policy import Policy as BasePolicy
@@ -122,10 +123,8 @@ def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | N
     return log_prob, entropy
 
 
-def schedule(config: dict[str, Any], key: str, progress_remaining: float) -> float:
-    """`config[key]`, or with its `KEY_schedule` linear, that times the fraction of the budget left."""
-    value = float(config[key])
-    kind = config.get({"learning_rate": "lr_schedule", "clip_range": "clip_schedule"}[key], "constant")
+def schedule(value: float, kind: str, progress_remaining: float) -> float:
+    """`value`, or with a linear schedule (`kind`), that times the fraction of the budget left."""
     return value * progress_remaining if kind == "linear" else value
 
 
@@ -134,7 +133,10 @@ class PPO(Learner):
               "explained_variance", "learning_rate", "clip_range")
     BUILDERS = ("actor_critic",)
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int, value_inputs: int = 0) -> None:
+    config: PPOConfig | MAPPOConfig
+
+    def __init__(self, spec: EnvSpec, config: PPOConfig | MAPPOConfig, seed: int, value_inputs: int = 0
+                 ) -> None:
         """`value_inputs`: the size of a centralised critic's own inputs (Rollout.critic_obs); 0: the
         critic reads the observations."""
         super().__init__(spec, config, seed)
@@ -143,14 +145,14 @@ class PPO(Learner):
         self.ret_norm = Normalizer(())
         self.params = list(self.net.parameters())
         self.online = [self.net]
-        self.optimizer = Adam(self.params, float(config["learning_rate"]), eps=1e-5)  # SB3's PPO: eps 1e-5
-        self.gamma, self.lam = float(config["gamma"]), float(config["gae_lambda"])
+        self.optimizer = Adam(self.params, config.learning_rate, eps=1e-5)  # SB3's PPO: eps 1e-5
+        self.gamma, self.lam = config.gamma, config.gae_lambda
         self.returns: np.ndarray | None = None  # each environment's discounted return (reward normalisation)
 
     # ---------------------------------------------------------------- what actors and evaluators get
 
     def obs_stats(self) -> tuple[np.ndarray, np.ndarray] | None:
-        return self.obs_norm.stats() if self.config.get("normalize") else None
+        return self.obs_norm.stats() if self.config.normalize else None
 
     def policy_weights(self) -> tuple[torch.Tensor, ...]:
         """The network's parameters, then the observation statistics (None without `normalize`)."""
@@ -176,7 +178,7 @@ class PPO(Learner):
         deviation of the discounted return and clipped (`normalize_reward`), step by step as
         VecNormalize does, or as they came."""
         rewards = rollout.rewards.astype(np.float32)
-        if not self.config.get("normalize_reward"):
+        if not self.config.normalize_reward:
             return rewards
         if self.returns is None:
             self.returns = np.zeros(rewards.shape[1])
@@ -208,7 +210,7 @@ class PPO(Learner):
         values_np = values.cpu().numpy().reshape(T, N)
         advantages = self.gae(rewards, values_np, rollout.dones, last_values)
         returns = advantages + values_np
-        if self.config.get("normalize"):
+        if self.config.normalize:
             self.obs_norm.update(rollout.obs.reshape(T * N, *rollout.obs.shape[2:]))
         return self.epochs(flat_obs, critic, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
                            returns.reshape(-1), progress_remaining)
@@ -243,18 +245,18 @@ class PPO(Learner):
                old_values: torch.Tensor, advantages: np.ndarray, returns: np.ndarray, progress_remaining: float
                ) -> dict[str, float]:
         config = self.config
-        self.optimizer.lr = schedule(config, "learning_rate", progress_remaining)
-        clip = schedule(config, "clip_range", progress_remaining)
+        self.optimizer.lr = schedule(config.learning_rate, config.lr_schedule, progress_remaining)
+        clip = schedule(config.clip_range, config.clip_schedule, progress_remaining)
         adv, ret = self.as_input(advantages.astype(np.float32)), self.as_input(returns.astype(np.float32))
-        size, batch_size = len(adv), int(config["batch_size"])
-        ent_coef, vf_coef = float(config["ent_coef"]), float(config["vf_coef"])
+        size, batch_size = len(adv), config.batch_size
+        ent_coef, vf_coef = config.ent_coef, config.vf_coef
         sums = {"policy_gradient_loss": [], "value_loss": [], "entropy_loss": [], "approx_kl": [], "clip_fraction": []}
-        for _ in range(int(config["n_epochs"])):
+        for _ in range(config.n_epochs):
             order = torch.randperm(size, generator=self.generator)
             for start in range(0, size, batch_size):
                 rows = order[start:start + batch_size].to(self.device)
                 a = adv[rows]
-                if config.get("normalize_advantage", True) and len(a) > 1:
+                if config.normalize_advantage and len(a) > 1:
                     a = (a - a.mean()) / (a.std() + 1e-8)
                 out, values = self.forward(obs[rows], None if critic is None else critic[rows])
                 log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows])
@@ -278,9 +280,9 @@ class PPO(Learner):
         return stats
 
 
-def build(spec: EnvSpec, config: dict[str, Any], generator: torch.Generator | None, value_inputs: int = 0
-          ) -> torch.nn.Module:
-    args = (spec, config["net_arch"], generator, config.get("activation", "tanh"), float(config.get("log_std_init", 0.0)))
+def build(spec: EnvSpec, config: PPOConfig | MAPPOConfig, generator: torch.Generator | None,
+          value_inputs: int = 0) -> torch.nn.Module:
+    args = (spec, config.net_arch, generator, config.activation, config.log_std_init)
     if value_inputs:  # only MAPPO's centralised critic passes it: a --networks module made for ppo need not take it
         return networks_module(config).actor_critic(*args, value_inputs=value_inputs)
     return networks_module(config).actor_critic(*args)
@@ -311,7 +313,9 @@ class Policy(BasePolicy):
 
     NETWORK = "actor_critic"
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], value_inputs: int = 0) -> None:
+    config: PPOConfig | MAPPOConfig
+
+    def __init__(self, spec: EnvSpec, config: PPOConfig | MAPPOConfig, value_inputs: int = 0) -> None:
         super().__init__(spec, config, build(spec, config, None, value_inputs))
         self.stats: tuple[np.ndarray, np.ndarray] | None = None
         self.log_std = getattr(self.network, "log_std", None)
@@ -326,7 +330,7 @@ class Policy(BasePolicy):
 
     def load_saved(self, saved: dict[str, Any]) -> None:
         super().load_saved(saved)
-        if self.config.get("normalize"):
+        if self.config.normalize:
             norm = Normalizer(self.spec.obs_shape)
             norm.load_state_dict(saved["obs_norm"])
             self.stats = norm.stats()
@@ -361,17 +365,17 @@ class Actor:
     """A PPO actor: `envs_per_actor` environments of its own, stepped together with one batched
     inference per step, and its own random generator."""
 
-    def __init__(self, config: dict[str, Any], index: int) -> None:
-        self.spec = envs.describe(config["env_id"])
-        count = int(config["envs_per_actor"])
-        self.envs = [envs.make(config["env_id"], training=True) for _ in range(count)]
+    def __init__(self, config: PPOConfig, index: int) -> None:
+        self.spec = envs.describe(config.env_id)
+        count = config.envs_per_actor
+        self.envs = [envs.make(config.env_id, training=True) for _ in range(count)]
         first = index * count
-        self.obs = np.stack([env.reset(seed=seeds.derive(config["seed"], seeds.ACTOR, 2 * (first + e)))[0]
+        self.obs = np.stack([env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * (first + e)))[0]
                              for e, env in enumerate(self.envs)])
-        self.rng = np.random.default_rng(seeds.derive(config["seed"], seeds.ACTOR, 2 * index + 1))
+        self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * index + 1))
         self.policy = Policy(self.spec, config)
-        self.n_steps = int(config["n_steps"])
-        self.width = int(config["actors"]) * count  # environments in all: steps per step of each
+        self.n_steps = config.n_steps
+        self.width = config.actors * count  # environments in all: steps per step of each
         self.returns = np.zeros(count)
         self.lengths = np.zeros(count, dtype=np.int64)
 

@@ -15,12 +15,12 @@ fixes alpha. Targets move by `tau` each update.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from lfrl.config import SACConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, networks_module, polyak
 from lfrl.policy import ContinuousPolicy
@@ -70,24 +70,26 @@ class SAC(Learner):
     LOSSES = ("critic_loss", "actor_loss", "ent_coef")
     BUILDERS = ("gaussian_actor", "critics")
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+    config: SACConfig
+
+    def __init__(self, spec: EnvSpec, config: SACConfig, seed: int) -> None:
         super().__init__(spec, config, seed)
         nets = networks_module(config)
-        arch = config["net_arch"]
+        arch = config.net_arch
         self.actor = self.place(nets.gaussian_actor(spec, arch, self.generator))
         self.critics = self.place(nets.critics(spec, arch, 2, self.generator))
         self.critics_target = frozen_copy(self.critics)
         # Stable-Baselines3's forms: "auto" (tuned from 1), "auto_X" (tuned from X), or a fixed number.
-        ent_coef = str(config.get("ent_coef", "auto"))
+        ent_coef = config.ent_coef
         self.auto = ent_coef.startswith("auto")
         initial = float(ent_coef[5:]) if ent_coef.startswith("auto_") else 1.0 if self.auto else float(ent_coef)
         self.temperature = self.place(Temperature(initial).requires_grad_(self.auto))
-        target_entropy = config.get("target_entropy", "auto")
+        target_entropy = config.target_entropy
         self.target_entropy = -float(spec.action_dim) if target_entropy == "auto" else float(target_entropy)
         self.critic_params, self.actor_params = list(self.critics.parameters()), list(self.actor.parameters())
         self.params = self.critic_params + self.actor_params + ([self.temperature.log_alpha] if self.auto else [])
         self.online = [self.actor, self.critics, self.temperature]
-        self.tau = float(config["tau"])
+        self.tau = config.tau
         self.make_optimizer()
 
     def grads(self, batch: Batch, share: float) -> Gradients:
@@ -131,8 +133,10 @@ class Policy(ContinuousPolicy):
     """How a SAC actor acts: a sample of the squashed Gaussian, drawn with the actor's own numpy
     generator (uniformly at random before learning starts); tanh(mean) when evaluated."""
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
-        super().__init__(spec, config, networks_module(config).gaussian_actor(spec, config["net_arch"], None))
+    config: SACConfig
+
+    def __init__(self, spec: EnvSpec, config: SACConfig) -> None:
+        super().__init__(spec, config, networks_module(config).gaussian_actor(spec, config.net_arch, None))
 
     def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         noise = rng.standard_normal((len(obs), self.spec.action_dim), dtype=np.float32)

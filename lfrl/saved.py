@@ -20,6 +20,7 @@ import torch
 
 from lfrl import envs, mappo
 from lfrl.algorithms import ALGORITHMS, describe
+from lfrl.config import Config, MAPPOConfig, of
 from lfrl.policy import Policy
 
 MODEL = "model.pt"
@@ -30,11 +31,11 @@ class SavedPolicy:
     """A trained policy: `predict` as Stable-Baselines3's, `make_env` for the environment it
     expects (Atari: with lfrl's preprocessing, the frames it was trained on)."""
 
-    def __init__(self, policy: Policy, config: dict[str, Any], seed: int | None = None) -> None:
+    def __init__(self, policy: Policy, config: Config, seed: int | None = None) -> None:
         self.policy = policy
         self.config = config
-        self.algo: str = config["algo"]
-        self.env_id: str = config["env_id"]
+        self.algo = config.ALGO
+        self.env_id = config.environment
         self.observation_shape = policy.spec.obs_shape
         self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
 
@@ -69,11 +70,11 @@ class SavedTeam:
     """A trained MAPPO team: `predict` takes every agent's observation and gives every agent's action,
     as PettingZoo's parallel API steps them; `make_env` a copy of the scenario it was trained in."""
 
-    def __init__(self, policy: mappo.TeamPolicy, config: dict[str, Any], seed: int | None = None) -> None:
+    def __init__(self, policy: mappo.TeamPolicy, config: MAPPOConfig, seed: int | None = None) -> None:
         self.policy = policy
         self.config = config
-        self.algo: str = config["algo"]
-        self.env_name: str = config["env_name"]
+        self.algo = config.ALGO
+        self.env_name = config.env_name
         self.agents = policy.spec.agents
         self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
 
@@ -108,20 +109,24 @@ def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy |
         if not needed.is_file():
             raise FileNotFoundError(f"lfrl.load({str(path)!r}): no {needed} (a run writes {MODEL} and "
                                     f"{HYPERPARAMETERS} to its log folder)")
-    config = json.loads(hyperparameters.read_text())
-    if config.get("algo") not in ALGORITHMS:
-        raise ValueError(f"lfrl.load: {hyperparameters} is not an lfrl learner's (algo {config.get('algo')!r})")
+    values = json.loads(hyperparameters.read_text())
+    if not isinstance(values, dict) or values.get("algo") not in ALGORITHMS:
+        algo = values.get("algo") if isinstance(values, dict) else None
+        raise ValueError(f"lfrl.load: {hyperparameters} is not an lfrl learner's (algo {algo!r})")
     try:
-        policy = ALGORITHMS[config["algo"]][1](describe(config), config)  # type: ignore[call-arg]
+        config = of(values)
+    except ValueError as exc:
+        raise ValueError(f"lfrl.load: {hyperparameters}: {exc}") from None
+    try:
+        policy = ALGORITHMS[config.ALGO][1](describe(config), config)  # type: ignore[call-arg]
     except ModuleNotFoundError as exc:  # the run's own networks (--networks) or environment module
         raise ModuleNotFoundError(f"lfrl.load: the run's module {exc.name!r} is not importable here (the networks "
-                                  f"{config.get('networks')!r}, the environment "
-                                  f"{config.get('env_id') or config.get('env_name')!r}): put its folder on the Python "
-                                  "path", name=exc.name) from None
+                                  f"{config.networks!r}, the environment {config.environment!r}): put its folder on "
+                                  "the Python path", name=exc.name) from None
     saved = torch.load(model, map_location="cpu", weights_only=True)
     if isinstance(policy, mappo.TeamPolicy):
         policy.load_saved(saved)
-        return SavedTeam(policy, config, seed)
+        return SavedTeam(policy, config, seed)  # type: ignore[arg-type]
     if policy.NETWORK not in saved:
         raise ValueError(f"lfrl.load: {model} has no {policy.NETWORK!r} network (it has {', '.join(saved)})")
     policy.load_saved(saved)

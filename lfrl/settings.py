@@ -4,12 +4,12 @@ are made (`lfrl.algorithms`), and again when they come back from a checkpoint (t
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
+from lfrl.config import Config
 
-def apply(config: dict[str, Any]) -> None:
+
+def apply(config: Config) -> None:
     """torch's threads per operation (`torch_threads`): actors in processes of their own
     (`--processes yes`) would otherwise each take one per CPU and contend."""
-    torch.set_num_threads(int(config.get("torch_threads", 1)))
+    torch.set_num_threads(config.torch_threads)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from lfpy.diagnostics import Diagnostics
 from lfrl import aggregate, seeds
 from lfrl.aggregate import SeedResult
+from lfrl.config import of
 
 POLL_S = 0.05  # how often the sweep looks for runs that have ended
 
@@ -193,12 +194,17 @@ def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress:
     program, elaborated = analyze_program(path, diags, require_main=True)
     if program is None or elaborated is None or diags.has_errors:
         return 1
-    config = seeds.program_config(path, "--seeds", diags)
-    if not config:
+    values = seeds.program_config(path, "--seeds", diags)
+    if not values:
+        return 1
+    try:
+        config = of(values)
+    except ValueError as exc:
+        diags.error(elaborated.main.reactor.loc, f"--seeds: the program's CONFIG: {exc}")
         return 1
     program_dir = os.path.dirname(os.path.abspath(path))
     try:
-        name = new_run_folder(program_dir, str(config["logdir"]), f"{config.get('program') or config['algo']}_seeds")
+        name = new_run_folder(program_dir, config.logdir, f"{config.name}_seeds")
     except ResultsError as exc:
         diags.error(elaborated.main.reactor.loc, str(exc))
         return 1
@@ -208,7 +214,7 @@ def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress:
             for seed in chosen]
     stopped = run_all(runs, [sys.executable, "-m", "lfrl", "run", path, *options], jobs, progress)
     results = [result_of(run) for run in runs]
-    title = f"{str(config['algo']).upper()} on {config.get('env_id') or config['env_name']}, {len(chosen)} seeds"
+    title = f"{config.ALGO.upper()} on {config.environment}, {len(chosen)} seeds"
     aggregate.write(folder, title, results)
     for result in results:
         where = f" ({shown(result.folder)})" if result.folder else ""

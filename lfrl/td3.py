@@ -10,11 +10,10 @@ environment's bounds; actors explore with Gaussian noise of standard deviation `
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
+from lfrl.config import DDPGConfig, TD3Config
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, networks_module, polyak
 from lfrl.policy import ContinuousPolicy
@@ -53,19 +52,21 @@ class TD3(Learner):
     LOSSES = ("critic_loss", "actor_loss")
     BUILDERS = ("deterministic_actor", "critics")
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any], seed: int) -> None:
+    config: TD3Config | DDPGConfig
+
+    def __init__(self, spec: EnvSpec, config: TD3Config | DDPGConfig, seed: int) -> None:
         super().__init__(spec, config, seed)
         nets = networks_module(config)
-        arch = config["net_arch"]
+        arch = config.net_arch
         self.actor = self.place(nets.deterministic_actor(spec, arch, self.generator))
-        self.critics = self.place(nets.critics(spec, arch, int(config["n_critics"]), self.generator))
+        self.critics = self.place(nets.critics(spec, arch, config.n_critics, self.generator))
         self.actor_target, self.critics_target = frozen_copy(self.actor), frozen_copy(self.critics)
         self.critic_params, self.actor_params = list(self.critics.parameters()), list(self.actor.parameters())
         self.params = self.critic_params + self.actor_params
         self.online = [self.actor, self.critics]
-        self.tau = float(config["tau"])
-        self.policy_delay = int(config["policy_delay"])
-        self.noise, self.noise_clip = float(config["target_policy_noise"]), float(config["target_noise_clip"])
+        self.tau = config.tau
+        self.policy_delay = config.policy_delay
+        self.noise, self.noise_clip = config.target_policy_noise, config.target_noise_clip
         self.make_optimizer()
 
     def grads(self, batch: Batch, share: float) -> Gradients:
@@ -111,12 +112,14 @@ class Policy(ContinuousPolicy):
     """How a TD3/DDPG actor acts: pi(s) plus Gaussian noise, clipped to [-1, 1] (uniformly at
     random before learning starts); pi(s) when evaluated."""
 
-    def __init__(self, spec: EnvSpec, config: dict[str, Any]) -> None:
-        super().__init__(spec, config, networks_module(config).deterministic_actor(spec, config["net_arch"], None))
+    config: TD3Config | DDPGConfig
+
+    def __init__(self, spec: EnvSpec, config: TD3Config | DDPGConfig) -> None:
+        super().__init__(spec, config, networks_module(config).deterministic_actor(spec, config.net_arch, None))
 
     def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
         shape = (len(obs), self.spec.action_dim)
-        noise = rng.normal(0.0, float(self.config["action_noise"]), size=shape).astype(np.float32)
+        noise = rng.normal(0.0, self.config.action_noise, size=shape).astype(np.float32)
         return np.clip(self.exploit(obs) + noise, -1.0, 1.0)
 
     def exploit(self, obs: np.ndarray) -> np.ndarray:

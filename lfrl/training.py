@@ -26,6 +26,7 @@ import torch
 
 from lfrl import seeds
 from lfrl.algorithms import describe, make_learner
+from lfrl.config import OffPolicyConfig, OnPolicyConfig
 from lfrl.learner import Gradients, combine
 
 PRIORITY_EPS = 1e-6  # added to |TD error|, so that no transition's priority is 0
@@ -59,17 +60,17 @@ class Rounds:
     every `eval_every` steps and at the end, a checkpoint every `checkpoint_every` steps, and the
     weights saved at the end."""
 
-    def __init__(self, config: dict[str, Any], folder: str, run: str) -> None:
+    def __init__(self, config: OffPolicyConfig | OnPolicyConfig, folder: str, run: str) -> None:
         """`folder`: the program's, which `load` is relative to; `run`: the run's folder, relative
         to the program's (lfrl.logs), where checkpoints and the weights go. Only relative paths are
         kept: a checkpoint resumes next to the program, wherever it has been moved."""
         self.config = config
         self.run = run
         self.spec = describe(config)
-        self.learner = make_learner(config, self.spec, seeds.derive(config["seed"], seeds.LEARNER))
-        if config.get("load"):
-            self.learner.load_saved(torch.load(os.path.join(folder, config["load"]), weights_only=True))
-        self.total = int(config["total_steps"])
+        self.learner = make_learner(config, self.spec, seeds.derive(config.seed, seeds.LEARNER))
+        if config.load:
+            self.learner.load_saved(torch.load(os.path.join(folder, config.load), weights_only=True))
+        self.total = config.total_steps
         self.env_steps = 0
         self.round_steps = 0  # of the round under way
         self.evaluated_at = -1
@@ -86,11 +87,11 @@ class Rounds:
         """What the learner sends once a round's updates are done (`stats`: the round's)."""
         done = self.env_steps >= self.total
         evaluate = None
-        if self._crossed(int(self.config["eval_every"])) or (done and self.evaluated_at != self.env_steps):
+        if self._crossed(self.config.eval_every) or (done and self.evaluated_at != self.env_steps):
             evaluate = self.weights()
             self.evaluated_at = self.env_steps
         checkpoint = None
-        if not done and self._crossed(int(self.config.get("checkpoint_every") or 0)):
+        if not done and self._crossed(self.config.checkpoint_every):
             checkpoint = os.path.join(self.run, "checkpoints", f"step-{self.env_steps:09d}.ckpt")
         return RoundEnd(None if done else self.policy(), evaluate, checkpoint, stats, done)
 
@@ -118,14 +119,16 @@ class Rounds:
 class Training(Rounds):
     """An off-policy learner's rounds (DQN, TD3, DDPG, SAC)."""
 
-    def __init__(self, config: dict[str, Any], folder: str, run: str) -> None:
+    config: OffPolicyConfig
+
+    def __init__(self, config: OffPolicyConfig, folder: str, run: str) -> None:
         super().__init__(config, folder, run)
-        self.train_freq = int(config["train_freq"])
-        self.actors = int(config["actors"])
-        self.gradient_steps = int(config["gradient_steps"])
-        self.learning_starts = int(config["learning_starts"])
-        self.batch_size = int(config["batch_size"])
-        self.prioritized = bool(config.get("prioritized"))
+        self.train_freq = config.train_freq
+        self.actors = config.actors
+        self.gradient_steps = config.gradient_steps
+        self.learning_starts = config.learning_starts
+        self.batch_size = config.batch_size
+        self.prioritized = config.prioritized
         self.stored = 0  # transitions in the replay buffer
         self.round_updates = 0
         self.losses: dict[str, list[float]] = {}
@@ -153,7 +156,7 @@ class Training(Rounds):
         """Prioritized replay's importance exponent: from `per_beta` up to 1 over the run."""
         if not self.prioritized:
             return 0.0
-        start = float(self.config["per_beta"])
+        start = self.config.per_beta
         return start + (1.0 - start) * min(self.env_steps / self.total, 1.0)
 
     def update(self, batch: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:

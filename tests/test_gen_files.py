@@ -11,6 +11,7 @@ import torch
 
 from generator.catalog import TemplateError, resolve, write
 from lfrl.algorithms import make_learner
+from lfrl.config import of
 from lfrl.envs import describe
 
 ROOT = Path(__file__).parent.parent
@@ -18,8 +19,8 @@ ROOT = Path(__file__).parent.parent
 
 def save_model(path: Path, algo: str, **values: object) -> Path:
     """The model.pt a run of `lfrl gen algo` with `values` would save (untrained weights)."""
-    config = resolve(algo, values)["config"]
-    learner = make_learner(config, describe(str(config["env_id"])), 0)  # type: ignore[arg-type, index]
+    config = of(resolve(algo, values)["config"])  # type: ignore[arg-type]
+    learner = make_learner(config, describe(config.env_id), 0)  # type: ignore[attr-defined]
     torch.save(learner.state_for_saving(), path)
     return path
 

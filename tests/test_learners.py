@@ -13,6 +13,7 @@ import tests.toyenvs  # noqa: F401 - registers the toy environments
 from lfrl import dqn, envs, networks, sac, td3
 from lfrl.actor import Actor
 from lfrl.algorithms import make_learner
+from lfrl.config import ALGORITHMS, Config, DQNConfig, PPOConfig
 from lfrl.learner import DeviceError, Gradients, as_tensors, combine, polyak, resolve_device
 
 # ------------------------------------------------------------------------------------------ DQN
@@ -38,8 +39,7 @@ def test_dqn_loss_is_the_weighted_huber_loss() -> None:
 
 
 def test_epsilon_falls_linearly_then_stays() -> None:
-    config = {"exploration_initial_eps": 1.0, "exploration_final_eps": 0.1, "exploration_fraction": 0.5,
-              "total_steps": 1000}
+    config = DQNConfig(exploration_initial_eps=1.0, exploration_final_eps=0.1, exploration_fraction=0.5, total_steps=1000)
     assert [dqn.epsilon(config, s) for s in (0, 250, 500, 900)] == pytest.approx([1.0, 0.55, 0.1, 0.1])
 
 
@@ -147,12 +147,13 @@ def test_combine_adds_in_order_and_keeps_missing_gradients_missing() -> None:
     assert a.tensors[0].tolist() == [1.0]  # the parts are left as they were
 
 
-def config(algo: str, **extra: object) -> dict:
-    base = {"algo": algo, "env_id": "CartPole-v1" if algo == "dqn" else "Pendulum-v1", "net_arch": [16, 16],
-            "learning_rate": 1e-3, "tau": 0.005, "n_critics": 1 if algo == "ddpg" else 2, "policy_delay": 2,
-            "target_policy_noise": 0.2, "target_noise_clip": 0.5, "target_update_interval": 10,
-            "max_grad_norm": 0.0, "ent_coef": "auto", "target_entropy": "auto", "dueling": True}
-    return base | extra
+def config(algo: str, **extra: object) -> Config:
+    """`algo`'s settings for these tests (small networks), with `extra`; of those, the ones `algo` has
+    not (DDPG's fixed policy delay, ...)  are left out."""
+    values = {"env_id": "CartPole-v1" if algo == "dqn" else "Pendulum-v1", "net_arch": [16, 16], "learning_rate": 1e-3,
+              "target_update_interval": 10, "max_grad_norm": 0.0, "dueling": True} | extra
+    settings = ALGORITHMS[algo]
+    return settings(**{k: v for k, v in values.items() if k in {f.name for f in settings.fields()}})
 
 
 def random_batch(spec: envs.EnvSpec, size: int) -> dict[str, np.ndarray]:
@@ -172,7 +173,7 @@ def test_slices_gradients_add_up_to_the_whole_batchs(algo: str) -> None:
     """What parallel learners rely on: a batch's gradients are the sum of its slices' gradients, each
     scaled by its share (TD3 without its smoothing noise, whose draws depend on the slicing)."""
     settings = config(algo, target_policy_noise=0.0, policy_delay=1)
-    spec = envs.describe(settings["env_id"])
+    spec = envs.describe(settings.env_id)  # type: ignore[attr-defined]
     whole, part = make_learner(settings, spec, 1), make_learner(settings, spec, 1)
     batch = random_batch(spec, 12)
     full = whole.grads(as_tensors(batch), 1.0)
@@ -213,7 +214,7 @@ def test_the_cpu_device_keeps_the_weights_of_programs_without_one(algo: str) -> 
     """`--device cpu` (and auto without a GPU) computes what programs generated before `--device`
     compute (their CONFIG has no device): the same weights after the same updates, the same saved
     tensors; the weights sent to actors are the learner's own parameters, not copies."""
-    spec = envs.describe(config(algo)["env_id"])
+    spec = envs.describe(config(algo).env_id)  # type: ignore[attr-defined]
     batch = random_batch(spec, 16)
     learners = [make_learner(config(algo, **extra), spec, 3) for extra in
                 ({}, {"device": "cpu"}, {} if torch.cuda.is_available() else {"device": "auto"})]
@@ -345,8 +346,8 @@ def test_initial_weights_come_from_the_generator_only() -> None:
 
 
 def actor(env_id: str, n_step: int, gamma: float = 0.5) -> Actor:
-    return Actor({"algo": "dqn", "env_id": env_id, "seed": 0, "actors": 1, "gamma": gamma, "n_step": n_step,
-                  "net_arch": [4], "learning_starts": 10**9}, 0)
+    return Actor(DQNConfig(env_id=env_id, seed=0, actors=1, gamma=gamma, n_step=n_step, net_arch=[4],
+                           learning_starts=10**9), 0)
 
 
 def test_n_step_transitions_discount_rewards_and_stop_at_the_episode_end() -> None:
@@ -378,8 +379,8 @@ def test_a_run_log_restored_from_a_pickle_cuts_its_files_back(tmp_path: Path) ->
     from lfrl.evaluate import Evaluation
     from lfrl.logs import RunLog
 
-    config = {"algo": "dqn", "program": "Prog", "env_id": "CartPole-v1", "seed": 0, "total_steps": 100,
-              "log_every": 10, "logdir": "runs"}
+    # a progress row every 10 steps: PPO's rounds of 10 steps
+    config = PPOConfig(program="Prog", env_id="CartPole-v1", seed=0, total_steps=100, envs_per_actor=1, n_steps=10)
     log = RunLog(config, str(tmp_path / "here"), ("loss",))
     assert log.run == "runs/Prog_1" and log.folder == str(tmp_path / "here" / "runs" / "Prog_1")
     log.episodes(0, [(10.0, 10, 10)])

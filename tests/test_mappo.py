@@ -14,14 +14,15 @@ import torch
 import lfrl
 from generator.catalog import TemplateError, resolve
 from lfrl import mappo, seeds
+from lfrl.config import MAPPOConfig, of
 from tests.test_learners_run import check_resumed_as_uninterrupted, generate, last_lines, run, run_folder
 
 SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": "16,16", "total_steps": 400,
          "envs": 2, "n_steps": 50, "batch_size": 100, "eval_every": 200}
 
 
-def config(**values: object) -> dict:
-    return resolve("mappo", {**SMALL, **values})["config"]  # type: ignore[return-value]
+def config(**values: object) -> MAPPOConfig:
+    return of(resolve("mappo", {**SMALL, **values})["config"])  # type: ignore[arg-type,return-value]
 
 
 def test_the_central_critic_sees_every_agent_and_knows_which_it_judges() -> None:

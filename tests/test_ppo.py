@@ -12,6 +12,7 @@ import torch
 
 from generator.catalog import TemplateError, resolve
 from lfrl import envs
+from lfrl.config import PPOConfig, of
 from lfrl.ppo import PPO, Normalizer, Rollout, join, log_prob_entropy
 from tests.test_learners_run import (
     check_resumed_as_uninterrupted,
@@ -31,8 +32,8 @@ PENDULUM = {**SMALL, "env_id": "Pendulum-v1", "total_steps": 1200, "actors": 2, 
             "gamma": 0.9, "gae_lambda": 0.95}
 
 
-def config(**values: object) -> dict:
-    return resolve("ppo", {**CARTPOLE, **values})["config"]  # type: ignore[return-value]
+def config(**values: object) -> PPOConfig:
+    return of(resolve("ppo", {**CARTPOLE, **values})["config"])  # type: ignore[arg-type,return-value]
 
 
 def test_gae_follows_its_definition_with_episode_ends() -> None:

@@ -118,7 +118,9 @@ def test_a_seed_that_fails_is_reported_and_the_others_finish(tmp_path: Path) -> 
     result = lfrl("run", str(program), "--seeds", "0,1,2")
     assert result.returncode == 1
     runs = tmp_path / "runs"
-    error = (f"{tmp_path / 'lib' / 'Actor.lf'}:28:18: error: reaction 'reaction_1' of dqn.actors[0] failed: "
+    actor = tmp_path / "lib" / "Actor.lf"
+    line = next(n for n, text in enumerate(actor.read_text().splitlines(), 1) if "lfrl.actor.Actor(" in text)
+    error = (f"{actor}:{line}:18: error: reaction 'reaction_1' of dqn.actors[0] failed: "
              f"RuntimeError: this environment refuses seed ")
     errors = result.stderr.splitlines()
     assert errors[0].startswith(f"lfrl run: error: seed 1 failed (exit status 1): {error}"), errors

@@ -1,0 +1,115 @@
+"""lfrl.config: one typed settings class per algorithm. `lfrl gen` takes every learner template's
+parameters from it (names, types, defaults, families' defaults, ranges, choices, help texts); a
+program's CONFIG becomes it, checked, in the reactors; DDPG's difference from TD3 lives there."""
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.catalog import CATALOG, arch_text, resolve
+from lfrl.config import ALGORITHMS, Config, DDPGConfig, DQNConfig, MAPPOConfig, PPOConfig, SACConfig, TD3Config, of
+
+ROOT = Path(__file__).parent.parent
+
+
+@pytest.mark.parametrize("algo", list(ALGORITHMS))
+def test_the_templates_parameters_are_the_settings_fields(algo: str) -> None:
+    """Every field but the program's name is a parameter with the field's type, default, range,
+    choices and help text (its docstring); only --processes and the placement are the template's own."""
+    config, template = ALGORITHMS[algo], CATALOG[algo]
+    params = {p.name: p for p in template.params}
+    fields = {f.name: f for f in config.fields()}
+    assert set(params) - set(fields) == {"processes", "learner_at", "agents_at" if algo == "mappo" else "actors_at"}
+    assert set(fields) - set(params) == {"program"}  # lfrl gen names it after the .lf file
+    for name, spec in fields.items():
+        if name == "program":
+            continue
+        param = params[name]
+        assert spec.help and param.help == spec.help, name
+        assert param.default == (arch_text(spec.default) if name == "net_arch" else spec.default), name
+        assert (param.min, param.max, param.choices, param.check) == (spec.between.min, spec.between.max,
+                                                                      spec.choices, spec.check), name
+        assert param.type is (str if spec.type is list else spec.type), name
+    assert [p.name for p in template.params][0] == ("env_name" if algo == "mappo" else "env_id")
+
+
+def test_a_field_redeclared_for_its_default_keeps_its_range_and_help() -> None:
+    batch = next(f for f in DQNConfig.fields() if f.name == "batch_size")
+    assert (batch.default, batch.between.min, batch.between.max, batch.help) == (64, 1, 10**6, "transitions per update")
+    steps = {c.ALGO: next(f for f in c.fields() if f.name == "total_steps") for c in ALGORITHMS.values()}
+    assert {a: s.default for a, s in steps.items()} == {"dqn": 50_000, "ddpg": 20_000, "td3": 20_000, "sac": 20_000,
+                                                      "ppo": 100_000, "mappo": 160_000}
+    assert steps["dqn"].help == "environment steps in all (the budget)"
+    assert steps["ppo"].help.startswith("environment steps in all (the budget; whole rounds")
+    assert next(f for f in MAPPOConfig.fields() if f.name == "env_name").choices[0] == "simple_spread_v3"
+
+
+@pytest.mark.parametrize("algo", list(ALGORITHMS))
+def test_a_programs_config_is_its_settings_as_plain_values(algo: str) -> None:
+    """What `lfrl gen` writes into CONFIG reads back as the same settings; the families' defaults too."""
+    config = resolve(algo, {"seed": 3})["config"]
+    typed = of(config)  # type: ignore[arg-type]
+    assert type(typed) is ALGORITHMS[algo] and typed.to_dict() == config and typed.seed == 3
+    assert typed.program == algo and typed.logdir == "runs"
+    for family in ALGORITHMS[algo].FAMILIES:
+        values = ALGORITHMS[algo].defaults(family.prefix + "X")
+        assert of({"algo": algo, **values}) == ALGORITHMS[algo](**values)
+
+
+def test_ddpg_is_td3_without_its_three_additions_fixed_in_its_settings() -> None:
+    ddpg, td3 = DDPGConfig(), TD3Config()
+    assert (ddpg.n_critics, ddpg.policy_delay, ddpg.target_policy_noise, ddpg.target_noise_clip) == (1, 1, 0.0, 0.0)
+    assert (td3.n_critics, td3.policy_delay, td3.target_policy_noise, td3.target_noise_clip) == (2, 2, 0.2, 0.5)
+    assert not {"policy_delay", "target_policy_noise", "target_noise_clip", "n_critics"} & {p.name for p in
+                                                                                           CATALOG["ddpg"].params}
+    assert "policy_delay" not in resolve("ddpg")["config"]  # type: ignore[operator]
+    # A program generated when CONFIG still held them reads the same; one that says otherwise is refused.
+    assert of({"algo": "ddpg", "n_critics": 1, "policy_delay": 1, "target_policy_noise": 0.0}) == ddpg
+    with pytest.raises(ValueError, match=r"^policy_delay: ddpg fixes it at 1 \(from its other settings\), got 2$"):
+        of({"algo": "ddpg", "policy_delay": 2})
+    assert td3.as_algorithm("ddpg") == ddpg and ddpg.as_algorithm("td3") == td3
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"algo": "dqn", "batch_size": 0}, "batch_size: must be a whole number from 1 to 1000000, got 0"),
+    ({"algo": "dqn", "batch_size": 64.0}, "batch_size: must be a whole number from 1 to 1000000, got 64.0"),
+    ({"algo": "dqn", "double": "no"}, "double: must be True or False, got 'no'"),
+    ({"algo": "ppo", "gamma": float("nan")}, "gamma: must be a finite number from 0 to 1, got nan"),
+    ({"algo": "ppo", "lr_schedule": "cosine"}, "lr_schedule: must be one of constant, linear, got 'cosine'"),
+    ({"algo": "sac", "net_arch": "64,64"}, "net_arch: must be a list of layer sizes (positive whole numbers), got '64,64'"),
+    ({"algo": "sac", "batch_sise": 64}, "batch_sise: sac has no such setting (it has total_steps, eval_every"),
+    ({"algo": "a2c"}, "algo: expected one of dqn, ddpg, td3, sac, ppo, mappo, got 'a2c'"),
+])
+def test_settings_that_cannot_work_are_refused_with_the_reason(values: dict, message: str) -> None:
+    with pytest.raises(ValueError) as error:
+        of(values)
+    assert str(error.value).startswith(message)
+
+
+def test_optional_and_numeric_text_settings() -> None:
+    assert of({"algo": "ppo", "stop_at": None}).stop_at is None and of({"algo": "ppo", "stop_at": 4}).stop_at == 4.0
+    sac = of({"algo": "sac", "ent_coef": 0.1, "target_entropy": -2})  # as programs generated before wrote them
+    assert isinstance(sac, SACConfig) and (sac.ent_coef, sac.target_entropy) == ("0.1", "-2")
+    assert isinstance(of(PPOConfig()), PPOConfig)
+    assert dataclasses.is_dataclass(Config) and PPOConfig(actors=2, envs_per_actor=3, n_steps=5).log_every == 30
+
+
+def test_a_program_whose_config_was_edited_into_nonsense_stops_at_its_line(tmp_path: Path) -> None:
+    """The library reactors check CONFIG as they are built: the error names the reactor's line and the
+    value, and nothing runs."""
+    program = tmp_path / "ppo.lf"
+    lfrl = [sys.executable, "-m", "lfrl"]
+    subprocess.run([*lfrl, "gen", "ppo", "--progress", "no", "-o", str(program)], check=True, capture_output=True,
+                   cwd=ROOT)
+    text = program.read_text()
+    assert '"batch_size": 256,' in text
+    program.write_text(text.replace('"batch_size": 256,', '"batch_size": -1,'))
+    ran = subprocess.run([*lfrl, "run", str(program)], capture_output=True, text=True, cwd=ROOT)
+    assert ran.returncode == 1 and "Traceback" not in ran.stderr
+    assert re.search(r"ppo\.lf:\d+:\d+: error: .*config.*batch_size: must be a whole number from 1 to 10000000, "
+                     r"got -1", ran.stderr), ran.stderr
+    assert not (tmp_path / "runs").exists()
