@@ -9,16 +9,25 @@ starts out preferring one action would otherwise never see what the others do); 
 to a replay buffer (pyreplay, fields as `replay_fields` gives them), whose sampled batch the learner
 turns into `updates` gradient steps on a DQN loss with a target network, weighted by the batch's
 importance weights; the batch's new priorities are |TD error|.
+
+It is the off-policy learners' code, not a second copy of it: the Q-network is lfrl.networks', the
+learner lfrl.dqn's DQN (its targets, Huber loss, Adam and target network: plain DQN targets, no
+gradient clipping, the target network copied every `target_every` rounds), and the actors' streams
+come from lfrl.seeds.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import gymnasium
 import numpy as np
 import torch
+
+from lfrl import envs, seeds
+from lfrl.config import DQNConfig
+from lfrl.dqn import DQN
+from lfrl.networks import q_network
 
 RECENT = 100  # episodes in the mean return shown (gymnasium's CartPole is solved at 475 over 100)
 
@@ -29,11 +38,6 @@ def replay_fields(obs_dim: int) -> dict[str, tuple[tuple[int, ...], type]]:
     """The replay buffer's fields: what `Collector.collect` sends (lf/lib/ReplayBuffer.lf's default)."""
     return {"obs": ((obs_dim,), np.float32), "action": ((), np.int64), "reward": ((), np.float32),
             "next_obs": ((obs_dim,), np.float32), "done": ((), np.bool_)}
-
-
-def actor_seed(seed: int, index: int) -> int:
-    """Actor `index`'s seed (its environment's and its exploration's): unrelated streams per (seed, actor)."""
-    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
 
 
 def recent_mean(returns: list[float]) -> float:
@@ -49,39 +53,28 @@ def summary(rounds: int, last_loss: float, checksum: float, episodes: list[float
     return [f"{rounds} rounds, last loss {last_loss:.6f}, weights checksum {checksum:.9f}", ended]
 
 
-def _network(n_obs: int, hidden: int, n_actions: int, generator: torch.Generator) -> torch.nn.Sequential:
-    """The Q-network, its initial weights drawn from `generator` as torch's default draws them:
-    U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
-    net = torch.nn.Sequential(torch.nn.Linear(n_obs, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, n_actions))
-    with torch.no_grad():
-        for layer in net:
-            if isinstance(layer, torch.nn.Linear):
-                bound = layer.in_features ** -0.5
-                layer.weight.uniform_(-bound, bound, generator=generator)
-                layer.bias.uniform_(-bound, bound, generator=generator)
-    return net
-
-
 class Collector:
     """Actor `index`: its own environment and generator; the Q-network's weights come each round."""
 
     def __init__(self, env_id: str, seed: int, index: int, steps: int, epsilon: float = 0.05,
                  explore_rounds: int = 1) -> None:
+        self.env_id = env_id
         self.env = gymnasium.make(env_id)
         self.steps, self.epsilon, self.explore_rounds = steps, epsilon, explore_rounds
-        seed = actor_seed(seed, index)
-        self.obs, _ = self.env.reset(seed=seed)
-        self.rng = np.random.default_rng(seed)
+        self.obs, _ = self.env.reset(seed=seeds.derive(seed, seeds.ACTOR, 2 * index))
+        self.rng = np.random.default_rng(seeds.derive(seed, seeds.ACTOR, 2 * index + 1))
         self.n_actions = int(self.env.action_space.n)
+        self.network: torch.nn.Module | None = None  # the learner's, made when the first weights come
         self.episode_return = 0.0
         self.round = 0
 
     def collect(self, weights: Weights) -> tuple[dict[str, np.ndarray], list[float]]:
         """One round with the policy of `weights`: the transitions (fields of `replay_fields`) and
         the returns of the episodes that ended."""
-        # The greedy action in numpy: for one observation at a time numpy takes a few microseconds
-        # where torch's dispatch takes tens (a round's collection takes a third of the time).
-        w1, b1, w2, b2 = (weights[k] for k in ("0.weight", "0.bias", "2.weight", "2.bias"))
+        if self.network is None:  # its hidden layers' sizes: the rows of every weight matrix but the last
+            hidden = [len(w) for key, w in weights.items() if key.startswith("body.w")][:-1]
+            self.network = q_network(envs.describe(self.env_id), hidden, False, None)
+        self.network.load_state_dict({key: torch.from_numpy(value) for key, value in weights.items()})
         epsilon = max(self.epsilon, 1.0 - (1.0 - self.epsilon) * self.round / self.explore_rounds)
         self.round += 1
         rows: dict[str, list] = {"obs": [], "action": [], "reward": [], "next_obs": [], "done": []}
@@ -90,8 +83,9 @@ class Collector:
             if self.rng.random() < epsilon:
                 action = int(self.rng.integers(self.n_actions))
             else:
-                hidden = w1 @ np.asarray(self.obs, dtype=np.float32) + b1
-                action = int((w2 @ np.maximum(hidden, 0.0, out=hidden) + b2).argmax())
+                # in numpy: for one observation at a time numpy takes a few microseconds where torch's
+                # dispatch takes tens (a round's collection takes a third of the time)
+                action = int(self.network.forward_numpy(np.asarray(self.obs, dtype=np.float32)[None])[0].argmax())
             next_obs, reward, terminated, truncated, _ = self.env.step(action)
             for key, value in (("obs", self.obs), ("action", action), ("reward", reward),
                                ("next_obs", next_obs), ("done", terminated)):
@@ -108,23 +102,28 @@ class Collector:
         self.env.close()
 
 
+def settings(env_id: str, hidden: int, lr: float, gamma: float, target_every: int) -> DQNConfig:
+    """The DQN learner's settings that compute synchronized Q-learning's updates."""
+    return DQNConfig(env_id=env_id, net_arch=[hidden], learning_rate=lr, gamma=gamma, double=False,
+                     max_grad_norm=0.0, target_update_interval=target_every, prioritized=True)
+
+
 class QLearning:
-    """The learner: the Q-network (initial weights from `seed`), its target network (copied every
-    `target_every` rounds) and Adam."""
+    """The learner: a DQN learner (lfrl.dqn) of the Q-network (initial weights from `seed`), fed one
+    sampled batch a round, its target network copied every `target_every` rounds."""
 
     def __init__(self, env_id: str, hidden: int, seed: int, updates: int = 1, lr: float = 0.001,
                  gamma: float = 0.99, target_every: int = 10) -> None:
-        env = gymnasium.make(env_id)
-        n_obs, n_actions = env.observation_space.shape[0], int(env.action_space.n)
-        env.close()
-        self.updates, self.gamma, self.target_every = updates, gamma, target_every
-        # A generator of its own: torch's global one is shared with every other reaction that may
-        # run at the same time, so its draws would depend on thread timing.
-        self.net = _network(n_obs, hidden, n_actions, torch.Generator().manual_seed(seed))
-        self.target_net = copy.deepcopy(self.net)
-        self.optimizer = torch.optim.Adam(self.net.parameters(), lr=lr)
+        config = settings(env_id, hidden, lr, gamma, target_every)
+        self.learner = DQN(envs.describe(env_id), config, seed)
+        self.updates, self.gamma = updates, gamma
         self.round = 0
         self.last_loss = float("nan")
+
+    @property
+    def net(self) -> torch.nn.Module:
+        """The Q-network."""
+        return self.learner.q
 
     def weights(self) -> Weights:
         """A copy of the Q-network's weights, to send to the actors: numpy arrays, which pickle (to
@@ -134,26 +133,18 @@ class QLearning:
     def learn(self, batch: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         """One round's updates on a sampled batch (pyreplay's, with `indices` and `weights`); the
         batch's new priorities as (indices, |TD error|)."""
-        obs = torch.as_tensor(batch["obs"])
-        actions = torch.as_tensor(batch["action"])
-        importance = torch.as_tensor(batch["weights"], dtype=torch.float32)
-        with torch.no_grad():  # the target network changes only between rounds: its targets once a round
-            done = torch.as_tensor(batch["done"]).float()
-            target = (torch.as_tensor(batch["reward"])
-                      + self.gamma * (1.0 - done) * self.target_net(torch.as_tensor(batch["next_obs"])).max(1).values)
+        # The round counts as the learner's step count: the target network is copied at the start of
+        # every `target_every`-th round.
+        self.learner.begin_round(self.round)
+        size = len(batch["reward"])
+        batch = {**batch, "done": batch["done"].astype(np.float32), "discount": np.full(size, self.gamma, np.float32),
+                 "weights": np.asarray(batch["weights"], dtype=np.float32)}
         for _ in range(self.updates):
-            q = self.net(obs).gather(1, actions[:, None]).squeeze(1)
-            loss = (importance * torch.nn.functional.smooth_l1_loss(q, target, reduction="none")).mean()
-            self.optimizer.zero_grad()
-            loss.backward()
-            self.optimizer.step()
-        self.last_loss = float(loss.detach())
-        priorities = (q - target).detach().abs().numpy() + 1e-6
+            update = self.learner.update(batch)
+        self.last_loss = update.losses["loss"]
         self.round += 1
-        if self.round % self.target_every == 0:
-            self.target_net.load_state_dict(self.net.state_dict())
-        return batch["indices"], priorities
+        return batch["indices"], update.td_errors + 1e-6  # type: ignore[operator]
 
     def checksum(self) -> float:
         """The sum of every weight, in double precision."""
-        return sum(float(p.detach().double().sum()) for p in self.net.parameters())
+        return self.learner.checksum()
