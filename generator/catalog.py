@@ -478,6 +478,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
 
 
 def check_budget(config: Config) -> None:
+    """A budget of no steps only evaluates: it needs weights to evaluate."""
     if config.total_steps == 0 and not config.load:
         raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
 
