@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 
 from generator.catalog import CATALOG, arch_text, resolve
-from lfrl.config import ALGORITHMS, Config, DDPGConfig, DQNConfig, MAPPOConfig, PPOConfig, SACConfig, TD3Config, of
+from lfrl.config import (
+    ALGORITHMS,
+    Config,
+    DDPGConfig,
+    DQNConfig,
+    MAPPOConfig,
+    PPOConfig,
+    SACConfig,
+    TD3Config,
+    of,
+)
 
 ROOT = Path(__file__).parent.parent
 

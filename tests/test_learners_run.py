@@ -141,10 +141,13 @@ def run_and_kill_at(program: Path, checkpoint: Path) -> None:
     assert checkpoint.exists(), process.stderr.read() if process.stderr else ""
 
 
+# The sac and federated variants are slow (`make test-slow`): the dqn one, PPO's and MAPPO's check resuming
+# in the default run.
 @pytest.mark.parametrize("algo,values,federated", [
     ("dqn", {**DQN, "total_steps": 3000, "prioritized": True, "checkpoint_every": 500}, False),
-    ("sac", {**SAC, "total_steps": 1500, "checkpoint_every": 300}, False),
-    ("dqn", {**DQN, "total_steps": 3000, "prioritized": True, "checkpoint_every": 500}, True),
+    pytest.param("sac", {**SAC, "total_steps": 1500, "checkpoint_every": 300}, False, marks=pytest.mark.slow),
+    pytest.param("dqn", {**DQN, "total_steps": 3000, "prioritized": True, "checkpoint_every": 500}, True,
+                 marks=pytest.mark.slow),
 ])
 def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path, algo: str, values: dict,
                                                                          federated: bool) -> None:
@@ -198,6 +201,7 @@ def scalars_but_times(folder: Path) -> dict[str, list[tuple[int, float]]]:
     return {tag: values for tag, values in events(folder).items() if not tag.startswith("time/")}
 
 
+@pytest.mark.slow  # resuming itself is checked in the default run
 def test_a_copied_then_moved_program_resumes_in_its_own_folder_as_the_uninterrupted_run(tmp_path: Path) -> None:
     """Killed at its first checkpoint, copied with its results, the copy moved elsewhere and resumed
     there: the resumed run writes only into the moved copy's run folder, and ends with the weights,
@@ -261,6 +265,7 @@ def test_a_resumed_run_uses_the_torch_threads_the_run_started_with(tmp_path: Pat
     assert [line for line in lines if line.startswith("torch threads")] == ["torch threads 3"]
 
 
+@pytest.mark.slow  # --load's checks are in the default run (tests/test_gen_files.py)
 def test_saved_weights_are_evaluated_and_watched_with_total_steps_zero(tmp_path: Path) -> None:
     from PIL import Image
 
@@ -474,6 +479,7 @@ def test_processes_yes_puts_each_actor_in_a_process_with_the_same_weights(tmp_pa
     assert last_lines(run(separate)) == last_lines(run(generate(tmp_path, "dqn", name="one", **values)))
 
 
+@pytest.mark.slow  # actors in processes are checked in the default run
 def test_the_weights_are_the_same_with_every_reactor_in_a_process_of_its_own(tmp_path: Path) -> None:
     """The learner program as a federated reactor: actors, buffer, evaluator and monitor each in a
     process of their own (federation.py), the same weights as the main reactor's."""

@@ -26,8 +26,9 @@ def tree(folder: Path) -> dict[str, str]:
 LEARNERS = ("sac", "ppo", "mappo")  # templates whose projects get a short training run, tests/Quick.lf
 
 
-@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent", "sac",
-                                     pytest.param("ppo", marks=pytest.mark.slow), pytest.param("mappo", marks=pytest.mark.slow)])
+# The learners' projects (a short training run each) are slow: `make test-slow`.
+@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent",
+                                     *(pytest.param(learner, marks=pytest.mark.slow) for learner in LEARNERS)])
 def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", f"Demo {program}",
                 "--template", program, "-o", str(tmp_path)], ROOT)
