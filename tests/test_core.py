@@ -62,6 +62,9 @@ def savina(name: str, **sizes: int) -> str:
 PROGRAMS = {
     "diamond of banks": (DIAMOND_OF_BANKS, ()),
     "modal bank": (MODAL_BANK, ()),
+    # Federates in processes: the coordinator's levels hand other federates' reactions over.
+    "diamond of banks, federated": (DIAMOND_OF_BANKS.replace("main reactor", "federated reactor"), ()),
+    "modal bank, federated": (MODAL_BANK.replace("main reactor", "federated reactor"), ()),
     "pipeline": ((ROOT / "lf" / "examples" / "Pipeline.lf").read_text(), ()),
     "PingPong": (savina("PingPong", count=300), ()),
     "ThreadRing": (savina("ThreadRing", hops=300), ()),
@@ -314,12 +317,13 @@ def test_lfpy_core_selects_the_scheduler(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 @built
-def test_the_c_core_runs_one_worker_only_and_no_federation(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_c_core_runs_programs_with_one_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LFPY_CORE", raising=False)
     assert core.selected() == "c"
     assert core.scheduler_class(Inline()) is core.CScheduler
-    assert core.scheduler_class(Pool(2)) is Scheduler  # the worker pool's runner is Python's
-    assert core.scheduler_class(Levels(1)) is Scheduler  # so is the federated one
+    assert core.scheduler_class(Levels(1)) is core.CScheduler  # a federated program's coordinator too
+    assert core.scheduler_class(Pool(2)) is Scheduler  # the worker pools' runners are Python's
+    assert core.scheduler_class(Levels(2)) is Scheduler
 
 
 @built

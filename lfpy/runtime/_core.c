@@ -1,4 +1,5 @@
-/* lfpy's C core: the inline hot loop of the scheduler (one worker, not federated).
+/* lfpy's C core: the hot loop of the scheduler with one worker (inline, or a federated program's
+ * coordinator, whose other federates' reactions it hands to the Python runner's `send` and `collect`).
  *
  * The Python side (lfpy/runtime/core.py) builds `CScheduler(Core, Scheduler)`: the scheduler's
  * state that the loop touches on every tag lives in this type's C fields (exposed under the same
@@ -416,7 +417,8 @@ typedef struct {
     long long order;
     long long stamp; /* the tag number at which it was last queued */
     int level;
-    int gated; /* lives in a mode: `active()` decides whether it is queued */
+    int gated;  /* lives in a mode: `active()` decides whether it is queued */
+    int remote; /* runs in another federate's process (`_remote`) */
 } RInfo;
 
 typedef struct {
@@ -438,6 +440,8 @@ typedef struct {
     int *lvl_n;     /* how many are queued */
     int *lvl_cap;
     char *lvl_shared; /* more than one reaction has this level: its queue is sorted by order */
+    char *lvl_remote; /* a reaction of this level runs in another federate's process */
+    PyObject *send, *collect; /* a federated program's runner: hand remote reactions over, apply their answers */
     PyObject *index;   /* Reaction -> its index in rx */
     PyObject *readers; /* Action or Timer -> Readers */
     struct {
@@ -476,7 +480,7 @@ static PyTypeObject ReadersType;
 static PyObject *s_active, *s_visited, *s_admit, *s_inactive, *s_failed, *s_invoke, *s_wait_until,
     *s_drain_physical, *s_run_soon, *s_stop_on_signal, *s_trace_ports, *s_after_tag, *s_schedule_deliveries,
     *s_schedule_physical, *s_event, *s_set, *s_func, *s_args, *s_keywords, *s_startup, *s_shutdown,
-    *s_triggered, *s_level, *s_order, *s_value, *s_delay;
+    *s_triggered, *s_level, *s_order, *s_value, *s_delay, *s_federate;
 static PyObject *k_zero, *k_one; /* the ints 0 and 1 */
 
 static PyObject *make_tag(Core *c, long long time, long long microstep)
@@ -1293,48 +1297,91 @@ static void clear_levels(Core *c)
         c->lvl_n[l] = 0;
 }
 
+/* Run the reactions q[0..n) of one level in order. A failure is reported (`failed`) and the rest of
+ * the level still runs, through `invoke`. -1: an exception to propagate (Ctrl-C, or a failure in
+ * reporting one). */
+static int run_queued(Core *c, const int *q, int n)
+{
+    for (int k = 0; k < n; k++) {
+        RInfo *r = &c->rx[q[k]];
+        PyObject *res = call_reaction(c, r);
+        if (res != NULL) {
+            Py_DECREF(res);
+            continue;
+        }
+        if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt))
+            return -1;
+        PyObject *type, *exc, *tb;
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        if (tb != NULL)
+            PyException_SetTraceback(exc, tb);
+        PyObject *failed = PyObject_CallMethodObjArgs((PyObject *)c, s_failed, r->obj, exc, NULL);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+        if (failed == NULL)
+            return -1;
+        Py_DECREF(failed);
+        for (int j = k + 1; j < n && !c->halted; j++) { /* the rest of the level still runs */
+            PyObject *res2 = PyObject_CallMethodOneArg((PyObject *)c, s_invoke, c->rx[q[j]].obj);
+            if (res2 == NULL)
+                return -1;
+            Py_DECREF(res2);
+        }
+        return 0;
+    }
+    return 0;
+}
+
+/* A level with reactions of other federates (federation.Levels.run): those are handed to `send`
+ * first, in order, the coordinator's own run here meanwhile, then `collect` applies the answers. */
+static int run_remote_level(Core *c, int *q, int n)
+{
+    PyObject *remote = PyList_New(0);
+    if (remote == NULL)
+        return -1;
+    int local = 0;
+    for (int k = 0; k < n; k++) { /* the local ones move to the front of the queue, in order */
+        RInfo *r = &c->rx[q[k]];
+        if (!r->remote)
+            q[local++] = q[k];
+        else if (PyList_Append(remote, r->obj) < 0) {
+            Py_DECREF(remote);
+            return -1;
+        }
+    }
+    if (PyList_GET_SIZE(remote) == 0) {
+        Py_DECREF(remote);
+        return run_queued(c, q, local);
+    }
+    PyObject *res = PyObject_CallOneArg(c->send, remote);
+    Py_DECREF(remote);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    if (run_queued(c, q, local) < 0)
+        return -1;
+    res = PyObject_CallNoArgs(c->collect);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
 /* Scheduler._run_levels_inline */
 static int run_levels(Core *c)
 {
     for (int l = 0; l < c->nlevels; l++) {
-        if (c->lvl_n[l] == 0)
+        int n = c->lvl_n[l];
+        if (n == 0)
             continue;
         if (c->lvl_shared[l])
-            sort_level(c, c->lvl[l], c->lvl_n[l]);
-        for (int k = 0; k < c->lvl_n[l]; k++) {
-            RInfo *r = &c->rx[c->lvl[l][k]];
-            PyObject *res = call_reaction(c, r);
-            if (res != NULL) {
-                Py_DECREF(res);
-                continue;
-            }
-            if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) {
-                clear_levels(c);
-                return -1;
-            }
-            PyObject *type, *exc, *tb;
-            PyErr_Fetch(&type, &exc, &tb);
-            PyErr_NormalizeException(&type, &exc, &tb);
-            if (tb != NULL)
-                PyException_SetTraceback(exc, tb);
-            PyObject *failed = PyObject_CallMethodObjArgs((PyObject *)c, s_failed, r->obj, exc, NULL);
-            Py_XDECREF(type);
-            Py_XDECREF(exc);
-            Py_XDECREF(tb);
-            if (failed == NULL) {
-                clear_levels(c);
-                return -1;
-            }
-            Py_DECREF(failed);
-            for (int j = k + 1; j < c->lvl_n[l] && !c->halted; j++) { /* the rest of the level still runs */
-                PyObject *res2 = PyObject_CallMethodOneArg((PyObject *)c, s_invoke, c->rx[c->lvl[l][j]].obj);
-                if (res2 == NULL) {
-                    clear_levels(c);
-                    return -1;
-                }
-                Py_DECREF(res2);
-            }
-            break;
+            sort_level(c, c->lvl[l], n);
+        int rc = c->lvl_remote[l] ? run_remote_level(c, c->lvl[l], n) : run_queued(c, c->lvl[l], n);
+        if (rc < 0) {
+            clear_levels(c);
+            return -1;
         }
         c->lvl_n[l] = 0;
         if (c->halted) {
@@ -1806,7 +1853,8 @@ static PyObject *Core_setup(Core *c, PyObject *args)
     c->lvl_n = PyMem_Calloc(c->nlevels, sizeof(int));
     c->lvl_cap = PyMem_Calloc(c->nlevels, sizeof(int));
     c->lvl_shared = PyMem_Calloc(c->nlevels, 1);
-    if (!c->rx || !c->lvl || !c->lvl_n || !c->lvl_cap || !c->lvl_shared) {
+    c->lvl_remote = PyMem_Calloc(c->nlevels, 1);
+    if (!c->rx || !c->lvl || !c->lvl_n || !c->lvl_cap || !c->lvl_shared || !c->lvl_remote) {
         Py_DECREF(seq);
         PyErr_NoMemory();
         return NULL;
@@ -1862,6 +1910,37 @@ static PyObject *Core_setup(Core *c, PyObject *args)
     Py_INCREF(config);
     c->config = config;
     c->ready = 1;
+    Py_RETURN_NONE;
+}
+
+/* _remote(send, collect): a federated program's coordinator. Reactions whose `federate` is not 0
+ * run in other processes: at a level with any of them queued, `send(reactions)` hands those over (in
+ * order), the coordinator's own run here, then `collect()` applies the answers. */
+static PyObject *Core_remote(Core *c, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyCallable_Check(args[0]) || !PyCallable_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "_remote(send, collect) takes two callables");
+        return NULL;
+    }
+    if (!c->ready) {
+        PyErr_SetString(PyExc_RuntimeError, "_remote: the C core is not set up");
+        return NULL;
+    }
+    memset(c->lvl_remote, 0, c->nlevels);
+    for (Py_ssize_t k = 0; k < c->nrx; k++) {
+        PyObject *federate = PyObject_GetAttr(c->rx[k].obj, s_federate);
+        int remote = federate ? PyObject_IsTrue(federate) : -1;
+        Py_XDECREF(federate);
+        if (remote < 0)
+            return NULL;
+        c->rx[k].remote = remote;
+        if (remote)
+            c->lvl_remote[c->rx[k].level] = 1;
+    }
+    Py_INCREF(args[0]);
+    Py_XSETREF(c->send, args[0]);
+    Py_INCREF(args[1]);
+    Py_XSETREF(c->collect, args[1]);
     Py_RETURN_NONE;
 }
 
@@ -1973,6 +2052,8 @@ static PyMethodDef Core_methods[] = {
     {"physical", (PyCFunction)Core_physical, METH_NOARGS, "physical(): physical time as the program sees it (ns)."},
     {"_readers", (PyCFunction)Core_readers, METH_O, "_readers(reactions): their indices, for a port's queue."},
     {"_port_set", (PyCFunction)(void (*)(void))Core_port_set, METH_FASTCALL, "_port_set(port, value)"},
+    {"_remote", (PyCFunction)(void (*)(void))Core_remote, METH_FASTCALL,
+     "_remote(send, collect): a federated coordinator's hand-over of other federates' reactions."},
     {NULL},
 };
 
@@ -2016,6 +2097,8 @@ static int Core_traverse(Core *c, visitproc visit, void *arg)
     Py_VISIT(c->cur_tobj);
     Py_VISIT(c->spare_box);
     Py_VISIT(c->config);
+    Py_VISIT(c->send);
+    Py_VISIT(c->collect);
     Py_VISIT(c->tag_type);
     Py_VISIT(c->port_type);
     Py_VISIT(c->action_type);
@@ -2061,6 +2144,8 @@ static int Core_clear(Core *c)
     Py_CLEAR(c->cur_tobj);
     Py_CLEAR(c->spare_box);
     Py_CLEAR(c->config);
+    Py_CLEAR(c->send);
+    Py_CLEAR(c->collect);
     for (Py_ssize_t k = 0; k < c->nrx; k++) {
         rinfo_clear_call(&c->rx[k]);
         Py_CLEAR(c->rx[k].obj);
@@ -2093,6 +2178,7 @@ static void Core_dealloc(Core *c)
     PyMem_Free(c->lvl_n);
     PyMem_Free(c->lvl_cap);
     PyMem_Free(c->lvl_shared);
+    PyMem_Free(c->lvl_remote);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
 
@@ -2239,7 +2325,7 @@ static PyMethodDef module_methods[] = {
 static struct PyModuleDef core_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "lfpy.runtime._core",
-    .m_doc = "lfpy's C core: the scheduler's inline hot loop (see lfpy/runtime/core.py).",
+    .m_doc = "lfpy's C core: the scheduler's hot loop with one worker (see lfpy/runtime/core.py).",
     .m_size = -1,
     .m_methods = module_methods,
 };
@@ -2257,7 +2343,7 @@ PyMODINIT_FUNC PyInit__core(void)
         {&s_schedule_physical, "schedule_physical"}, {&s_event, "event"}, {&s_set, "set"}, {&s_func, "func"},
         {&s_args, "args"}, {&s_keywords, "keywords"}, {&s_startup, "startup"}, {&s_shutdown, "shutdown"},
         {&s_triggered, "triggered"}, {&s_level, "level"}, {&s_order, "order"}, {&s_value, "value"},
-        {&s_delay, "delay"},
+        {&s_delay, "delay"}, {&s_federate, "federate"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)

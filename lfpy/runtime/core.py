@@ -1,13 +1,15 @@
 """Which core runs a program's hot loop: the C core (`lfpy.runtime._core`, the default when it is
 built) or the pure-Python scheduler (scheduler.py, the reference, `LFPY_CORE=python`).
 
-The C core takes over the inline case only, one worker and not federated (`scheduler_class`):
-the event queue, advancing the tag, the events of actions, timers and `after` connections, queueing
-and running the reactions level by level, the ports' `set` and the actions' `schedule`, and the end
-of the tag. Everything else is the pure-Python scheduler's own code, which `CScheduler` inherits and
-the C loop calls back: waiting for physical time (a Condition wait, which releases the GIL), physical
-actions and `call_soon` from other threads, Ctrl-C, deadlines, failures, modes, checkpoints. Several
-workers and federated programs run on the pure-Python scheduler whichever core is selected.
+The C core takes over programs with one worker (`scheduler_class`): the event queue, advancing the
+tag, the events of actions, timers and `after` connections, queueing and running the reactions level
+by level, the ports' `set` and the actions' `schedule`, and the end of the tag. In a federated
+program's coordinator, it hands each level's reactions of other federates to the runner (`send`,
+then `collect` once its own have run). Everything else is the pure-Python scheduler's own code,
+which `CScheduler` inherits and the C loop calls back: waiting for physical time (a Condition wait,
+which releases the GIL), physical actions and `call_soon` from other threads, Ctrl-C, deadlines,
+failures, modes, checkpoints. Several workers run on the pure-Python scheduler whichever core is
+selected.
 
 Both cores share elaboration, the `Plan`, and the objects reaction bodies touch: `CScheduler` keeps
 the scheduler's state under the same attribute names (in C fields), ports and actions keep their
@@ -27,7 +29,7 @@ from lfpy.runtime.actions import Action
 from lfpy.runtime.api import lf_print_warning
 from lfpy.runtime.ports import Delivery, Port
 from lfpy.runtime.reaction import Reaction
-from lfpy.runtime.scheduler import Inline, LevelRunner, Scheduler
+from lfpy.runtime.scheduler import LevelRunner, Scheduler
 from lfpy.runtime.tag import Tag
 from lfpy.runtime.timers import Timer
 
@@ -62,9 +64,10 @@ def selected() -> str:
 
 
 def scheduler_class(runner: LevelRunner) -> type[Scheduler]:
-    """The scheduler for a run: the C core's for the inline runner (one worker, no federation) when
-    it is selected, else the pure-Python one. Raises CoreChoiceError (see `selected`)."""
-    if selected() == "c" and type(runner) is Inline:
+    """The scheduler for a run: the C core's for one worker (the inline runner, or a federated
+    program's with one worker) when it is selected, else the pure-Python one. Raises
+    CoreChoiceError (see `selected`)."""
+    if selected() == "c" and not runner.concurrent:
         return CScheduler
     return Scheduler
 
@@ -99,6 +102,11 @@ if _core is not None:
                 "timer_fire": Timer.fire, "deepcopy": deepcopy, "warn": lf_print_warning,
                 "schedule_logical": Scheduler.schedule_logical, "schedule": Action.schedule,
             })
+
+        def run(self) -> int:
+            if self.runner.remote:  # a federated program: other federates' reactions go to the runner
+                self._remote(self.runner.send, self.runner.collect)
+            return Scheduler.run(self)
 
         def adopt(self, obj: Port | Action) -> None:
             """Run `obj` (a port being specialized, an action being attached) with the C core."""

@@ -5,7 +5,7 @@ written as a `main reactor`.
 
 Centralized coordination, with one schedule: lfrl's process keeps the scheduler of the whole
 program (event queue, tags, levels, port presence) and hosts the first federate (and the
-federated reactor's own reactions). For each level of a tag, `Federation.dispatch` sends every
+federated reactor's own reactions). For each level of a tag, `Federation.send` sends every
 other federate with reactions at that level one message: the tag and, per reaction, the ports and
 actions it reads that are present, with their values. The coordinator runs its own reactions
 meanwhile; then `collect` takes the answers in federate order: the ports each reaction set, the
@@ -421,9 +421,12 @@ def show_printed(process: Process, printed: Iterable[tuple[int, str]]) -> None:
 
 class Levels(LevelRunner):
     """The coordinator's level runner: each level's reactions of other federates are sent to their
-    processes first (`Federation.dispatch`), this process's run meanwhile (on a pool with several
-    workers), then the answers are applied (`collect`). Given to the scheduler when it is built; the
-    `Federation` made from that program then drives it (`drive`)."""
+    processes first (`send`), this process's run meanwhile (on a pool with several workers), then
+    the answers are applied (`collect`). Given to the scheduler when it is built; the `Federation`
+    made from that program then drives it (`drive`). With one worker the C core runs the levels
+    itself, calling `send` and `collect` (core.py)."""
+
+    remote = True
 
     def __init__(self, workers: int) -> None:
         self.pool = Pool(workers) if workers > 1 else None
@@ -438,22 +441,33 @@ class Levels(LevelRunner):
         if self.pool is not None:
             self.pool.start(sched)
 
+    def send(self, reactions: list[Reaction]) -> None:
+        assert self.federation is not None, "a federated program's scheduler runs with its Federation"
+        self.federation.send(reactions)
+
+    def collect(self) -> None:
+        assert self.federation is not None, "a federated program's scheduler runs with its Federation"
+        self.federation.collect()
+
     def run(self) -> None:
-        sched, federation, pool = self.sched, self.federation, self.pool
-        assert federation is not None, "a federated program's scheduler runs with its Federation"
+        sched, pool = self.sched, self.pool
         for bucket in sched.buckets:
             if not bucket:
                 continue
             batch = sorted(bucket, key=by_order) if len(bucket) > 1 else bucket[:]
             bucket.clear()  # in place: ports hold their readers' buckets (ports.py)
             mark = len(sched.set_ports)
-            local = batch if all(r.federate == 0 for r in batch) else federation.dispatch(batch)
+            remote = [r for r in batch if r.federate]
+            local = [r for r in batch if not r.federate] if remote else batch
+            if remote:
+                self.send(remote)
             if pool is not None and len(local) > 1:
                 pool.map(local)
             else:
                 for r in local:
                     sched.invoke(r)
-            federation.collect()
+            if remote:
+                self.collect()
             if sched.halted:
                 sched.clear_levels()
                 return
@@ -757,31 +771,28 @@ class Federation:
 
     # ------------------------------------------------------------ running a level
 
-    def dispatch(self, batch: list[Reaction]) -> list[Reaction]:
-        """Send each federate its reactions of this level (in order) with what they read; returns
-        the coordinator's own reactions."""
-        local: list[Reaction] = []
+    def send(self, reactions: list[Reaction]) -> None:
+        """Send each federate its reactions of this level (other federates', in order) with what
+        they read."""
         groups: dict[int, list] = {}
-        for r in batch:
+        for r in reactions:
             k = r.federate
-            if k == 0:
-                local.append(r)
-            elif k not in self.away:
+            if k not in self.away:
                 i = self.index[id(r)]
                 inputs = [(slot, o.value) for slot, o in self.reads[i] if o.is_present]
                 groups.setdefault(k, []).append((i, inputs))
         if not groups:
-            return local
+            self.sent = []
+            return
         sys.stdout.flush()  # what this process printed before comes first
         sys.stderr.flush()
         now = self.sched.current
         self.segments.next_round()  # every federate has answered (collect): it has mapped what it keeps
         self.sent = [k for k in sorted(groups)
                      if self._send(k, Run(now.time, now.microstep, groups[k], self.resets.pop(k, [])))]
-        return local
 
     def collect(self) -> None:
-        """Apply the answers of the federates `dispatch` sent reactions to, in federate order."""
+        """Apply the answers of the federates `send` sent reactions to, in federate order."""
         sched = self.sched
         for k in self.sent:
             try:

@@ -59,9 +59,12 @@ if TYPE_CHECKING:
 
 class LevelRunner:
     """Runs the reactions queued at a tag, level by level (`run`); the scheduler calls `start` when
-    its run starts and `close` when it ends."""
+    its run starts and `close` when it ends. A runner whose program has reactions in other processes
+    (`remote`, a federated program's) also hands those over to run there (`send`) and applies what
+    they did (`collect`), for the C core, which runs the levels itself (core.py)."""
 
     concurrent = False  # whether reactions of one level may run at once, on other threads
+    remote = False  # whether some reactions run in other processes (`send`, `collect`)
 
     def start(self, sched: Scheduler) -> None:
         self.sched = sched
@@ -71,6 +74,14 @@ class LevelRunner:
 
     def close(self) -> None:
         pass
+
+    def send(self, reactions: list[Reaction]) -> None:
+        """Hand these reactions of one level (in order) over to the processes that run them."""
+        raise NotImplementedError
+
+    def collect(self) -> None:
+        """Apply what the reactions `send` handed over did, once they have run."""
+        raise NotImplementedError
 
 
 class Inline(LevelRunner):
