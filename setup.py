@@ -16,12 +16,19 @@ setup(
             extra_compile_args=["-O3", "-std=c99", *WARNINGS],
             extra_link_args=["-lpthread"],
         ),
-        # The scheduler's inline hot loop (lfpy/runtime/core.py selects it; LFPY_CORE=python does not).
+        # The scheduler's hot loop (lfpy/runtime/core.py selects it; LFPY_CORE=python does not).
         # gnu99: clock_gettime and __builtin_add_overflow.
         Extension(
             "lfpy.runtime._core",
             sources=["lfpy/runtime/_core.c"],
             extra_compile_args=["-O3", "-std=gnu99", *WARNINGS],
+        ),
+        # The federation's channels on one machine: rings in shared memory (transport.py's RingChannel).
+        # gnu11: C11 atomics, clock_gettime, sched_yield.
+        Extension(
+            "lfpy.runtime._ring",
+            sources=["lfpy/runtime/_ring.c"],
+            extra_compile_args=["-O3", "-std=gnu11", *WARNINGS],
         ),
     ]
 )

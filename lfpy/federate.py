@@ -1,8 +1,11 @@
 """A federate's process, started by the coordinator of a federated program
 (lfpy/runtime/federation.py) with what it talks on, three pipe ends or the coordinator's TCP port:
 
-  python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN | --connect HOST:PORT | --unix PATH)
-                          [--restoring] [--forward-output]
+  python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN [--rings REQUESTS ANSWERS] |
+                          --connect HOST:PORT | --unix PATH) [--restoring] [--forward-output]
+
+With --rings the requests and answers go through rings in shared memory (the names of the
+coordinator's segments), and their pipes only wake a receiver that sleeps (transport.py).
 
 With --connect it opens two connections, each starting with the token in LFPY_FEDERATE_TOKEN: one
 for requests and answers, then one for its own messages. With --unix (a federate in a Ray actor on
@@ -29,7 +32,7 @@ from lfpy.loader import package_root
 from lfpy.runtime import federation
 from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.messages import Failed, Ready, Refused, encode
-from lfpy.runtime.transport import Channel, PipeChannel, Segments, SocketChannel
+from lfpy.runtime.transport import Channel, PipeChannel, RingChannel, Segments, SocketChannel, map_ring
 
 
 def _die_with_parent() -> None:
@@ -52,7 +55,12 @@ def _failure_report(built: Built, exc: Exception, what: str) -> str:
 
 
 def _channels(argv: list[str]) -> tuple[Channel, Channel, Channel]:
-    """Requests, answers and own messages, from `--pipes R A O`, `--connect HOST:PORT` or `--unix PATH`."""
+    """Requests, answers and own messages, from `--pipes R A O [--rings R A]`, `--connect HOST:PORT` or
+    `--unix PATH`."""
+    if argv[0] == "--pipes" and argv[4:5] == ["--rings"]:
+        return (RingChannel(map_ring(argv[5]), int(argv[1]), sender=False),
+                RingChannel(map_ring(argv[6]), int(argv[2]), sender=True, shared=Segments()),
+                PipeChannel(write_fd=int(argv[3])))
     if argv[0] == "--pipes":
         return (PipeChannel(read_fd=int(argv[1])), PipeChannel(write_fd=int(argv[2]), shared=Segments()),
                 PipeChannel(write_fd=int(argv[3])))
@@ -118,7 +126,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         answers.close()
-        if isinstance(answers, PipeChannel) and answers.shared is not None:
+        if isinstance(answers, PipeChannel | RingChannel) and answers.shared is not None:
             answers.shared.close()  # removes its shared-memory segments
 
 

@@ -45,9 +45,10 @@ def assert_no_federates_left(tmp_path: Path) -> None:
     assert federate_processes(tmp_path) == []
 
 
-@pytest.fixture(params=["pipe", "tcp"])
+@pytest.fixture(params=["ring", "pipe", "tcp"])
 def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test with each transport: pipes, and the TCP connections of federates on other machines."""
+    """Runs a test with each transport: rings in shared memory (the default), pipes (where the ring is
+    not built), and the TCP connections of federates on other machines."""
     monkeypatch.setenv("LFPY_FEDERATION_TRANSPORT", request.param)
     return request.param
 
@@ -663,7 +664,7 @@ def test_an_unknown_transport_is_refused_before_any_federate_starts(tmp_path: Pa
     monkeypatch.setenv("LFPY_FEDERATION_TRANSPORT", "udp")
     result = run_lf(tmp_path, federated(TIMING))
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == "error: LFPY_FEDERATION_TRANSPORT: expected pipe or tcp, got 'udp'\n"
+    assert result.stderr == "error: LFPY_FEDERATION_TRANSPORT: expected ring, pipe or tcp, got 'udp'\n"
     assert_no_federates_left(tmp_path)
 
 

@@ -24,8 +24,9 @@ killed when the coordinator dies (PR_SET_PDEATHSIG) or when its request pipe clo
 that fails to start, exits or is killed ends the program with an error naming it and how it ended;
 shutdown reactions still run in the others.
 
-Transport: pipes (`PipeChannel`, with shared memory for large values), or with
-LFPY_FEDERATION_TRANSPORT=tcp the TCP connections (`SocketChannel`) that federates on other
+Transport: rings in shared memory, with a pipe each to wake a sleeping receiver (`RingChannel`, the
+default), pipes alone (`PipeChannel`, LFPY_FEDERATION_TRANSPORT=pipe; both with shared memory for
+large values), or with LFPY_FEDERATION_TRANSPORT=tcp the TCP connections (`SocketChannel`) that federates on other
 machines use, here over the loopback interface: each federate connects back to a port lfrl
 listens on and proves with a token (in its environment) that lfrl started it. On a Ray cluster
 (cluster.py) the same connections reach federates in Ray actors on other machines; what those print
@@ -49,6 +50,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.shared_memory import SharedMemory
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from lfpy.runtime import checkpoint
@@ -80,7 +82,16 @@ from lfpy.runtime.ports import ContainedPorts, FederatePort, Port
 from lfpy.runtime.scheduler import LevelRunner, Pool, Scheduler, by_order
 from lfpy.runtime.tag import Tag
 from lfpy.runtime.transient import Transients
-from lfpy.runtime.transport import Channel, PipeChannel, Segments, SocketChannel
+from lfpy.runtime.transport import (
+    RINGS,
+    Channel,
+    PipeChannel,
+    RingChannel,
+    Segments,
+    SocketChannel,
+    remove_ring,
+    ring_memory,
+)
 
 if TYPE_CHECKING:
     from lfpy.graph import Elaborated, Instance
@@ -179,15 +190,18 @@ def whole_lines() -> None:
             stream.reconfigure(line_buffering=True, write_through=False)
 
 
-TRANSPORTS = ("pipe", "tcp")
+TRANSPORTS = ("ring", "pipe", "tcp")
 TOKEN_BYTES = 16  # what a federate sends first on each of its connections (tcp)
 
 
 def transport() -> str:
-    """The federation's transport: LFPY_FEDERATION_TRANSPORT, pipe unless it says tcp."""
-    name = os.environ.get("LFPY_FEDERATION_TRANSPORT") or "pipe"
+    """The federation's transport: LFPY_FEDERATION_TRANSPORT; by default rings in shared memory
+    (pipes where they are not built)."""
+    name = os.environ.get("LFPY_FEDERATION_TRANSPORT") or ("ring" if RINGS else "pipe")
     if name not in TRANSPORTS:
-        raise FederationError(f"LFPY_FEDERATION_TRANSPORT: expected pipe or tcp, got {name!r}")
+        raise FederationError(f"LFPY_FEDERATION_TRANSPORT: expected ring, pipe or tcp, got {name!r}")
+    if name == "ring" and not RINGS:
+        raise FederationError("LFPY_FEDERATION_TRANSPORT=ring, but the ring is not built (run `make setup`)")
     return name
 
 
@@ -240,20 +254,27 @@ class Child(subprocess.Popen):
 
 class Launched(NamedTuple):
     """A federate's process as `launch` started it, with what lfrl talks to it on: its ends of the
-    pipes, or the port the process connects to (tcp), or (a federate in a Ray actor, cluster.py)
-    either that port or, when it runs on this machine after all, a Unix socket (`local`)."""
+    pipes (with the rings of the requests and the answers, by default), or the port the process
+    connects to (tcp), or (a federate in a Ray actor, cluster.py) either that port or, when it runs
+    on this machine after all, a Unix socket (`local`)."""
 
     process: Process
     pipes: tuple[int, int, int] | None  # requests (written here), answers and own messages (read here)
     listener: socket.socket | None
     token: bytes
     local: socket.socket | None = None
+    rings: tuple[SharedMemory, SharedMemory] | None = None  # requests, answers
 
     def channels(self, name: str, shared: Segments | None = None) -> tuple[Channel, Channel, Channel]:
-        """Its requests, answers and own-messages channels: over pipes; over TCP, the process's two
-        connections (one both ways for requests and answers, then one for its own messages); over
-        the Unix socket, three connections used as pipes are. Requests over pipes put their large
-        values in `shared`. FederationError if the process ended before it connected."""
+        """Its requests, answers and own-messages channels: through rings, or over pipes; over TCP,
+        the process's two connections (one both ways for requests and answers, then one for its own
+        messages); over the Unix socket, three connections used as pipes are. Requests on this
+        machine put their large values in `shared`. FederationError if the process ended before it
+        connected."""
+        if self.pipes is not None and self.rings is not None:
+            requests, answers, own = self.pipes
+            return (RingChannel(self.rings[0], requests, sender=True, shared=shared),
+                    RingChannel(self.rings[1], answers, sender=False), PipeChannel(read_fd=own))
         if self.pipes is not None:
             requests, answers, own = self.pipes
             return PipeChannel(write_fd=requests, shared=shared), PipeChannel(read_fd=answers), PipeChannel(read_fd=own)
@@ -295,6 +316,8 @@ class Launched(NamedTuple):
         not get to use)."""
         for fd in self.pipes or ():
             os.close(fd)
+        for memory in self.rings or ():
+            remove_ring(memory)
         for listener in (self.listener, self.local):
             if listener is not None:
                 if listener.family == socket.AF_UNIX and listener.fileno() >= 0:
@@ -319,14 +342,23 @@ def launch(lf_path: str, k: int, restoring: bool) -> Launched:
                         process_group=0, env={**env, "LFPY_FEDERATE_TOKEN": token.hex()})
         return Launched(process, None, listener, token)
     # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
+    rings = (ring_memory(), ring_memory()) if transport() == "ring" else None
     req_r, req_w = os.pipe()
     ans_r, ans_w = os.pipe()
     own_r, own_w = os.pipe()
-    process = Child([*command, "--pipes", str(req_r), str(ans_w), str(own_w), *restore],
-                  pass_fds=(req_r, ans_w, own_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
+    through = ["--rings", rings[0].name, rings[1].name] if rings is not None else []
+    try:
+        process = Child([*command, "--pipes", str(req_r), str(ans_w), str(own_w), *through, *restore],
+                        pass_fds=(req_r, ans_w, own_w), stdin=subprocess.DEVNULL, process_group=0, env=env)
+    except BaseException:
+        for fd in (req_r, req_w, ans_r, ans_w, own_r, own_w):
+            os.close(fd)
+        for memory in rings or ():
+            remove_ring(memory)
+        raise
     for fd in (req_r, ans_w, own_w):
         os.close(fd)
-    return Launched(process, (req_w, ans_r, own_r), None, b"")
+    return Launched(process, (req_w, ans_r, own_r), None, b"", rings=rings)
 
 
 def abandon(launched: dict[int, Launched]) -> None:

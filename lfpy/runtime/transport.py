@@ -5,9 +5,14 @@ for what a federate sends on its own (physical actions scheduled by its threads)
 in `federation.py` sees only `Channel`'s methods, so another transport (federates hosted as Ray
 actors on other machines, say) replaces this module and nothing else.
 
-`PipeChannel` frames pickles on an OS pipe. A process waiting for a message first polls the pipe
-for a while (yielding its CPU between polls) before it sleeps in `select`: a sleeping virtual CPU
-can take hundreds of microseconds to wake, longer than a whole tag of a small program.
+`RingChannel` (the default on one machine) carries each message through a ring buffer in shared
+memory (`_ring.c`): a message costs a copy, and a receiver polling the ring sees it within a fraction
+of a microsecond, where a pipe costs system calls to write and to read. A pipe beside it wakes a
+receiver that has gone to sleep and tells each side when the other has gone. `PipeChannel` frames the
+same pickles on an OS pipe alone (where the ring is not built, and for the Unix sockets of a federate
+in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
+while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
+microseconds to wake, longer than a whole tag of a small program.
 
 Large buffers (numpy arrays of 64 KiB and more) do not go through the pipe: pickle's protocol 5
 hands them over out of band, the sender copies them into a shared-memory segment of its `Segments`,
@@ -45,7 +50,13 @@ from collections.abc import Callable
 from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Protocol
 
+try:
+    from lfpy.runtime import _ring
+except ImportError:  # not built: pipes alone carry the messages
+    _ring = None  # type: ignore[assignment]
+
 POLL_NS = 2_000_000  # how long a receiver polls before it sleeps
+RING_BYTES = 1 << 20  # a ring's buffer: a larger message goes through in parts
 SHARED_MIN = 64 * 1024  # buffers this large go through shared memory
 SEGMENT_MIN = 1 << 20
 _IOV_MAX = 512  # parts per sendmsg (Linux takes 1024)
@@ -212,40 +223,38 @@ def _map(name: str) -> mmap.mmap:
         os.close(fd)
 
 
-class PipeChannel:
-    """One direction of an OS pipe: messages are length-prefixed pickles (protocol 5); with `shared`,
-    large buffers travel in shared memory (see the module's docstring). Whoever owns `shared` starts
-    its rounds and closes it."""
+class _Local:
+    """The pickles of a channel to a process on this machine: with `shared`, large buffers travel in
+    shared memory (see the module's docstring). Whoever owns `shared` starts its rounds and closes it."""
 
-    def __init__(self, read_fd: int | None = None, write_fd: int | None = None, shared: Segments | None = None) -> None:
-        self.read_fd = read_fd
-        self.write_fd = write_fd
+    def __init__(self, shared: Segments | None) -> None:
         self.shared = shared
-        self._pending = b""  # bytes read of the next message
-        if read_fd is not None:
-            os.set_blocking(read_fd, False)
         self._pickler = _Pickler(self._out_of_band)
         self._spans: list[tuple[str, int, int]] = []  # where this message's large buffers are
-
-    def send(self, message: object) -> None:
-        self.send_bytes(self.dumps(message))
 
     def next_round(self) -> None:
         if self.shared is not None:
             self.shared.next_round()
 
     def abort(self) -> None:
-        """Nothing: a pipe's (or this machine's Unix socket's) writer gone closes it."""
+        """Nothing: a writer gone closes its pipe (or this machine's Unix socket)."""
 
-    def dumps(self, message: object) -> bytes:
-        """`message` framed for `send_bytes`: what pickling raises (an unpicklable value) is raised
-        here, before anything is sent."""
+    def _pickle(self, message: object) -> tuple[int, bytes]:
+        """(kind, payload): 0 and the pickle, or 1 and the pickle with where its large buffers are.
+        What pickling raises (an unpicklable value) is raised here, before anything is sent."""
         self._spans = spans = []
         data = self._pickler.pickled(message)
         if not spans:
-            return _HEADER.pack(len(data), 0) + data
-        envelope = pickle.dumps((data, spans), protocol=5)
-        return _HEADER.pack(len(envelope), 1) + envelope
+            return 0, data
+        return 1, pickle.dumps((data, spans), protocol=5)
+
+    @staticmethod
+    def _unpickle(kind: int, data: bytes | bytearray) -> object:
+        if kind == 0:
+            return pickle.loads(data)
+        data, spans = pickle.loads(data)
+        maps = {name: _map(name) for name in {name for name, _o, _n in spans}}
+        return pickle.loads(data, buffers=[memoryview(maps[name])[o:o + n] for name, o, n in spans])
 
     def _out_of_band(self, buffer: pickle.PickleBuffer) -> bool:
         """Whether a buffer stays in the message (True), or goes to shared memory (False)."""
@@ -257,6 +266,26 @@ class PipeChannel:
         self._spans.append(self.shared.write(raw))
         return False
 
+
+class PipeChannel(_Local):
+    """One direction of an OS pipe: messages are length-prefixed pickles (protocol 5)."""
+
+    def __init__(self, read_fd: int | None = None, write_fd: int | None = None, shared: Segments | None = None) -> None:
+        super().__init__(shared)
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self._pending = b""  # bytes read of the next message
+        if read_fd is not None:
+            os.set_blocking(read_fd, False)
+
+    def send(self, message: object) -> None:
+        self.send_bytes(self.dumps(message))
+
+    def dumps(self, message: object) -> bytes:
+        """`message` framed for `send_bytes`."""
+        kind, data = self._pickle(message)
+        return _HEADER.pack(len(data), kind) + data
+
     def send_bytes(self, framed: bytes) -> None:
         assert self.write_fd is not None
         view = memoryview(framed)
@@ -265,12 +294,7 @@ class PipeChannel:
             view = view[written:]
 
     def receive(self) -> object:
-        kind, data = self._frame()
-        if kind == 0:
-            return pickle.loads(data)
-        data, spans = pickle.loads(data)
-        maps = {name: _map(name) for name in {name for name, _o, _n in spans}}
-        return pickle.loads(data, buffers=[memoryview(maps[name])[o:o + n] for name, o, n in spans])
+        return self._unpickle(*self._frame())
 
     def _frame(self) -> tuple[int, bytes | bytearray]:
         """The next message's kind and bytes: one read for a small message (what a read brings of
@@ -325,6 +349,79 @@ class PipeChannel:
                 except OSError:
                     pass
         self.read_fd = self.write_fd = None
+
+
+class RingChannel(_Local):
+    """One direction between two processes of this machine: `PipeChannel`'s messages through a ring
+    in shared memory (`_ring.Ring`), with `fd`, one end of a pipe, to wake the receiver when it
+    sleeps and to tell each side that the other has gone. A sender raises BrokenPipeError once the
+    receiver has gone, a receiver EOFError once the sender has and the ring is empty. `memory`: the
+    ring's creator's `SharedMemory` (`ring_memory`: closing the channel removes it), or the other
+    process's mapping of it (`map_ring`)."""
+
+    def __init__(self, memory: SharedMemory | mmap.mmap, fd: int, sender: bool,
+                 shared: Segments | None = None) -> None:
+        super().__init__(shared)
+        assert _ring is not None, "the ring is not built"
+        os.set_blocking(fd, False)
+        self.fd: int | None = fd
+        self.memory: SharedMemory | mmap.mmap | None = memory
+        self._ring = _ring.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, POLL_NS)
+
+    def send(self, message: object) -> None:
+        self._ring.send(*self._pickle(message))
+
+    def dumps(self, message: object) -> tuple[int, bytes]:
+        """`message` pickled for `send_bytes`."""
+        return self._pickle(message)
+
+    def send_bytes(self, framed: tuple[int, bytes]) -> None:
+        self._ring.send(*framed)
+
+    def receive(self) -> object:
+        return self._unpickle(*self._ring.receive())
+
+    def close(self) -> None:
+        """Lets go of the ring (removes it, on its creator's side) and closes the pipe's end; again is
+        nothing."""
+        self._ring.close()
+        if isinstance(self.memory, SharedMemory):
+            remove_ring(self.memory)
+        self.memory = None
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+
+
+RINGS = _ring is not None  # whether rings can carry messages (the extension is built)
+
+
+def ring_memory() -> SharedMemory:
+    """Shared memory holding a new, empty ring; its creator removes it (`remove_ring`, or closing a
+    `RingChannel` on it), or multiprocessing's resource tracker does when the creator dies."""
+    assert _ring is not None, "the ring is not built"
+    memory = SharedMemory(create=True, size=_ring.HEADER + RING_BYTES)
+    _ring.format(memory.buf)
+    return memory
+
+
+def remove_ring(memory: SharedMemory) -> None:
+    """Unmap and remove a ring's shared memory (mappings elsewhere stay valid); again is nothing."""
+    with contextlib.suppress(FileNotFoundError):
+        memory.unlink()
+    with contextlib.suppress(BufferError):  # a Ring still holds it: it is unmapped when that goes
+        memory.close()
+
+
+def map_ring(name: str) -> mmap.mmap:
+    """The shared memory of a ring another process created (not registered with multiprocessing's
+    resource tracker, which would remove it when this process ends)."""
+    fd = os.open(SHM + name, os.O_RDWR)
+    try:
+        return mmap.mmap(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
 
 
 class SocketChannel:

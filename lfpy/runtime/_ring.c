@@ -1,0 +1,499 @@
+/* A one-way channel between two processes of one machine: messages go through a ring buffer in
+ * shared memory, and a pipe only wakes a receiver that sleeps and tells it when the sender has gone
+ * (transport.py's RingChannel wraps it; the federation's requests and answers on one host).
+ *
+ * A pipe costs a system call to write each message and one or more to read it (a receiver that
+ * polls calls `read` again and again); here a message is a copy into the ring and a store of the
+ * write position, which the receiver, polling, sees within a fraction of a microsecond.
+ *
+ * Layout of the shared memory (created by the coordinator, mapped by the federate):
+ *   Header (positions on cache lines of their own), then `capacity` bytes of ring (a power of two).
+ *   A message is a frame: its payload's length (u64, little-endian as the machine), its kind (u8),
+ *   then the payload; a frame may wrap around the end of the ring, and one larger than the ring
+ *   goes through in parts as the receiver takes them.
+ *
+ * Positions only grow (bytes written and bytes read since the start); `head - tail` bytes are
+ * waiting. Exactly one sender and one receiver: the sender alone writes `head`, the receiver alone
+ * `tail`.
+ *
+ * Waiting, on either side (the receiver for a message, the sender for room): poll the positions,
+ * pausing the CPU between looks, then also yield the CPU between looks (a waiting process must not
+ * starve a working one on a busy machine), and after `poll_ns` sleep on the pipe. A receiver that
+ * sleeps says so (`sleeping`) before it looks one last time; a sender that has written a frame
+ * looks at `sleeping` and, if set, writes a byte to the pipe (sequentially consistent fences on
+ * both sides: one of them sees the other). The sender's end of the pipe closing (its process has
+ * ended) wakes the receiver, which then raises EOFError once the ring is empty; the receiver's end
+ * closing makes the sender's wake-up write fail (EPIPE: BrokenPipeError). A sender waiting for room
+ * (a frame larger than the ring) is not woken: after polling it looks every 10 ms, and watches its
+ * end of the pipe for the receiver's going.
+ *
+ * Threading: one thread sends on a ring, one receives; the GIL is released while waiting.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ __volatile__("yield")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#define LINE 64
+#define FRAME_HEADER 9     /* u64 length, u8 kind */
+#define SPIN_NS 20000      /* polling with pauses only, before yielding between looks */
+
+typedef struct {
+    _Atomic uint64_t head; /* bytes written: the sender's */
+    char pad1[LINE - sizeof(uint64_t)];
+    _Atomic uint64_t tail; /* bytes read: the receiver's */
+    char pad2[LINE - sizeof(uint64_t)];
+    _Atomic uint32_t sleeping; /* the receiver sleeps on the pipe (or is about to) */
+    uint32_t unused;
+    uint64_t capacity;         /* set by whoever creates the ring */
+    char pad3[LINE - 2 * sizeof(uint32_t) - sizeof(uint64_t)];
+} Header;
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view; /* the shared memory, held mapped */
+    int have_view;
+    Header *header;
+    unsigned char *data;
+    uint64_t mask;
+    int fd;      /* the pipe: its write end for a sender, its read end for a receiver */
+    int sender;
+    long long poll_ns;
+} Ring;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------------ construction */
+
+static int Ring_init(Ring *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"memory", "fd", "sender", "poll_ns", NULL};
+    PyObject *memory;
+    int fd, sender;
+    long long poll_ns = 2000000;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Oip|L", names, &memory, &fd, &sender, &poll_ns))
+        return -1;
+    if (self->have_view) {
+        PyErr_SetString(PyExc_RuntimeError, "a Ring is initialised once");
+        return -1;
+    }
+    if (PyObject_GetBuffer(memory, &self->view, PyBUF_WRITABLE) < 0)
+        return -1;
+    self->have_view = 1;
+    if (self->view.len < (Py_ssize_t)sizeof(Header) + LINE) {
+        PyErr_SetString(PyExc_ValueError, "Ring: the memory is too small");
+        return -1;
+    }
+    if (((uintptr_t)self->view.buf) % LINE != 0) {
+        PyErr_SetString(PyExc_ValueError, "Ring: the memory must be aligned on 64 bytes");
+        return -1;
+    }
+    self->header = (Header *)self->view.buf;
+    self->data = (unsigned char *)self->view.buf + sizeof(Header);
+    uint64_t room = (uint64_t)(self->view.len - (Py_ssize_t)sizeof(Header));
+    uint64_t capacity = self->header->capacity;
+    if (capacity < LINE || (capacity & (capacity - 1)) != 0 || capacity > room) {
+        PyErr_SetString(PyExc_ValueError, "Ring: the memory holds no ring (`format` it first)");
+        return -1;
+    }
+    self->mask = capacity - 1;
+    self->fd = fd;
+    self->sender = sender;
+    self->poll_ns = poll_ns;
+    return 0;
+}
+
+static void Ring_dealloc(Ring *self)
+{
+    if (self->have_view)
+        PyBuffer_Release(&self->view);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int check_open(Ring *self)
+{
+    if (!self->have_view) {
+        PyErr_SetString(PyExc_ValueError, "the ring is closed");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ waiting */
+
+/* Wait (GIL released) until `ready(self)` holds. The receiver waits for bytes (`want` of them past
+ * its tail), the sender for room. Returns 0 when ready; -1 with an exception: EOFError (the sender
+ * has gone and nothing is left), BrokenPipeError (the receiver has gone), or what a signal
+ * handler raised. */
+static int wait_for(Ring *self, uint64_t want)
+{
+    Header *h = self->header;
+    uint64_t capacity = self->mask + 1;
+#define READY()                                                                                          \
+    (self->sender ? capacity - (atomic_load_explicit(&h->head, memory_order_relaxed) -                  \
+                                atomic_load_explicit(&h->tail, memory_order_acquire)) >= want            \
+                  : atomic_load_explicit(&h->head, memory_order_acquire) -                               \
+                            atomic_load_explicit(&h->tail, memory_order_relaxed) >= want)
+    if (READY())
+        return 0;
+    int outcome = 0; /* 0 ready, 1 peer gone, 2 signal, 3 OS error */
+    int error = 0;
+    Py_BEGIN_ALLOW_THREADS
+    long long start = now_ns(), now = start;
+    while (!READY()) {
+        if (now - start < SPIN_NS) {
+            for (int k = 0; k < 16; k++)
+                cpu_relax();
+        } else if (now - start < self->poll_ns) {
+            sched_yield();
+        } else if (self->sender) { /* no one wakes a sender: it looks every 10 ms, and at its pipe */
+            struct pollfd p = {.fd = self->fd, .events = 0};
+            int n = poll(&p, 1, 10);
+            if (n < 0 && errno == EINTR) {
+                outcome = 2;
+                break;
+            }
+            if (n > 0 && (p.revents & (POLLERR | POLLHUP))) {
+                outcome = 1;
+                break;
+            }
+        } else { /* sleep on the pipe, after saying so and looking once more */
+            atomic_store(&h->sleeping, 1);
+            atomic_thread_fence(memory_order_seq_cst);
+            if (READY()) {
+                atomic_store(&h->sleeping, 0);
+                break;
+            }
+            struct pollfd p = {.fd = self->fd, .events = POLLIN};
+            int n = poll(&p, 1, -1);
+            atomic_store(&h->sleeping, 0);
+            if (n < 0 && errno == EINTR) {
+                outcome = 2;
+                break;
+            }
+            if (n < 0) {
+                outcome = 3;
+                error = errno;
+                break;
+            }
+            if (n > 0) {
+                char drain[64];
+                ssize_t got = read(self->fd, drain, sizeof drain); /* the wake-ups (the end is non-blocking) */
+                if (got == 0 && !READY()) { /* the sender has gone; what it sent is read first */
+                    outcome = 1;
+                    break;
+                }
+            }
+            start = now_ns(); /* woken: poll again before sleeping again */
+        }
+        now = now_ns();
+    }
+    Py_END_ALLOW_THREADS
+#undef READY
+    if (outcome == 0)
+        return 0;
+    if (outcome == 1) {
+        PyErr_SetString(self->sender ? PyExc_BrokenPipeError : PyExc_EOFError,
+                        self->sender ? "the receiver has gone" : "the sender has gone");
+        return -1;
+    }
+    if (outcome == 2) {
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+        return wait_for(self, want); /* PEP 475: retried after the handlers ran */
+    }
+    errno = error;
+    PyErr_SetFromErrno(PyExc_OSError);
+    return -1;
+}
+
+/* ------------------------------------------------------------------ copying */
+
+static void copy_in(Ring *self, uint64_t at, const unsigned char *src, uint64_t n)
+{
+    uint64_t start = at & self->mask, first = self->mask + 1 - start;
+    if (first >= n) {
+        memcpy(self->data + start, src, n);
+    } else {
+        memcpy(self->data + start, src, first);
+        memcpy(self->data, src + first, n - first);
+    }
+}
+
+static void copy_out(Ring *self, uint64_t at, unsigned char *dst, uint64_t n)
+{
+    uint64_t start = at & self->mask, first = self->mask + 1 - start;
+    if (first >= n) {
+        memcpy(dst, self->data + start, n);
+    } else {
+        memcpy(dst, self->data + start, first);
+        memcpy(dst + first, self->data, n - first);
+    }
+}
+
+/* Wake a receiver that sleeps (or is about to). */
+static int ring_bell(Ring *self)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load(&self->header->sleeping))
+        return 0;
+    char one = 1;
+    if (write(self->fd, &one, 1) < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (errno == EPIPE)
+            PyErr_SetString(PyExc_BrokenPipeError, "the receiver has gone");
+        else
+            PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ methods */
+
+/* send(kind, payload): one frame. */
+static PyObject *Ring_send(Ring *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!self->sender) {
+        PyErr_SetString(PyExc_TypeError, "send: this end of the ring receives");
+        return NULL;
+    }
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "send(kind, payload)");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    if (kind == -1 && PyErr_Occurred())
+        return NULL;
+    if (kind < 0 || kind > 255) {
+        PyErr_SetString(PyExc_ValueError, "send: a kind is 0..255");
+        return NULL;
+    }
+    if (check_open(self) < 0)
+        return NULL;
+    Py_buffer payload;
+    if (PyObject_GetBuffer(args[1], &payload, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Header *h = self->header;
+    uint64_t capacity = self->mask + 1;
+    unsigned char frame[FRAME_HEADER];
+    uint64_t length = (uint64_t)payload.len;
+    memcpy(frame, &length, 8);
+    frame[8] = (unsigned char)kind;
+    uint64_t head = atomic_load_explicit(&h->head, memory_order_relaxed);
+    if (wait_for(self, FRAME_HEADER) < 0)
+        goto fail;
+    copy_in(self, head, frame, FRAME_HEADER);
+    head += FRAME_HEADER;
+    const unsigned char *src = payload.buf;
+    uint64_t left = length;
+    /* Small frames become visible whole; a large one in parts as room frees up. */
+    uint64_t part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
+    if (part >= left) {
+        copy_in(self, head, src, left);
+        atomic_store_explicit(&h->head, head + left, memory_order_release);
+    } else {
+        atomic_store_explicit(&h->head, head, memory_order_release);
+        if (ring_bell(self) < 0)
+            goto fail;
+        while (left) {
+            uint64_t want = left < capacity / 2 ? left : capacity / 2;
+            if (wait_for(self, want) < 0)
+                goto fail;
+            part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
+            if (part > left)
+                part = left;
+            copy_in(self, head, src, part);
+            head += part;
+            src += part;
+            left -= part;
+            atomic_store_explicit(&h->head, head, memory_order_release);
+            if (ring_bell(self) < 0)
+                goto fail;
+        }
+        PyBuffer_Release(&payload);
+        Py_RETURN_NONE;
+    }
+    PyBuffer_Release(&payload);
+    if (ring_bell(self) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+fail:
+    PyBuffer_Release(&payload);
+    return NULL;
+}
+
+/* receive() -> (kind, payload bytes): the next frame, waited for. */
+static PyObject *Ring_receive(Ring *self, PyObject *unused)
+{
+    if (self->sender) {
+        PyErr_SetString(PyExc_TypeError, "receive: this end of the ring sends");
+        return NULL;
+    }
+    if (check_open(self) < 0)
+        return NULL;
+    Header *h = self->header;
+    uint64_t capacity = self->mask + 1;
+    if (wait_for(self, FRAME_HEADER) < 0)
+        return NULL;
+    uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
+    unsigned char frame[FRAME_HEADER];
+    copy_out(self, tail, frame, FRAME_HEADER);
+    uint64_t length;
+    memcpy(&length, frame, 8);
+    int kind = frame[8];
+    tail += FRAME_HEADER;
+    if (length > (uint64_t)PY_SSIZE_T_MAX) {
+        PyErr_SetString(PyExc_ValueError, "receive: a frame's length is corrupt");
+        return NULL;
+    }
+    PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)length);
+    if (payload == NULL)
+        return NULL;
+    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(payload);
+    uint64_t left = length;
+    uint64_t have = atomic_load_explicit(&h->head, memory_order_acquire) - tail;
+    if (have >= left) { /* the whole frame is there: one copy */
+        copy_out(self, tail, dst, left);
+        atomic_store_explicit(&h->tail, tail + left, memory_order_release);
+    } else {
+        atomic_store_explicit(&h->tail, tail, memory_order_release);
+        while (left) {
+            uint64_t want = left < capacity / 2 ? left : capacity / 2;
+            if (wait_for(self, want) < 0) {
+                Py_DECREF(payload);
+                return NULL;
+            }
+            uint64_t part = atomic_load_explicit(&h->head, memory_order_acquire) - tail;
+            if (part > left)
+                part = left;
+            copy_out(self, tail, dst, part);
+            tail += part;
+            dst += part;
+            left -= part;
+            atomic_store_explicit(&h->tail, tail, memory_order_release);
+        }
+    }
+    PyObject *kind_obj = PyLong_FromLong(kind);
+    if (kind_obj == NULL) {
+        Py_DECREF(payload);
+        return NULL;
+    }
+    PyObject *pair = PyTuple_Pack(2, kind_obj, payload);
+    Py_DECREF(kind_obj);
+    Py_DECREF(payload);
+    return pair;
+}
+
+/* close(): let go of the shared memory (the pipe is the caller's). */
+static PyObject *Ring_close(Ring *self, PyObject *unused)
+{
+    if (self->have_view) {
+        PyBuffer_Release(&self->view);
+        self->have_view = 0;
+        self->header = NULL;
+        self->data = NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *Ring_waiting(Ring *self, PyObject *unused)
+{
+    if (check_open(self) < 0)
+        return NULL;
+    Header *h = self->header;
+    return PyLong_FromUnsignedLongLong(atomic_load(&h->head) - atomic_load(&h->tail));
+}
+
+static PyMethodDef Ring_methods[] = {
+    {"send", (PyCFunction)(void (*)(void))Ring_send, METH_FASTCALL,
+     "send(kind, payload): a frame to the receiver (waits for room)."},
+    {"receive", (PyCFunction)Ring_receive, METH_NOARGS,
+     "receive() -> (kind, payload): the next frame (waits for it; EOFError once the sender has gone)."},
+    {"waiting", (PyCFunction)Ring_waiting, METH_NOARGS, "waiting(): the bytes sent and not yet received."},
+    {"close", (PyCFunction)Ring_close, METH_NOARGS, "close(): let go of the shared memory."},
+    {NULL},
+};
+
+static PyTypeObject RingType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._ring.Ring",
+    .tp_basicsize = sizeof(Ring),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Ring(memory, fd, sender, poll_ns=2000000): one end of a one-way channel through shared memory "
+              "(`memory`, a writable buffer aligned on 64 bytes that `format` made a ring), with the pipe end "
+              "`fd` for wake-ups.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Ring_init,
+    .tp_dealloc = (destructor)Ring_dealloc,
+    .tp_methods = Ring_methods,
+};
+
+/* format(memory) -> capacity: an empty ring in `memory`, before either end uses it. */
+static PyObject *ring_format(PyObject *module, PyObject *memory)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(memory, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (view.len < (Py_ssize_t)sizeof(Header) + LINE || ((uintptr_t)view.buf) % LINE != 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "format: the memory must be aligned on 64 bytes and hold a header and 64 bytes");
+        return NULL;
+    }
+    Header *h = (Header *)view.buf;
+    uint64_t room = (uint64_t)(view.len - (Py_ssize_t)sizeof(Header)), capacity = LINE;
+    while (capacity * 2 <= room)
+        capacity *= 2;
+    atomic_store(&h->head, 0);
+    atomic_store(&h->tail, 0);
+    atomic_store(&h->sleeping, 0);
+    h->capacity = capacity;
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLongLong(capacity);
+}
+
+static PyMethodDef module_methods[] = {
+    {"format", (PyCFunction)ring_format, METH_O, "format(memory) -> capacity: an empty ring in the memory."},
+    {NULL},
+};
+
+static struct PyModuleDef ring_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "lfpy.runtime._ring",
+    .m_doc = "A one-way channel through shared memory between two processes (see lfpy/runtime/transport.py).",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC PyInit__ring(void)
+{
+    if (PyType_Ready(&RingType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&ring_module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(m, "Ring", (PyObject *)&RingType) < 0 ||
+        PyModule_AddIntConstant(m, "HEADER", (long)sizeof(Header)) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
