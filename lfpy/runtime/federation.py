@@ -807,21 +807,26 @@ class Federation:
         """Send each federate its reactions of this level (other federates', in order) with what
         they read."""
         groups: dict[int, list] = {}
+        away, index, reads = self.away, self.index, self.reads
         for r in reactions:
             k = r.federate
-            if k not in self.away:
-                i = self.index[id(r)]
-                inputs = [(slot, o.value) for slot, o in self.reads[i] if o.is_present]
-                groups.setdefault(k, []).append((i, inputs))
+            if k not in away:
+                i = index[id(r)]
+                batch = groups.get(k)
+                if batch is None:
+                    batch = groups[k] = []
+                batch.append((i, [(slot, o.value) for slot, o in reads[i] if o.is_present]))
+        self.sent = sent = []
         if not groups:
-            self.sent = []
             return
         sys.stdout.flush()  # what this process printed before comes first
         sys.stderr.flush()
         now = self.sched.current
         self.segments.next_round()  # every federate has answered (collect): it has mapped what it keeps
-        self.sent = [k for k in sorted(groups)
-                     if self._send(k, Run(now.time, now.microstep, groups[k], self.resets.pop(k, [])))]
+        resets = self.resets
+        for k in sorted(groups) if len(groups) > 1 else groups:
+            if self._send(k, Run(now.time, now.microstep, groups[k], resets.pop(k, []) if resets else [])):
+                sent.append(k)
 
     def collect(self) -> None:
         """Apply the answers of the federates `send` sent reactions to, in federate order."""
@@ -951,19 +956,30 @@ class FederateScheduler(Scheduler):
 
     def answer(self, outputs: list[tuple[int, Any]], modes: list[ModeState],
                failed: bool, printed: list[tuple[int, str]]) -> Ran:
-        """What the reactions of this tag did, and forget it here."""
-        transitions = [(i, state.pending) for i, state in enumerate(modes) if state.pending is not None]
-        for state in modes:
-            state.pending = None
-        traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in self.trace or ()]
+        """What the reactions of this tag did, and forget it here. (Once per tag: what did not
+        happen costs nothing.)"""
+        transitions = []
+        for i, state in enumerate(modes):
+            if state.pending is not None:
+                transitions.append((i, state.pending))
+                state.pending = None
+        traced = []
         if self.trace:
+            traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in self.trace]
             self.trace.clear()
         slot_of = self.slot_of
-        ran = Ran(outputs, [(slot_of[id(a)], d, v) for a, d, v in self.scheduled],
-                  [(slot_of[id(a)], w, v) for a, w, v in self.physical_scheduled], transitions, self.stop_requested,
-                  failed, self.exit_status if self.halted else None, traced, self.checkpoint_requests, printed)
+        scheduled, physical, checkpoints = [], [], []
+        if self.scheduled:
+            scheduled = [(slot_of[id(a)], d, v) for a, d, v in self.scheduled]
+            self.scheduled = []
+        if self.physical_scheduled:
+            physical = [(slot_of[id(a)], w, v) for a, w, v in self.physical_scheduled]
+            self.physical_scheduled = []
+        if self.checkpoint_requests:
+            checkpoints, self.checkpoint_requests = self.checkpoint_requests, []
+        ran = Ran(outputs, scheduled, physical, transitions, self.stop_requested, failed,
+                  self.exit_status if self.halted else None, traced, checkpoints, printed)
         self.set_ports.clear()
-        self.scheduled, self.physical_scheduled, self.checkpoint_requests = [], [], []
         self.stop_requested = False
         return ran
 
@@ -1060,8 +1076,10 @@ class Served:
                 o.is_present = True
             failed |= sched.run_reaction(env.reactions[i])
         slot_of, kept, send_all = self.slot_of, self.kept, self.send_all
-        outputs = [(slot_of[id(p)], Kept if not send_all and slot_of[id(p)] in kept else p.value)
-                   for p in sched.set_ports]
+        outputs = []
+        for p in sched.set_ports:
+            slot = slot_of[id(p)]
+            outputs.append((slot, Kept if not send_all and slot in kept else p.value))
         self.answers.next_round()  # the coordinator has taken what it keeps of the last answer
         sys.stdout.flush()
         sys.stderr.flush()

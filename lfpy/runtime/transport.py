@@ -243,7 +243,10 @@ class _Local:
         """(kind, payload): 0 and the pickle, or 1 and the pickle with where its large buffers are.
         What pickling raises (an unpicklable value) is raised here, before anything is sent."""
         self._spans = spans = []
-        data = self._pickler.pickled(message)
+        if "torch" in sys.modules:  # tensors go as arrays of their storages: the pickler that knows how
+            data = self._pickler.pickled(message)
+        else:  # half the cost of a pickler kept for each message, for the small messages of every tag
+            data = pickle.dumps(message, protocol=5, buffer_callback=self._out_of_band)
         if not spans:
             return 0, data
         return 1, pickle.dumps((data, spans), protocol=5)
