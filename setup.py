@@ -23,11 +23,12 @@ setup(
             sources=["lfpy/runtime/_core.c"],
             extra_compile_args=["-O3", "-std=gnu99", *WARNINGS],
         ),
-        # The federation's channels on one machine: rings in shared memory (transport.py's RingChannel).
-        # gnu11: C11 atomics, clock_gettime, sched_yield.
+        # A federation's messages on one machine: rings in shared memory (transport.py's RingChannel)
+        # and the fast lane of plain tags (federation.py). gnu11: C11 atomics, clock_gettime, sched_yield.
         Extension(
-            "lfpy.runtime._ring",
-            sources=["lfpy/runtime/_ring.c"],
+            "lfpy.runtime._wire",
+            sources=["lfpy/runtime/_wire.c", "lfpy/runtime/_ring.c", "lfpy/runtime/_lane.c"],
+            depends=["lfpy/runtime/_wire.h"],
             extra_compile_args=["-O3", "-std=gnu11", *WARNINGS],
         ),
     ]

@@ -29,13 +29,11 @@
  *
  * Threading: one thread sends on a ring, one receives; the GIL is released while waiting.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_wire.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
-#include <stdatomic.h>
-#include <stdint.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,31 +48,22 @@
 #endif
 
 #define LINE 64
-#define FRAME_HEADER 9     /* u64 length, u8 kind */
-#define SPIN_NS 20000      /* polling with pauses only, before yielding between looks */
+#define FRAME_HEADER 9 /* u64 length, u8 kind */
+#define SPIN_NS 20000  /* polling with pauses only, before yielding between looks */
 
-typedef struct {
+struct RingHeader {
     _Atomic uint64_t head; /* bytes written: the sender's */
     char pad1[LINE - sizeof(uint64_t)];
     _Atomic uint64_t tail; /* bytes read: the receiver's */
     char pad2[LINE - sizeof(uint64_t)];
     _Atomic uint32_t sleeping; /* the receiver sleeps on the pipe (or is about to) */
     uint32_t unused;
-    uint64_t capacity;         /* set by whoever creates the ring */
+    uint64_t capacity; /* set by `format` */
     char pad3[LINE - 2 * sizeof(uint32_t) - sizeof(uint64_t)];
-} Header;
+};
+typedef struct RingHeader Header;
 
-typedef struct {
-    PyObject_HEAD
-    Py_buffer view; /* the shared memory, held mapped */
-    int have_view;
-    Header *header;
-    unsigned char *data;
-    uint64_t mask;
-    int fd;      /* the pipe: its write end for a sender, its read end for a receiver */
-    int sender;
-    long long poll_ns;
-} Ring;
+const Py_ssize_t ring_header_size = sizeof(Header);
 
 static long long now_ns(void)
 {
@@ -270,13 +259,58 @@ static int ring_bell(Ring *self)
 
 /* ------------------------------------------------------------------ methods */
 
-/* send(kind, payload): one frame. */
-static PyObject *Ring_send(Ring *self, PyObject *const *args, Py_ssize_t nargs)
+int ring_send(Ring *self, int kind, const void *data, Py_ssize_t size)
 {
     if (!self->sender) {
         PyErr_SetString(PyExc_TypeError, "send: this end of the ring receives");
-        return NULL;
+        return -1;
     }
+    if (check_open(self) < 0)
+        return -1;
+    Header *h = self->header;
+    uint64_t capacity = self->mask + 1;
+    unsigned char frame[FRAME_HEADER];
+    uint64_t length = (uint64_t)size;
+    memcpy(frame, &length, 8);
+    frame[8] = (unsigned char)kind;
+    uint64_t head = atomic_load_explicit(&h->head, memory_order_relaxed);
+    if (wait_for(self, FRAME_HEADER) < 0)
+        return -1;
+    copy_in(self, head, frame, FRAME_HEADER);
+    head += FRAME_HEADER;
+    const unsigned char *src = data;
+    uint64_t left = length;
+    /* Small frames become visible whole; a large one in parts as room frees up. */
+    uint64_t part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
+    if (part >= left) {
+        copy_in(self, head, src, left);
+        atomic_store_explicit(&h->head, head + left, memory_order_release);
+        return ring_bell(self);
+    }
+    atomic_store_explicit(&h->head, head, memory_order_release);
+    if (ring_bell(self) < 0)
+        return -1;
+    while (left) {
+        uint64_t want = left < capacity / 2 ? left : capacity / 2;
+        if (wait_for(self, want) < 0)
+            return -1;
+        part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
+        if (part > left)
+            part = left;
+        copy_in(self, head, src, part);
+        head += part;
+        src += part;
+        left -= part;
+        atomic_store_explicit(&h->head, head, memory_order_release);
+        if (ring_bell(self) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* send(kind, payload): one frame. */
+static PyObject *Ring_send(Ring *self, PyObject *const *args, Py_ssize_t nargs)
+{
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "send(kind, payload)");
         return NULL;
@@ -288,62 +322,17 @@ static PyObject *Ring_send(Ring *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "send: a kind is 0..255");
         return NULL;
     }
-    if (check_open(self) < 0)
-        return NULL;
     Py_buffer payload;
     if (PyObject_GetBuffer(args[1], &payload, PyBUF_SIMPLE) < 0)
         return NULL;
-    Header *h = self->header;
-    uint64_t capacity = self->mask + 1;
-    unsigned char frame[FRAME_HEADER];
-    uint64_t length = (uint64_t)payload.len;
-    memcpy(frame, &length, 8);
-    frame[8] = (unsigned char)kind;
-    uint64_t head = atomic_load_explicit(&h->head, memory_order_relaxed);
-    if (wait_for(self, FRAME_HEADER) < 0)
-        goto fail;
-    copy_in(self, head, frame, FRAME_HEADER);
-    head += FRAME_HEADER;
-    const unsigned char *src = payload.buf;
-    uint64_t left = length;
-    /* Small frames become visible whole; a large one in parts as room frees up. */
-    uint64_t part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
-    if (part >= left) {
-        copy_in(self, head, src, left);
-        atomic_store_explicit(&h->head, head + left, memory_order_release);
-    } else {
-        atomic_store_explicit(&h->head, head, memory_order_release);
-        if (ring_bell(self) < 0)
-            goto fail;
-        while (left) {
-            uint64_t want = left < capacity / 2 ? left : capacity / 2;
-            if (wait_for(self, want) < 0)
-                goto fail;
-            part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
-            if (part > left)
-                part = left;
-            copy_in(self, head, src, part);
-            head += part;
-            src += part;
-            left -= part;
-            atomic_store_explicit(&h->head, head, memory_order_release);
-            if (ring_bell(self) < 0)
-                goto fail;
-        }
-        PyBuffer_Release(&payload);
-        Py_RETURN_NONE;
-    }
+    int rc = ring_send(self, (int)kind, payload.buf, payload.len);
     PyBuffer_Release(&payload);
-    if (ring_bell(self) < 0)
+    if (rc < 0)
         return NULL;
     Py_RETURN_NONE;
-fail:
-    PyBuffer_Release(&payload);
-    return NULL;
 }
 
-/* receive() -> (kind, payload bytes): the next frame, waited for. */
-static PyObject *Ring_receive(Ring *self, PyObject *unused)
+PyObject *ring_receive(Ring *self, int *kind_out)
 {
     if (self->sender) {
         PyErr_SetString(PyExc_TypeError, "receive: this end of the ring sends");
@@ -393,14 +382,18 @@ static PyObject *Ring_receive(Ring *self, PyObject *unused)
             atomic_store_explicit(&h->tail, tail, memory_order_release);
         }
     }
-    PyObject *kind_obj = PyLong_FromLong(kind);
-    if (kind_obj == NULL) {
-        Py_DECREF(payload);
+    *kind_out = kind;
+    return payload;
+}
+
+/* receive() -> (kind, payload bytes): the next frame, waited for. */
+static PyObject *Ring_receive(Ring *self, PyObject *unused)
+{
+    int kind;
+    PyObject *payload = ring_receive(self, &kind);
+    if (payload == NULL)
         return NULL;
-    }
-    PyObject *pair = PyTuple_Pack(2, kind_obj, payload);
-    Py_DECREF(kind_obj);
-    Py_DECREF(payload);
+    PyObject *pair = Py_BuildValue("(iN)", kind, payload);
     return pair;
 }
 
@@ -434,8 +427,8 @@ static PyMethodDef Ring_methods[] = {
     {NULL},
 };
 
-static PyTypeObject RingType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._ring.Ring",
+PyTypeObject RingType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._wire.Ring",
     .tp_basicsize = sizeof(Ring),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Ring(memory, fd, sender, poll_ns=2000000): one end of a one-way channel through shared memory "
@@ -448,7 +441,7 @@ static PyTypeObject RingType = {
 };
 
 /* format(memory) -> capacity: an empty ring in `memory`, before either end uses it. */
-static PyObject *ring_format(PyObject *module, PyObject *memory)
+PyObject *ring_format(PyObject *module, PyObject *memory)
 {
     Py_buffer view;
     if (PyObject_GetBuffer(memory, &view, PyBUF_WRITABLE) < 0)
@@ -468,32 +461,4 @@ static PyObject *ring_format(PyObject *module, PyObject *memory)
     h->capacity = capacity;
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLongLong(capacity);
-}
-
-static PyMethodDef module_methods[] = {
-    {"format", (PyCFunction)ring_format, METH_O, "format(memory) -> capacity: an empty ring in the memory."},
-    {NULL},
-};
-
-static struct PyModuleDef ring_module = {
-    PyModuleDef_HEAD_INIT,
-    .m_name = "lfpy.runtime._ring",
-    .m_doc = "A one-way channel through shared memory between two processes (see lfpy/runtime/transport.py).",
-    .m_size = -1,
-    .m_methods = module_methods,
-};
-
-PyMODINIT_FUNC PyInit__ring(void)
-{
-    if (PyType_Ready(&RingType) < 0)
-        return NULL;
-    PyObject *m = PyModule_Create(&ring_module);
-    if (m == NULL)
-        return NULL;
-    if (PyModule_AddObjectRef(m, "Ring", (PyObject *)&RingType) < 0 ||
-        PyModule_AddIntConstant(m, "HEADER", (long)sizeof(Header)) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
 }

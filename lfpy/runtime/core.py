@@ -105,7 +105,7 @@ if _core is not None:
 
         def run(self) -> int:
             if self.runner.remote:  # a federated program: other federates' reactions go to the runner
-                self._remote(self.runner.send, self.runner.collect)
+                self._remote(*self.runner.hand_over())
             return Scheduler.run(self)
 
         def adopt(self, obj: Port | Action) -> None:

@@ -53,10 +53,11 @@ from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.shared_memory import SharedMemory
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from lfpy.runtime import checkpoint
+from lfpy.runtime import checkpoint, core
 from lfpy.runtime.actions import Action
 from lfpy.runtime.failure import print_message, report_failure
 from lfpy.runtime.messages import (
+    KINDS,
     Capture,
     Checkpoint,
     Clock,
@@ -92,6 +93,11 @@ from lfpy.runtime.transport import (
     remove_ring,
     ring_memory,
 )
+
+try:
+    from lfpy.runtime import _wire
+except ImportError:  # not built: no rings, no fast lane
+    _wire = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from lfpy.graph import Elaborated, Instance
@@ -473,6 +479,11 @@ class Levels(LevelRunner):
         if self.pool is not None:
             self.pool.start(sched)
 
+    def hand_over(self) -> tuple[Callable[[list[Reaction]], None], Callable[[], None]]:
+        assert self.federation is not None, "a federated program's scheduler runs with its Federation"
+        lane = self.federation.lane
+        return (lane.send, lane.collect) if lane is not None else (self.send, self.collect)
+
     def send(self, reactions: list[Reaction]) -> None:
         assert self.federation is not None, "a federated program's scheduler runs with its Federation"
         self.federation.send(reactions)
@@ -558,6 +569,14 @@ class Federation:
         self.away: set[int] = set()  # federates whose reactions are not run: dead, or transients that left
         self.sched.federation_id = f"{env.graph.main.name}-{uuid.uuid4().hex[:12]}"
         self.transients = Transients(self, listed) if any(f.transient for f in listed) else None
+        # The fast lane (_lane.c): a plain level's requests and answers in C, while every federate
+        # talks through rings (`adopt`); with the C core only, as LFPY_CORE=python keeps the reference.
+        self.lane: Any = None
+        if RINGS and core.selected() == "c":
+            self.lane = _wire.CoordinatorLane(
+                self.sched, {r: i for i, r in enumerate(env.reactions)}, self.reads, self.slots, self.away,
+                self.resets, self.segments.next_round, self.send_run, self.apply, self._lost, len(self.names),
+                KINDS.index(Run), KINDS.index(Ran))
         self.sched.at_start(self._started)
         self.sched.at_stop(self.close)
 
@@ -592,6 +611,12 @@ class Federation:
         self.processes[k] = launched.process
         self.clock_skew.pop(k, None)
         self.requests[k], self.answers[k], own = launched.channels(self.names[k], self.segments)
+        requests, answers = self.requests[k], self.answers[k]
+        if self.lane is not None:
+            if isinstance(requests, RingChannel) and isinstance(answers, RingChannel):
+                self.lane.attach(k, requests._ring, answers._ring, answers._unpickle)
+            else:  # a federate elsewhere: the coordinator's own code talks to all of them
+                self.lane = None
         threading.Thread(target=self._listen, args=(k, launched.process, own),
                          daemon=True, name=f"lf-federate-{k}").start()
         if launched.process.remote:
@@ -828,36 +853,46 @@ class Federation:
             if self._send(k, Run(now.time, now.microstep, groups[k], resets.pop(k, []) if resets else [])):
                 sent.append(k)
 
+    def send_run(self, k: int, time: int, microstep: int, batch: list) -> bool:
+        """Send federate k this level's reactions (the fast lane's `send`, for what is not plain data,
+        or with mode resets); whether it was sent."""
+        return self._send(k, Run(time, microstep, batch, self.resets.pop(k, [])))
+
     def collect(self) -> None:
         """Apply the answers of the federates `send` sent reactions to, in federate order."""
-        sched = self.sched
         for k in self.sent:
             try:
-                ran: Ran = self._receive(k)
+                raw = self.answers[k].receive()
             except (EOFError, OSError):
                 self._lost(k)
                 continue
-            show_printed(self.processes[k], ran.printed)
-            if ran.traced:  # user trace points, with the tags they were recorded at
-                sched.add_trace(ran.traced)
-            slots = self.slots
-            for slot, value in ran.outputs:
-                slots[slot].set(value)  # type: ignore[union-attr]
-            for slot, delay, value in ran.scheduled:
-                sched.schedule_logical(slots[slot], delay, value)
-            for slot, when, value in ran.physical:
-                sched.schedule_physical_at(slots[slot], when, value)  # type: ignore[arg-type]
-            for index, transition in ran.transitions:  # taken at the end of the tag, as for local ones
-                self.modes[index].pending = transition
-            if ran.failed:  # reported there; its stop request follows (a transient federate leaves)
-                sched.fail(stop=False)
-            if ran.stop:
-                self._stop_requested(k)
-            for path in ran.checkpoints:
-                sched.request_checkpoint(path)
-            if ran.status is not None:  # exit(n) in one of its reactions: the program ends at once
-                sched.halt(ran.status)
+            self.apply(k, raw)
         self.sent = []
+
+    def apply(self, k: int, raw: tuple) -> None:
+        """Apply federate k's answer (as it travels, `messages.encode`)."""
+        ran: Ran = decode(raw)
+        sched = self.sched
+        show_printed(self.processes[k], ran.printed)
+        if ran.traced:  # user trace points, with the tags they were recorded at
+            sched.add_trace(ran.traced)
+        slots = self.slots
+        for slot, value in ran.outputs:
+            slots[slot].set(value)  # type: ignore[union-attr]
+        for slot, delay, value in ran.scheduled:
+            sched.schedule_logical(slots[slot], delay, value)
+        for slot, when, value in ran.physical:
+            sched.schedule_physical_at(slots[slot], when, value)  # type: ignore[arg-type]
+        for index, transition in ran.transitions:  # taken at the end of the tag, as for local ones
+            self.modes[index].pending = transition
+        if ran.failed:  # reported there; its stop request follows (a transient federate leaves)
+            sched.fail(stop=False)
+        if ran.stop:
+            self._stop_requested(k)
+        for path in ran.checkpoints:
+            sched.request_checkpoint(path)
+        if ran.status is not None:  # exit(n) in one of its reactions: the program ends at once
+            sched.halt(ran.status)
 
 
 def _resumed(env: Environment) -> Ready | Failed:
@@ -998,11 +1033,21 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
         Start: served.start, Run: served.run, Capture: served.capture, Clock: served.clock, Restore: served.restore,
         Exit: lambda _m: False,
     }
+    # The fast lane (_lane.c) answers plain Runs in C and hands over everything else, with the C
+    # core only (LFPY_CORE=python keeps the reference), through rings, printing here.
+    lane = None
+    if (isinstance(requests, RingChannel) and isinstance(answers, RingChannel) and output is None
+            and core.selected() == "c"):
+        lane = served.lane(requests, answers)
+    receive = lane.next if lane is not None else requests.receive
     while True:
         try:
-            message = decode(requests.receive())
+            raw = receive()
         except EOFError:
             return 0
+        if raw is None:  # the lane could not answer: the coordinator has gone
+            return 0
+        message = decode(raw)
         if not handlers[type(message)](message):
             return 0
 
@@ -1025,6 +1070,14 @@ class Served:
         for o in self.table:
             if isinstance(o, Port):
                 o.__class__ = FederatePort
+
+    def lane(self, requests: RingChannel, answers: RingChannel) -> Any:
+        """The fast lane of these channels (_lane.c), which calls `finish` for what is not plain."""
+        assert _wire is not None
+        return _wire.FederateLane(
+            self, self.sched, requests._ring, answers._ring, requests._unpickle, answers.next_round,
+            self.env.reactions, self.reaction_reads, self.table, {o: slot for slot, o in enumerate(self.table)},
+            self.kept, self.modes, Kept, Tag, KINDS.index(Run), KINDS.index(Ran))
 
     def start(self, message: Start) -> bool:
         self.sched.begin(message)
@@ -1075,6 +1128,12 @@ class Served:
                     o.value = value
                 o.is_present = True
             failed |= sched.run_reaction(env.reactions[i])
+        return self.finish(failed)
+
+    def finish(self, failed: bool) -> bool:
+        """After a Run's reactions: the answer, what they did. Whether to go on (the coordinator
+        has not gone)."""
+        env, sched, table = self.env, self.sched, self.table
         slot_of, kept, send_all = self.slot_of, self.kept, self.send_all
         outputs = []
         for p in sched.set_ports:

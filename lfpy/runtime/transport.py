@@ -6,9 +6,11 @@ in `federation.py` sees only `Channel`'s methods, so another transport (federate
 actors on other machines, say) replaces this module and nothing else.
 
 `RingChannel` (the default on one machine) carries each message through a ring buffer in shared
-memory (`_ring.c`): a message costs a copy, and a receiver polling the ring sees it within a fraction
-of a microsecond, where a pipe costs system calls to write and to read. A pipe beside it wakes a
-receiver that has gone to sleep and tells each side when the other has gone. `PipeChannel` frames the
+memory (the extension `_wire`, `_ring.c`): a message costs a copy, and a receiver polling the ring
+sees it within a fraction of a microsecond, where a pipe costs system calls to write and to read. A
+pipe beside it wakes a receiver that has gone to sleep and tells each side when the other has gone.
+A frame's kind says what its payload is: a pickle (0), a pickle whose large buffers are in shared
+memory (1), or a marshal (2: plain data only, which the federation's fast lane sends, `_lane.c`). `PipeChannel` frames the
 same pickles on an OS pipe alone (where the ring is not built, and for the Unix sockets of a federate
 in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
@@ -38,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import io
+import marshal
 import mmap
 import os
 import pickle
@@ -51,9 +54,9 @@ from multiprocessing.shared_memory import SharedMemory
 from typing import Any, Protocol
 
 try:
-    from lfpy.runtime import _ring
+    from lfpy.runtime import _wire
 except ImportError:  # not built: pipes alone carry the messages
-    _ring = None  # type: ignore[assignment]
+    _wire = None  # type: ignore[assignment]
 
 POLL_NS = 2_000_000  # how long a receiver polls before it sleeps
 RING_BYTES = 1 << 20  # a ring's buffer: a larger message goes through in parts
@@ -253,8 +256,12 @@ class _Local:
 
     @staticmethod
     def _unpickle(kind: int, data: bytes | bytearray) -> object:
+        """The message of a frame: kind 0 or 1 as `_pickle` made them; 2, marshalled (the fast lane's
+        plain messages, _lane.c)."""
         if kind == 0:
             return pickle.loads(data)
+        if kind == 2:
+            return marshal.loads(data)
         data, spans = pickle.loads(data)
         maps = {name: _map(name) for name in {name for name, _o, _n in spans}}
         return pickle.loads(data, buffers=[memoryview(maps[name])[o:o + n] for name, o, n in spans])
@@ -356,7 +363,7 @@ class PipeChannel(_Local):
 
 class RingChannel(_Local):
     """One direction between two processes of this machine: `PipeChannel`'s messages through a ring
-    in shared memory (`_ring.Ring`), with `fd`, one end of a pipe, to wake the receiver when it
+    in shared memory (`_wire.Ring`), with `fd`, one end of a pipe, to wake the receiver when it
     sleeps and to tell each side that the other has gone. A sender raises BrokenPipeError once the
     receiver has gone, a receiver EOFError once the sender has and the ring is empty. `memory`: the
     ring's creator's `SharedMemory` (`ring_memory`: closing the channel removes it), or the other
@@ -365,11 +372,11 @@ class RingChannel(_Local):
     def __init__(self, memory: SharedMemory | mmap.mmap, fd: int, sender: bool,
                  shared: Segments | None = None) -> None:
         super().__init__(shared)
-        assert _ring is not None, "the ring is not built"
+        assert _wire is not None, "the ring is not built"
         os.set_blocking(fd, False)
         self.fd: int | None = fd
         self.memory: SharedMemory | mmap.mmap | None = memory
-        self._ring = _ring.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, POLL_NS)
+        self._ring = _wire.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, POLL_NS)
 
     def send(self, message: object) -> None:
         self._ring.send(*self._pickle(message))
@@ -397,15 +404,15 @@ class RingChannel(_Local):
             self.fd = None
 
 
-RINGS = _ring is not None  # whether rings can carry messages (the extension is built)
+RINGS = _wire is not None  # whether rings can carry messages (the extension is built)
 
 
 def ring_memory() -> SharedMemory:
     """Shared memory holding a new, empty ring; its creator removes it (`remove_ring`, or closing a
     `RingChannel` on it), or multiprocessing's resource tracker does when the creator dies."""
-    assert _ring is not None, "the ring is not built"
-    memory = SharedMemory(create=True, size=_ring.HEADER + RING_BYTES)
-    _ring.format(memory.buf)
+    assert _wire is not None, "the ring is not built"
+    memory = SharedMemory(create=True, size=_wire.HEADER + RING_BYTES)
+    _wire.format(memory.buf)
     return memory
 
 

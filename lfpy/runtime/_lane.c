@@ -1,0 +1,920 @@
+/* The federation's fast lane: a plain tag's request and answer handled in C on both sides, for
+ * federates whose channels are rings (federation.py builds the lanes when the C core is selected;
+ * LFPY_CORE=python keeps everything in Python, the reference).
+ *
+ * A tag is plain when nothing but reactions reading ports and setting ports happens: no mode entered
+ * with reset, no action scheduled, no stop or checkpoint requested, no failure, no trace, no output
+ * held for the coordinator, and every value is plain data (`plain`: None, bools, ints, floats,
+ * complex numbers, strings, bytes, and tuples, lists and dicts of those, of these exact types).
+ * Its messages are then marshalled (KIND_MARSHAL), which costs less than pickling and is exact for
+ * those types; every other message, and everything else a tag does, goes through federation.py's
+ * own code (the lanes call it: `served.finish`, `federation.apply`, ...), so the two paths give the
+ * same results by construction: the fast one only skips work that is empty.
+ *
+ * Messages are those of messages.py, as plain tuples with their kind's number first:
+ *   Run: (RUN, time, microstep, [(reaction index, [(slot, value)])], resets)
+ *   Ran: (RAN, outputs, scheduled, physical, transitions, stop, failed, status, traced, checkpoints,
+ *         printed), plain when all but `outputs` are empty, False or None.
+ *
+ * Threading: a lane is used by one thread, the federate's serving thread or the coordinator's
+ * scheduler thread, with the GIL (released only while a ring waits).
+ */
+#include "_wire.h"
+
+#include <marshal.h>
+#include <time.h>
+
+#define MAX_DEPTH 64
+#define RAN_FIELDS 11
+
+static PyObject *s_is_present, *s_value, *s_current, *s_arrival, *s_clock_offset, *s_halted, *s_run_reaction,
+    *s_set_ports, *s_stop_requested, *s_scheduled, *s_physical_scheduled, *s_checkpoint_requests, *s_trace,
+    *s_pending, *s_send_all, *s_finish, *s_flush, *s_set, *s_federate;
+
+static int intern_names(void)
+{
+    if (s_is_present != NULL)
+        return 0;
+    struct {
+        PyObject **slot;
+        const char *text;
+    } names[] = {
+        {&s_is_present, "is_present"}, {&s_value, "value"}, {&s_current, "current"}, {&s_arrival, "arrival"},
+        {&s_clock_offset, "clock_offset"}, {&s_halted, "halted"}, {&s_run_reaction, "run_reaction"},
+        {&s_set_ports, "set_ports"}, {&s_stop_requested, "stop_requested"}, {&s_scheduled, "scheduled"},
+        {&s_physical_scheduled, "physical_scheduled"}, {&s_checkpoint_requests, "checkpoint_requests"},
+        {&s_trace, "trace"}, {&s_pending, "pending"}, {&s_send_all, "send_all"}, {&s_finish, "finish"},
+        {&s_flush, "flush"}, {&s_set, "set"}, {&s_federate, "federate"},
+    };
+    for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
+        if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
+            return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ shared helpers */
+
+/* Whether `o` is plain data that marshal carries exactly (see the top). */
+static int plain(PyObject *o, int depth)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    if (o == Py_None || t == &PyBool_Type || t == &PyLong_Type || t == &PyFloat_Type || t == &PyUnicode_Type ||
+        t == &PyBytes_Type || t == &PyComplex_Type)
+        return 1;
+    if (depth >= MAX_DEPTH)
+        return 0;
+    if (t == &PyTuple_Type) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(o); k++)
+            if (!plain(PyTuple_GET_ITEM(o, k), depth + 1))
+                return 0;
+        return 1;
+    }
+    if (t == &PyList_Type) {
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(o); k++)
+            if (!plain(PyList_GET_ITEM(o, k), depth + 1))
+                return 0;
+        return 1;
+    }
+    if (t == &PyDict_Type) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(o, &pos, &key, &value))
+            if (!plain(key, depth + 1) || !plain(value, depth + 1))
+                return 0;
+        return 1;
+    }
+    return 0; /* sets too: marshal sorts their items, which then iterate in another order */
+}
+
+/* An attribute's truth: 1, 0, or -1 with an exception. */
+static int attr_truth(PyObject *obj, PyObject *name)
+{
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return truth;
+}
+
+/* sys.stdout.flush(), then sys.stderr's: what was printed goes out before the message. */
+static int flush_output(void)
+{
+    const char *names[] = {"stdout", "stderr"};
+    for (int k = 0; k < 2; k++) {
+        PyObject *stream = PySys_GetObject(names[k]); /* borrowed */
+        if (stream == NULL || stream == Py_None)
+            continue;
+        PyObject *res = PyObject_CallMethodNoArgs(stream, s_flush);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
+    return 0;
+}
+
+static PyObject *call0(PyObject *fn)
+{
+    return PyObject_CallNoArgs(fn);
+}
+
+/* The message in a frame: marshalled, or pickled (`unpickle(kind, payload)`, the channel's). */
+static PyObject *frame_message(int kind, PyObject *payload, PyObject *unpickle)
+{
+    if (kind == KIND_MARSHAL)
+        return PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload));
+    return PyObject_CallFunction(unpickle, "iO", kind, payload);
+}
+
+/* Marshal `message` (plain already) and send it on `ring`. 0, or -1 with an exception. */
+static int send_marshalled(Ring *ring, PyObject *message)
+{
+    PyObject *data = PyMarshal_WriteObjectToString(message, Py_MARSHAL_VERSION);
+    if (data == NULL)
+        return -1;
+    int rc = ring_send(ring, KIND_MARSHAL, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    Py_DECREF(data);
+    return rc;
+}
+
+static int is_empty_sequence(PyObject *o)
+{
+    return (PyList_CheckExact(o) && PyList_GET_SIZE(o) == 0) || (PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 0);
+}
+
+/* ------------------------------------------------------------------ the federate's lane */
+
+typedef struct {
+    PyObject_HEAD
+    Ring *requests, *answers;
+    PyObject *served;     /* federation.Served: `finish(failed)` and `send_all` */
+    PyObject *sched;      /* its FederateScheduler */
+    PyObject *unpickle;   /* the requests channel's, for frames that are not marshalled */
+    PyObject *next_round; /* the answers channel's */
+    PyObject *reactions, *reads, *table, *slot_of, *kept, *modes, *kept_marker, *tag_type;
+    long run_kind, ran_kind;
+} FederateLane;
+
+static int FederateLane_init(FederateLane *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"served", "sched", "requests", "answers", "unpickle", "next_round", "reactions", "reads",
+                            "table", "slot_of", "kept", "modes", "kept_marker", "tag", "run_kind", "ran_kind", NULL};
+    PyObject *served, *sched, *unpickle, *next_round, *reactions, *reads, *table, *slot_of, *kept, *modes,
+        *kept_marker, *tag_type;
+    Ring *requests, *answers;
+    long run_kind, ran_kind;
+    if (intern_names() < 0)
+        return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO!O!OOO!O!O!O!O!O!OOll", names, &served, &sched, &RingType, &requests,
+                                     &RingType, &answers, &unpickle, &next_round, &PyList_Type, &reactions,
+                                     &PyList_Type, &reads, &PyList_Type, &table, &PyDict_Type, &slot_of, &PySet_Type,
+                                     &kept, &PyList_Type, &modes, &kept_marker, &tag_type, &run_kind, &ran_kind))
+        return -1;
+    PyObject **fields[] = {&self->served, &self->sched, (PyObject **)&self->requests, (PyObject **)&self->answers,
+                           &self->unpickle, &self->next_round, &self->reactions, &self->reads, &self->table,
+                           &self->slot_of, &self->kept, &self->modes, &self->kept_marker, &self->tag_type};
+    PyObject *values[] = {served, sched, (PyObject *)requests, (PyObject *)answers, unpickle, next_round, reactions,
+                          reads, table, slot_of, kept, modes, kept_marker, tag_type};
+    for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+        Py_INCREF(values[k]);
+        Py_XSETREF(*fields[k], values[k]);
+    }
+    self->run_kind = run_kind;
+    self->ran_kind = ran_kind;
+    return 0;
+}
+
+static int FederateLane_traverse(FederateLane *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->requests);
+    Py_VISIT(self->answers);
+    Py_VISIT(self->served);
+    Py_VISIT(self->sched);
+    Py_VISIT(self->unpickle);
+    Py_VISIT(self->next_round);
+    Py_VISIT(self->reactions);
+    Py_VISIT(self->reads);
+    Py_VISIT(self->table);
+    Py_VISIT(self->slot_of);
+    Py_VISIT(self->kept);
+    Py_VISIT(self->modes);
+    Py_VISIT(self->kept_marker);
+    Py_VISIT(self->tag_type);
+    return 0;
+}
+
+static int FederateLane_clear(FederateLane *self)
+{
+    Py_CLEAR(self->requests);
+    Py_CLEAR(self->answers);
+    Py_CLEAR(self->served);
+    Py_CLEAR(self->sched);
+    Py_CLEAR(self->unpickle);
+    Py_CLEAR(self->next_round);
+    Py_CLEAR(self->reactions);
+    Py_CLEAR(self->reads);
+    Py_CLEAR(self->table);
+    Py_CLEAR(self->slot_of);
+    Py_CLEAR(self->kept);
+    Py_CLEAR(self->modes);
+    Py_CLEAR(self->kept_marker);
+    Py_CLEAR(self->tag_type);
+    return 0;
+}
+
+static void FederateLane_dealloc(FederateLane *self)
+{
+    PyObject_GC_UnTrack(self);
+    FederateLane_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* A Run without mode resets, whose batch is a list of (int, list) pairs. */
+static int plain_run(FederateLane *self, PyObject *msg)
+{
+    if (!PyTuple_CheckExact(msg) || PyTuple_GET_SIZE(msg) != 5)
+        return 0;
+    PyObject *kind = PyTuple_GET_ITEM(msg, 0);
+    if (!PyLong_CheckExact(kind) || PyLong_AsLong(kind) != self->run_kind)
+        return 0;
+    if (!is_empty_sequence(PyTuple_GET_ITEM(msg, 4)) || !PyList_CheckExact(PyTuple_GET_ITEM(msg, 3)))
+        return 0;
+    return 1;
+}
+
+/* Whether this tag did nothing but set ports (after its reactions): 1, 0, -1 with an exception. */
+static int quiet_tag(FederateLane *self, int failed)
+{
+    if (failed)
+        return 0;
+    PyObject *sched = self->sched;
+    int v;
+    if ((v = attr_truth(sched, s_halted)) != 0 || (v = attr_truth(sched, s_stop_requested)) != 0 ||
+        (v = attr_truth(sched, s_scheduled)) != 0 || (v = attr_truth(sched, s_physical_scheduled)) != 0 ||
+        (v = attr_truth(sched, s_checkpoint_requests)) != 0)
+        return v < 0 ? -1 : 0;
+    PyObject *trace = PyObject_GetAttr(sched, s_trace);
+    if (trace == NULL)
+        return -1;
+    int traced = trace != Py_None && PyObject_IsTrue(trace);
+    Py_DECREF(trace);
+    if (traced)
+        return traced < 0 ? -1 : 0;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(self->modes); k++) {
+        PyObject *pending = PyObject_GetAttr(PyList_GET_ITEM(self->modes, k), s_pending);
+        if (pending == NULL)
+            return -1;
+        int none = pending == Py_None;
+        Py_DECREF(pending);
+        if (!none)
+            return 0;
+    }
+    return 1;
+}
+
+/* The answer of a quiet tag, (RAN, outputs, [], [], [], False, False, None, [], [], []), or NULL
+ * with no exception when it is not plain (a kept port, a value marshal does not carry exactly). */
+static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports)
+{
+    int send_all = attr_truth(self->served, s_send_all);
+    if (send_all < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(set_ports);
+    PyObject *outputs = PyList_New(n);
+    if (outputs == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *port = PyList_GET_ITEM(set_ports, k);
+        PyObject *slot = PyDict_GetItemWithError(self->slot_of, port); /* borrowed */
+        if (slot == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "a port set in a federate has no slot");
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        int kept = send_all ? 0 : PySet_Contains(self->kept, slot);
+        if (kept != 0) { /* the coordinator learns only that it is present: `Kept`, which is no plain data */
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        PyObject *value = PyObject_GetAttr(port, s_value);
+        if (value == NULL) {
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        PyObject *pair = PyTuple_Pack(2, slot, value);
+        Py_DECREF(value);
+        if (pair == NULL) {
+            Py_DECREF(outputs);
+            return NULL;
+        }
+        PyList_SET_ITEM(outputs, k, pair);
+    }
+    if (!plain(outputs, 0)) {
+        Py_DECREF(outputs);
+        return NULL;
+    }
+    PyObject *e1 = PyList_New(0), *e2 = PyList_New(0), *e3 = PyList_New(0), *e4 = PyList_New(0), *e5 = PyList_New(0),
+             *e6 = PyList_New(0);
+    PyObject *ran = NULL;
+    if (e1 && e2 && e3 && e4 && e5 && e6)
+        ran = Py_BuildValue("(lNNNNOOONNN)", self->ran_kind, outputs, e1, e2, e3, Py_False, Py_False, Py_None, e4, e5,
+                            e6);
+    else {
+        Py_DECREF(outputs);
+        Py_XDECREF(e1);
+        Py_XDECREF(e2);
+        Py_XDECREF(e3);
+        Py_XDECREF(e4);
+        Py_XDECREF(e5);
+        Py_XDECREF(e6);
+    }
+    return ran;
+}
+
+/* After a plain Run's reactions: the answer (served.finish when the tag was not quiet). 1: go on,
+ * 0: the coordinator has gone, -1: an exception. */
+static int finish(FederateLane *self, int failed)
+{
+    int quiet = quiet_tag(self, failed);
+    if (quiet < 0)
+        return -1;
+    if (quiet) {
+        PyObject *set_ports = PyObject_GetAttr(self->sched, s_set_ports);
+        if (set_ports == NULL)
+            return -1;
+        if (!PyList_CheckExact(set_ports)) {
+            Py_DECREF(set_ports);
+            PyErr_SetString(PyExc_TypeError, "set_ports must be a list");
+            return -1;
+        }
+        PyObject *ran = quiet_answer(self, set_ports);
+        if (ran == NULL && PyErr_Occurred()) {
+            Py_DECREF(set_ports);
+            return -1;
+        }
+        if (ran != NULL) { /* as Served.finish: the segments' round, the output, then the answer */
+            PyObject *res = call0(self->next_round);
+            if (res == NULL || flush_output() < 0) {
+                Py_XDECREF(res);
+                Py_DECREF(ran);
+                Py_DECREF(set_ports);
+                return -1;
+            }
+            Py_DECREF(res);
+            int cleared = PyList_SetSlice(set_ports, 0, PyList_GET_SIZE(set_ports), NULL);
+            Py_DECREF(set_ports);
+            int rc = cleared < 0 ? -1 : send_marshalled(self->answers, ran);
+            Py_DECREF(ran);
+            if (rc == 0)
+                return 1;
+            if (PyErr_ExceptionMatches(PyExc_OSError)) { /* the coordinator has gone */
+                PyErr_Clear();
+                return 0;
+            }
+            return -1;
+        }
+        Py_DECREF(set_ports);
+    }
+    PyObject *res = PyObject_CallMethodOneArg(self->served, s_finish, failed ? Py_True : Py_False);
+    if (res == NULL)
+        return -1;
+    int go_on = PyObject_IsTrue(res);
+    Py_DECREF(res);
+    return go_on;
+}
+
+/* Served.run for a plain Run: the tag, the reactions with what they read, then `finish`. */
+static int run_plain(FederateLane *self, PyObject *msg)
+{
+    PyObject *sched = self->sched;
+    PyObject *tag = PyObject_CallFunctionObjArgs(self->tag_type, PyTuple_GET_ITEM(msg, 1), PyTuple_GET_ITEM(msg, 2), NULL);
+    if (tag == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(sched, s_current, tag);
+    Py_DECREF(tag);
+    if (rc < 0)
+        return -1;
+    /* `arrival`: physical time as the program sees it (Scheduler.physical) when the request came in */
+    PyObject *offset = PyObject_GetAttr(sched, s_clock_offset);
+    long long clock_offset = offset ? PyLong_AsLongLong(offset) : -1;
+    Py_XDECREF(offset);
+    if (clock_offset == -1 && PyErr_Occurred())
+        return -1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    PyObject *arrival = PyLong_FromLongLong((long long)ts.tv_sec * 1000000000LL + ts.tv_nsec - clock_offset);
+    if (arrival == NULL || PyObject_SetAttr(sched, s_arrival, arrival) < 0) {
+        Py_XDECREF(arrival);
+        return -1;
+    }
+    Py_DECREF(arrival);
+    int failed = 0;
+    PyObject *batch = PyTuple_GET_ITEM(msg, 3);
+    for (Py_ssize_t b = 0; b < PyList_GET_SIZE(batch); b++) {
+        PyObject *entry = PyList_GET_ITEM(batch, b);
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 2 || !PyList_CheckExact(PyTuple_GET_ITEM(entry, 1))) {
+            PyErr_SetString(PyExc_TypeError, "a Run's batch holds (reaction, inputs) pairs");
+            return -1;
+        }
+        int halted = attr_truth(sched, s_halted);
+        if (halted < 0)
+            return -1;
+        if (halted)
+            break;
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 0));
+        if (i == -1 && PyErr_Occurred())
+            return -1;
+        if (i < 0 || i >= PyList_GET_SIZE(self->reactions)) {
+            PyErr_SetString(PyExc_IndexError, "a Run names no reaction of this program");
+            return -1;
+        }
+        PyObject *reads = PyList_GET_ITEM(self->reads, i);
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(reads); k++)
+            if (PyObject_SetAttr(PyList_GET_ITEM(reads, k), s_is_present, Py_False) < 0)
+                return -1;
+        PyObject *inputs = PyTuple_GET_ITEM(entry, 1);
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(inputs); k++) {
+            PyObject *pair = PyList_GET_ITEM(inputs, k);
+            if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+                PyErr_SetString(PyExc_TypeError, "a Run's inputs are (slot, value) pairs");
+                return -1;
+            }
+            Py_ssize_t slot = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0));
+            if (slot == -1 && PyErr_Occurred())
+                return -1;
+            if (slot < 0 || slot >= PyList_GET_SIZE(self->table)) {
+                PyErr_SetString(PyExc_IndexError, "a Run names no slot of this program");
+                return -1;
+            }
+            PyObject *o = PyList_GET_ITEM(self->table, slot), *value = PyTuple_GET_ITEM(pair, 1);
+            if (value != self->kept_marker && PyObject_SetAttr(o, s_value, value) < 0)
+                return -1;
+            if (PyObject_SetAttr(o, s_is_present, Py_True) < 0)
+                return -1;
+        }
+        PyObject *res = PyObject_CallMethodOneArg(sched, s_run_reaction, PyList_GET_ITEM(self->reactions, i));
+        if (res == NULL)
+            return -1;
+        int f = PyObject_IsTrue(res);
+        Py_DECREF(res);
+        if (f < 0)
+            return -1;
+        failed |= f;
+    }
+    return finish(self, failed);
+}
+
+/* next() -> the next request that is not a plain Run (the raw tuple, for federation.serve to
+ * decode and handle), having answered the plain Runs before it; None once the coordinator has gone
+ * (an answer could not be sent). EOFError once the requests have ended. */
+static PyObject *FederateLane_next(FederateLane *self, PyObject *unused)
+{
+    if (self->requests == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the lane is closed");
+        return NULL;
+    }
+    for (;;) {
+        int kind;
+        PyObject *payload = ring_receive(self->requests, &kind);
+        if (payload == NULL)
+            return NULL;
+        PyObject *msg = frame_message(kind, payload, self->unpickle);
+        Py_DECREF(payload);
+        if (msg == NULL)
+            return NULL;
+        if (!plain_run(self, msg))
+            return msg;
+        int go_on = run_plain(self, msg);
+        Py_DECREF(msg);
+        if (go_on < 0)
+            return NULL;
+        if (go_on == 0)
+            Py_RETURN_NONE;
+    }
+}
+
+static PyMethodDef FederateLane_methods[] = {
+    {"next", (PyCFunction)FederateLane_next, METH_NOARGS,
+     "next() -> the next request that is not a plain Run (answering those before it); None once the coordinator "
+     "has gone."},
+    {NULL},
+};
+
+PyTypeObject FederateLaneType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._wire.FederateLane",
+    .tp_basicsize = sizeof(FederateLane),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A federate's fast lane: plain Runs handled in C (federation.Served makes it).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)FederateLane_init,
+    .tp_traverse = (traverseproc)FederateLane_traverse,
+    .tp_clear = (inquiry)FederateLane_clear,
+    .tp_dealloc = (destructor)FederateLane_dealloc,
+    .tp_methods = FederateLane_methods,
+};
+
+/* ------------------------------------------------------------------ the coordinator's lane */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *sched;      /* the coordinator's scheduler (the C core's) */
+    PyObject *index;      /* Reaction -> its index */
+    PyObject *reads;      /* per reaction: [(slot, port or action)] it reads */
+    PyObject *slots;      /* the ports and actions by slot */
+    PyObject *away;       /* federates whose reactions are not run (a set, federation.py's) */
+    PyObject *resets;     /* federate -> mode resets to send (a dict, federation.py's) */
+    PyObject *next_round; /* the requests' segments: a new round */
+    PyObject *send_run;   /* send_run(k, time, microstep, batch) -> sent: a Run that is not plain */
+    PyObject *apply;      /* apply(k, raw answer): an answer that is not plain */
+    PyObject *lost;       /* lost(k): federate k has gone */
+    Py_ssize_t n;         /* federates, the first (this process) included */
+    Ring **requests, **answers;
+    PyObject **unpickle;
+    Py_ssize_t *sent; /* federates with a request out, in order */
+    Py_ssize_t nsent;
+    PyObject **batches; /* send's scratch: per federate, its batch (NULL: none) */
+    long run_kind, ran_kind;
+} CoordinatorLane;
+
+static void CoordinatorLane_free_tables(CoordinatorLane *self)
+{
+    for (Py_ssize_t k = 0; k < self->n; k++) {
+        if (self->requests)
+            Py_CLEAR(self->requests[k]);
+        if (self->answers)
+            Py_CLEAR(self->answers[k]);
+        if (self->unpickle)
+            Py_CLEAR(self->unpickle[k]);
+        if (self->batches)
+            Py_CLEAR(self->batches[k]);
+    }
+}
+
+static int CoordinatorLane_init(CoordinatorLane *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"sched", "index", "reads", "slots", "away", "resets", "next_round", "send_run", "apply",
+                            "lost", "federates", "run_kind", "ran_kind", NULL};
+    PyObject *sched, *index, *reads, *slots, *away, *resets, *next_round, *send_run, *apply, *lost;
+    Py_ssize_t n;
+    long run_kind, ran_kind;
+    if (intern_names() < 0)
+        return -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO!O!O!O!O!OOOOnll", names, &sched, &PyDict_Type, &index,
+                                     &PyList_Type, &reads, &PyList_Type, &slots, &PySet_Type, &away, &PyDict_Type,
+                                     &resets, &next_round, &send_run, &apply, &lost, &n, &run_kind, &ran_kind))
+        return -1;
+    if (self->requests != NULL || n < 1) {
+        PyErr_SetString(PyExc_ValueError, "CoordinatorLane: made once, for at least one federate");
+        return -1;
+    }
+    PyObject **fields[] = {&self->sched, &self->index, &self->reads, &self->slots, &self->away, &self->resets,
+                           &self->next_round, &self->send_run, &self->apply, &self->lost};
+    PyObject *values[] = {sched, index, reads, slots, away, resets, next_round, send_run, apply, lost};
+    for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
+        Py_INCREF(values[k]);
+        Py_XSETREF(*fields[k], values[k]);
+    }
+    self->n = n;
+    self->requests = PyMem_Calloc(n, sizeof(Ring *));
+    self->answers = PyMem_Calloc(n, sizeof(Ring *));
+    self->unpickle = PyMem_Calloc(n, sizeof(PyObject *));
+    self->batches = PyMem_Calloc(n, sizeof(PyObject *));
+    self->sent = PyMem_Calloc(n, sizeof(Py_ssize_t));
+    if (!self->requests || !self->answers || !self->unpickle || !self->batches || !self->sent) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    self->run_kind = run_kind;
+    self->ran_kind = ran_kind;
+    return 0;
+}
+
+static int CoordinatorLane_traverse(CoordinatorLane *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->sched);
+    Py_VISIT(self->index);
+    Py_VISIT(self->reads);
+    Py_VISIT(self->slots);
+    Py_VISIT(self->away);
+    Py_VISIT(self->resets);
+    Py_VISIT(self->next_round);
+    Py_VISIT(self->send_run);
+    Py_VISIT(self->apply);
+    Py_VISIT(self->lost);
+    for (Py_ssize_t k = 0; k < self->n; k++) {
+        if (self->requests)
+            Py_VISIT(self->requests[k]);
+        if (self->answers)
+            Py_VISIT(self->answers[k]);
+        if (self->unpickle)
+            Py_VISIT(self->unpickle[k]);
+        if (self->batches)
+            Py_VISIT(self->batches[k]);
+    }
+    return 0;
+}
+
+static int CoordinatorLane_clear(CoordinatorLane *self)
+{
+    Py_CLEAR(self->sched);
+    Py_CLEAR(self->index);
+    Py_CLEAR(self->reads);
+    Py_CLEAR(self->slots);
+    Py_CLEAR(self->away);
+    Py_CLEAR(self->resets);
+    Py_CLEAR(self->next_round);
+    Py_CLEAR(self->send_run);
+    Py_CLEAR(self->apply);
+    Py_CLEAR(self->lost);
+    CoordinatorLane_free_tables(self);
+    return 0;
+}
+
+static void CoordinatorLane_dealloc(CoordinatorLane *self)
+{
+    PyObject_GC_UnTrack(self);
+    CoordinatorLane_clear(self);
+    PyMem_Free(self->requests);
+    PyMem_Free(self->answers);
+    PyMem_Free(self->unpickle);
+    PyMem_Free(self->batches);
+    PyMem_Free(self->sent);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* attach(k, requests, answers, unpickle): federate k's rings (a new process of it: again). */
+static PyObject *CoordinatorLane_attach(CoordinatorLane *self, PyObject *args)
+{
+    Py_ssize_t k;
+    Ring *requests, *answers;
+    PyObject *unpickle;
+    if (!PyArg_ParseTuple(args, "nO!O!O", &k, &RingType, &requests, &RingType, &answers, &unpickle))
+        return NULL;
+    if (k < 1 || k >= self->n) {
+        PyErr_SetString(PyExc_IndexError, "attach: no such federate");
+        return NULL;
+    }
+    Py_INCREF(requests);
+    Py_XSETREF(self->requests[k], requests);
+    Py_INCREF(answers);
+    Py_XSETREF(self->answers[k], answers);
+    Py_INCREF(unpickle);
+    Py_XSETREF(self->unpickle[k], unpickle);
+    Py_RETURN_NONE;
+}
+
+static int sort_ssize(const void *a, const void *b)
+{
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Lost federate k (what `send` or `collect` found): federation.py reports it. */
+static int report_lost(CoordinatorLane *self, Py_ssize_t k)
+{
+    PyObject *res = PyObject_CallFunction(self->lost, "n", k);
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* send(reactions): Federation.send, other federates' reactions of one level in order. */
+static PyObject *CoordinatorLane_send(CoordinatorLane *self, PyObject *reactions)
+{
+    self->nsent = 0;
+    if (!PyList_CheckExact(reactions)) {
+        PyErr_SetString(PyExc_TypeError, "send: a list of reactions");
+        return NULL;
+    }
+    Py_ssize_t used = 0; /* federates with a batch, in the order first seen */
+    Py_ssize_t *order = self->sent;
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(reactions); j++) {
+        PyObject *r = PyList_GET_ITEM(reactions, j);
+        PyObject *fed = PyObject_GetAttr(r, s_federate);
+        if (fed == NULL)
+            goto fail;
+        Py_ssize_t k = PyLong_AsSsize_t(fed);
+        int away = k == -1 && PyErr_Occurred() ? -1 : PySet_Contains(self->away, fed);
+        Py_DECREF(fed);
+        if (away < 0)
+            goto fail;
+        if (away)
+            continue;
+        if (k < 1 || k >= self->n || self->requests[k] == NULL) {
+            PyErr_Format(PyExc_RuntimeError, "send: federate %zd has no rings", k);
+            goto fail;
+        }
+        PyObject *i = PyDict_GetItemWithError(self->index, r); /* borrowed */
+        if (i == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_KeyError, "send: a reaction of another program");
+            goto fail;
+        }
+        Py_ssize_t ii = PyLong_AsSsize_t(i);
+        if (ii == -1 && PyErr_Occurred())
+            goto fail;
+        PyObject *reads = PyList_GET_ITEM(self->reads, ii);
+        PyObject *inputs = PyList_New(0);
+        if (inputs == NULL)
+            goto fail;
+        for (Py_ssize_t m = 0; m < PyList_GET_SIZE(reads); m++) {
+            PyObject *pair = PyList_GET_ITEM(reads, m); /* (slot, object) */
+            PyObject *o = PyTuple_GET_ITEM(pair, 1);
+            int present = attr_truth(o, s_is_present);
+            if (present < 0) {
+                Py_DECREF(inputs);
+                goto fail;
+            }
+            if (!present)
+                continue;
+            PyObject *value = PyObject_GetAttr(o, s_value);
+            PyObject *input = value ? PyTuple_Pack(2, PyTuple_GET_ITEM(pair, 0), value) : NULL;
+            Py_XDECREF(value);
+            if (input == NULL || PyList_Append(inputs, input) < 0) {
+                Py_XDECREF(input);
+                Py_DECREF(inputs);
+                goto fail;
+            }
+            Py_DECREF(input);
+        }
+        PyObject *entry = PyTuple_Pack(2, i, inputs);
+        Py_DECREF(inputs);
+        if (entry == NULL)
+            goto fail;
+        if (self->batches[k] == NULL) {
+            if ((self->batches[k] = PyList_New(0)) == NULL) {
+                Py_DECREF(entry);
+                goto fail;
+            }
+            order[used++] = k;
+        }
+        int rc = PyList_Append(self->batches[k], entry);
+        Py_DECREF(entry);
+        if (rc < 0)
+            goto fail;
+    }
+    if (used == 0)
+        Py_RETURN_NONE;
+    qsort(order, used, sizeof(Py_ssize_t), sort_ssize); /* federate order */
+    if (flush_output() < 0) /* what this process printed before comes first */
+        goto fail;
+    PyObject *now = PyObject_GetAttr(self->sched, s_current);
+    if (now == NULL)
+        goto fail;
+    if (!PyTuple_Check(now) || PyTuple_GET_SIZE(now) != 2) {
+        Py_DECREF(now);
+        PyErr_SetString(PyExc_TypeError, "the current tag is (time, microstep)");
+        goto fail;
+    }
+    PyObject *res = call0(self->next_round); /* every federate has answered: it has mapped what it keeps */
+    if (res == NULL) {
+        Py_DECREF(now);
+        goto fail;
+    }
+    Py_DECREF(res);
+    int has_resets = PyDict_GET_SIZE(self->resets) > 0;
+    Py_ssize_t nsent = 0;
+    for (Py_ssize_t u = 0; u < used; u++) {
+        Py_ssize_t k = order[u];
+        PyObject *batch = self->batches[k];
+        self->batches[k] = NULL;
+        int sent;
+        if (!has_resets && plain(batch, 0)) {
+            PyObject *empty = PyList_New(0);
+            PyObject *run = empty ? Py_BuildValue("(lOONN)", self->run_kind, PyTuple_GET_ITEM(now, 0),
+                                                  PyTuple_GET_ITEM(now, 1), batch, empty)
+                                  : NULL;
+            if (run == NULL) {
+                if (empty == NULL)
+                    Py_DECREF(batch);
+                goto fail_now;
+            }
+            batch = NULL;
+            int rc = send_marshalled(self->requests[k], run);
+            Py_DECREF(run);
+            if (rc < 0) {
+                if (!PyErr_ExceptionMatches(PyExc_OSError))
+                    goto fail_now;
+                PyErr_Clear(); /* the federate has gone */
+                if (report_lost(self, k) < 0)
+                    goto fail_now;
+                continue;
+            }
+            sent = 1;
+        } else { /* federation.py sends it: pickled, large values in shared memory, mode resets */
+            PyObject *res2 = PyObject_CallFunction(self->send_run, "nOON", k, PyTuple_GET_ITEM(now, 0),
+                                                   PyTuple_GET_ITEM(now, 1), batch);
+            if (res2 == NULL)
+                goto fail_now;
+            sent = PyObject_IsTrue(res2);
+            Py_DECREF(res2);
+            if (sent < 0)
+                goto fail_now;
+        }
+        if (sent)
+            self->sent[nsent++] = k; /* order[] is sent[]: written at or before where it is read */
+    }
+    Py_DECREF(now);
+    self->nsent = nsent;
+    Py_RETURN_NONE;
+fail_now:
+    Py_DECREF(now);
+fail:
+    for (Py_ssize_t k = 0; k < self->n; k++)
+        Py_CLEAR(self->batches[k]);
+    self->nsent = 0;
+    return NULL;
+}
+
+/* A Ran that did nothing but set ports. */
+static int quiet_ran(CoordinatorLane *self, PyObject *ran)
+{
+    if (!PyTuple_CheckExact(ran) || PyTuple_GET_SIZE(ran) != RAN_FIELDS)
+        return 0;
+    PyObject *kind = PyTuple_GET_ITEM(ran, 0);
+    if (!PyLong_CheckExact(kind) || PyLong_AsLong(kind) != self->ran_kind || !PyList_CheckExact(PyTuple_GET_ITEM(ran, 1)))
+        return 0;
+    return is_empty_sequence(PyTuple_GET_ITEM(ran, 2)) && is_empty_sequence(PyTuple_GET_ITEM(ran, 3)) &&
+           is_empty_sequence(PyTuple_GET_ITEM(ran, 4)) && PyTuple_GET_ITEM(ran, 5) == Py_False &&
+           PyTuple_GET_ITEM(ran, 6) == Py_False && PyTuple_GET_ITEM(ran, 7) == Py_None &&
+           is_empty_sequence(PyTuple_GET_ITEM(ran, 8)) && is_empty_sequence(PyTuple_GET_ITEM(ran, 9)) &&
+           is_empty_sequence(PyTuple_GET_ITEM(ran, 10));
+}
+
+/* collect(): Federation.collect, the answers of the federates `send` sent to, in federate order. */
+static PyObject *CoordinatorLane_collect(CoordinatorLane *self, PyObject *unused)
+{
+    Py_ssize_t nsent = self->nsent;
+    self->nsent = 0;
+    for (Py_ssize_t u = 0; u < nsent; u++) {
+        Py_ssize_t k = self->sent[u];
+        int kind;
+        PyObject *payload = ring_receive(self->answers[k], &kind);
+        if (payload == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_EOFError) && !PyErr_ExceptionMatches(PyExc_OSError))
+                return NULL;
+            PyErr_Clear(); /* the federate has gone */
+            if (report_lost(self, k) < 0)
+                return NULL;
+            continue;
+        }
+        PyObject *ran = frame_message(kind, payload, self->unpickle[k]);
+        Py_DECREF(payload);
+        if (ran == NULL)
+            return NULL;
+        if (!quiet_ran(self, ran)) {
+            PyObject *res = PyObject_CallFunction(self->apply, "nO", k, ran);
+            Py_DECREF(ran);
+            if (res == NULL)
+                return NULL;
+            Py_DECREF(res);
+            continue;
+        }
+        PyObject *outputs = PyTuple_GET_ITEM(ran, 1);
+        for (Py_ssize_t m = 0; m < PyList_GET_SIZE(outputs); m++) {
+            PyObject *pair = PyList_GET_ITEM(outputs, m);
+            Py_ssize_t slot = PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2
+                                  ? PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0))
+                                  : -1;
+            if (slot < 0 || slot >= PyList_GET_SIZE(self->slots)) {
+                Py_DECREF(ran);
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "an answer names no slot of this program");
+                return NULL;
+            }
+            PyObject *res = PyObject_CallMethodOneArg(PyList_GET_ITEM(self->slots, slot), s_set,
+                                                      PyTuple_GET_ITEM(pair, 1));
+            if (res == NULL) {
+                Py_DECREF(ran);
+                return NULL;
+            }
+            Py_DECREF(res);
+        }
+        Py_DECREF(ran);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef CoordinatorLane_methods[] = {
+    {"attach", (PyCFunction)CoordinatorLane_attach, METH_VARARGS,
+     "attach(k, requests, answers, unpickle): federate k's rings."},
+    {"send", (PyCFunction)CoordinatorLane_send, METH_O, "send(reactions): Federation.send, in C for plain data."},
+    {"collect", (PyCFunction)CoordinatorLane_collect, METH_NOARGS,
+     "collect(): Federation.collect, in C for answers that only set ports."},
+    {NULL},
+};
+
+PyTypeObject CoordinatorLaneType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._wire.CoordinatorLane",
+    .tp_basicsize = sizeof(CoordinatorLane),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The coordinator's fast lane: a level's requests and answers in C (federation.Federation makes it).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)CoordinatorLane_init,
+    .tp_traverse = (traverseproc)CoordinatorLane_traverse,
+    .tp_clear = (inquiry)CoordinatorLane_clear,
+    .tp_dealloc = (destructor)CoordinatorLane_dealloc,
+    .tp_methods = CoordinatorLane_methods,
+};

@@ -1,0 +1,48 @@
+/* lfpy.runtime._wire: how a federation's messages cross between the processes of one machine.
+ *
+ * _ring.c: `Ring`, one end of a one-way channel through a ring buffer in shared memory.
+ * _lane.c: the federation's fast lane, the requests and answers of a plain tag handled in C on both
+ *          sides (federation.py falls back to its own code for everything else).
+ * _wire.c: the module.
+ */
+#ifndef LFPY_WIRE_H
+#define LFPY_WIRE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* What a frame's payload is (transport.py's kinds): a pickle, a pickle whose large buffers are in
+ * shared memory, a marshal (the fast lane's plain messages). */
+enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_MARSHAL = 2 };
+
+struct RingHeader;
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view; /* the shared memory, held mapped */
+    int have_view;
+    struct RingHeader *header;
+    unsigned char *data;
+    uint64_t mask;
+    int fd; /* the pipe: its write end for a sender, its read end for a receiver */
+    int sender;
+    long long poll_ns;
+} Ring;
+
+extern PyTypeObject RingType;
+extern const Py_ssize_t ring_header_size;
+
+/* One frame to the receiver (waits for room): 0, or -1 with an exception (BrokenPipeError once
+ * the receiver has gone). */
+int ring_send(Ring *ring, int kind, const void *data, Py_ssize_t size);
+/* The next frame's payload (waited for), its kind in *kind: a new reference, or NULL with an
+ * exception (EOFError once the sender has gone and the ring is empty). */
+PyObject *ring_receive(Ring *ring, int *kind);
+/* format(memory) -> capacity */
+PyObject *ring_format(PyObject *module, PyObject *memory);
+
+extern PyTypeObject FederateLaneType, CoordinatorLaneType;
+
+#endif

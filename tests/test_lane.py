@@ -1,0 +1,262 @@
+"""The federation's fast lane (lfpy/runtime/_lane.c): a plain tag's request and answer in C on both
+sides, everything else through federation.py's own code. The lanes run with the C core; the same
+programs on the pure-Python core (LFPY_CORE=python, no lanes) give the same output and traces, with
+values marshal would not carry exactly (arrays, bytearrays, numpy scalars, named tuples), ports kept
+in a federate, actions scheduled there and a stop requested there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lfpy.runtime import core, transport
+from lfpy.runtime.transport import RingChannel, map_ring, ring_memory
+from tests.lfutil import default_signals, write
+from tests.test_core import assert_same
+
+pytestmark = pytest.mark.skipif(not (core.BUILT and transport.RINGS), reason="the C core or the rings are not built")
+ROOT = Path(__file__).parent.parent
+
+VALUES = """target Python { fast: true, timeout: 30 msec }
+preamble {=
+  import collections
+  import numpy
+  Point = collections.namedtuple("Point", "x y")
+=}
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  state n = 0
+  reaction(t) -> out {=
+    self.n += 1
+    kinds = [self.n, (self.n, 0.5 * self.n), [self.n, "s", None, True, b"x"], {"n": self.n, "f": 1.5},
+             numpy.arange(self.n), numpy.float64(self.n), bytearray(b"ab" * self.n), Point(self.n, -self.n),
+             {self.n, -self.n}, 10 ** 30 + self.n, complex(self.n, 1)]
+    out.set(kinds[self.n % len(kinds)])
+  =}
+}
+reactor Keep {
+  input inp
+  reaction(inp) {= print("kept", inp.value) =}
+}
+reactor Relay {
+  input inp
+  output out
+  logical action later
+  k = new Keep()
+  reaction(inp) -> out, k.inp, later {=
+    v = inp.value
+    out.set(v)
+    k.inp.set((type(v).__name__, lf.tag().microstep))
+    if type(v) is int and v % 4 == 0:
+      later.schedule(0, -v)
+    if type(v) is int and v == 22:
+      request_stop()
+  =}
+  reaction(later) -> out {= out.set(later.value) =}
+}
+reactor Sink {
+  input inp
+  reaction(inp) {=
+    v = inp.value
+    shown = v.tolist() if hasattr(v, "tolist") else v
+    print("sink", type(v).__name__, repr(shown), lf.tag().microstep)
+  =}
+}
+federated reactor {
+  s = new Source()
+  r = new Relay()
+  k = new Sink()
+  s.out -> r.inp
+  r.out -> k.inp
+}
+"""
+
+
+def run(tmp_path: Path, core_name: str, source: str) -> subprocess.CompletedProcess[str]:
+    path = write(tmp_path / core_name, source)
+    env = {k: v for k, v in os.environ.items() if k != "LFPY_TRACE"}
+    return subprocess.run([sys.executable, "-m", "lfrl", "run", str(path)], capture_output=True, text=True,
+                          env=dict(env, LFPY_CORE=core_name), cwd=ROOT, timeout=120, preexec_fn=default_signals)
+
+
+def test_plain_and_other_values_cross_as_on_the_python_core(tmp_path: Path) -> None:
+    fast, reference = run(tmp_path, "c", VALUES), run(tmp_path, "python", VALUES)
+    assert fast.returncode == reference.returncode == 0, (fast.stderr, reference.stderr)
+    assert fast.stdout == reference.stdout
+    lines = fast.stdout.splitlines()
+    sink = [line for line in lines if line.startswith("sink")]
+    # Every kind of value arrived as what it was, plain or not, and the actions scheduled in the relay.
+    assert {line.split()[1] for line in sink} == {"int", "tuple", "list", "dict", "ndarray", "float64", "bytearray",
+                                                   "Point", "set", "complex"}
+    assert "sink bytearray bytearray(b'abababababab') 0" in sink and "sink float64 5.0 0" in sink
+    assert "sink int -1000000000000000000000000000020 1" in sink and "sink Point Point(x=7, y=-7) 0" in sink
+    assert len(sink) == 22 + 1  # a value each millisecond until the relay stops at 22, and the action's
+    assert lines.count("kept ('int', 0)") == 4  # kept in the relay's federate: its reader is there
+    assert len([line for line in lines if line.startswith("kept")]) == 22
+
+
+def test_traces_are_those_of_the_python_core(tmp_path: Path) -> None:
+    status, out, _err, trace = assert_same(tmp_path, VALUES)
+    assert status == 0 and len(trace) > 30 and "sink Point" in out
+
+
+def rings() -> tuple[RingChannel, RingChannel]:
+    """A sender and a receiver of one ring, in this process."""
+    memory = ring_memory()
+    read_fd, write_fd = os.pipe()
+    return RingChannel(memory, write_fd, sender=True), RingChannel(map_ring(memory.name), read_fd, sender=False)
+
+
+class Port:
+    """What the lanes use of a port or action: its value, presence and `set`."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.value, self.is_present, self.log = name, None, False, []
+
+    def set(self, value: object) -> None:
+        self.value, self.is_present = value, True
+        self.log.append(value)
+
+
+class Reaction:
+    def __init__(self, federate: int) -> None:
+        self.federate = federate
+
+
+class Sched:
+    """The coordinator's scheduler as the lane sees it: the current tag."""
+
+    current = (1_000, 2)
+
+
+def coordinator_lane(requests: RingChannel, answers: RingChannel, calls: list) -> tuple:
+    from lfpy.runtime import _wire
+
+    reactions = [Reaction(0), Reaction(1), Reaction(1)]
+    slots = [Port("a"), Port("b"), Port("c")]
+    reads = [[], [(0, slots[0]), (1, slots[1])], [(1, slots[1])]]
+    lane = _wire.CoordinatorLane(
+        Sched(), {r: i for i, r in enumerate(reactions)}, reads, slots, set(), {}, lambda: calls.append("round"),
+        lambda k, t, m, batch: calls.append(("send_run", k, t, m, batch)) or True,
+        lambda k, raw: calls.append(("apply", k, raw)), lambda k: calls.append(("lost", k)), 2, 1, 12)
+    lane.attach(1, requests._ring, answers._ring, answers._unpickle)
+    return lane, reactions, slots
+
+
+def test_the_coordinators_lane_marshals_plain_requests_and_hands_over_the_rest() -> None:
+    requests_out, requests_in = rings()
+    answers_out, answers_in = rings()
+    calls: list = []
+    lane, reactions, slots = coordinator_lane(requests_out, answers_in, calls)
+    slots[0].set(7)
+    slots[1].set((1, 2.5))
+    lane.send([reactions[1], reactions[2]])
+    assert calls == ["round"]
+    assert requests_in.receive() == (1, 1_000, 2, [(1, [(0, 7), (1, (1, 2.5))]), (2, [(1, (1, 2.5))])], [])
+    answers_out.send((12, [(2, "set there")], [], [], [], False, False, None, [], [], []))
+    lane.collect()  # an answer that only sets ports: set here
+    assert slots[2].log == ["set there"] and calls == ["round"]
+    slots[1].set(bytearray(b"ab"))  # marshal would make it bytes: federation.py sends it
+    lane.send([reactions[2]])
+    assert calls[-1] == ("send_run", 1, 1_000, 2, [(2, [(1, bytearray(b"ab"))])])
+    stopped = (12, [], [], [], [], True, False, None, [], [], [])
+    answers_out.send(stopped)
+    lane.collect()  # anything but ports set: federation.py applies it
+    assert calls[-1] == ("apply", 1, stopped)
+    lane.send([reactions[1]])
+    os.close(answers_out.fd)  # type: ignore[arg-type]  # the federate's process ends
+    answers_out.fd = None
+    lane.collect()
+    assert calls[-1] == ("lost", 1)
+    for channel in (requests_out, requests_in, answers_out, answers_in):
+        channel.close()
+
+
+class FederatePort(Port):
+    """A port in a federate's process: every `set` is recorded in the scheduler's `set_ports`."""
+
+    def __init__(self, name: str, set_ports: list) -> None:
+        super().__init__(name)
+        self.set_ports = set_ports
+
+    def set(self, value: object) -> None:
+        super().set(value)
+        self.set_ports.append(self)
+
+
+class FederateSched:
+    """A federate's scheduler as the lane sees it; `run_reaction` calls the reaction with it."""
+
+    def __init__(self) -> None:
+        self.current, self.arrival, self.clock_offset, self.halted = None, None, 0, False
+        self.stop_requested, self.scheduled, self.physical_scheduled, self.checkpoint_requests = False, [], [], []
+        self.trace, self.set_ports = None, []
+
+    def run_reaction(self, reaction) -> bool:  # noqa: ANN001
+        return reaction(self)
+
+
+class Served:
+    send_all = False
+
+    def __init__(self) -> None:
+        self.finished: list[bool] = []
+
+    def finish(self, failed: bool) -> bool:
+        self.finished.append(failed)
+        self.sched.set_ports.clear()
+        return True
+
+
+def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None:
+    from lfpy.runtime import _wire
+    from lfpy.runtime.federation import Kept
+    from lfpy.runtime.tag import Tag
+
+    requests_out, requests_in = rings()
+    answers_out, answers_in = rings()
+    served, sched = Served(), FederateSched()
+    served.sched = sched
+    table = [FederatePort(name, sched.set_ports) for name in "abcd"]
+    seen = []
+
+    def copy(s: FederateSched) -> bool:  # reads a, sets c
+        seen.append((s.current, table[0].value, table[0].is_present, table[1].is_present))
+        table[2].set(("copied", table[0].value))
+        return False
+
+    def keep(s: FederateSched) -> bool:  # sets d, which only this federate reads
+        table[3].set("mine")
+        return False
+
+    def array(s: FederateSched) -> bool:
+        table[2].set(bytearray(b"no"))
+        return False
+
+    def fail(s: FederateSched) -> bool:
+        return True
+
+    reactions = [copy, keep, array, fail]
+    lane = _wire.FederateLane(served, sched, requests_in._ring, answers_out._ring, requests_in._unpickle,
+                              lambda: None, reactions, [[table[0], table[1]], [], [], []], table,
+                              {port: slot for slot, port in enumerate(table)}, {3}, [], Kept, Tag, 1, 12)
+    table[1].is_present = True  # read, absent at this tag: the lane clears it
+    requests_out.send((1, 5_000, 1, [(0, [(0, 41)])], []))
+    requests_out.send((1, 6_000, 0, [(1, [])], []))  # sets a kept port
+    requests_out.send((1, 7_000, 0, [(2, [])], []))  # sets a value marshal would not carry exactly
+    requests_out.send((1, 8_000, 0, [(3, [])], []))  # fails
+    requests_out.send((1, 9_000, 0, [(0, [(0, 1)])], [(0, "Mode")]))  # a mode reset: not plain
+    assert lane.next() == (1, 9_000, 0, [(0, [(0, 1)])], [(0, "Mode")])
+    assert seen == [(Tag(5_000, 1), 41, True, False)]
+    assert answers_in.receive() == (12, [(2, ("copied", 41))], [], [], [], False, False, None, [], [], [])
+    assert served.finished == [False, False, True]  # the kept port, the bytearray, the failure
+    assert sched.arrival is not None and sched.set_ports == []
+    requests_out.send((5,))  # any other request
+    assert lane.next() == (5,)
+    for channel in (requests_out, requests_in, answers_out, answers_in):
+        channel.close()
