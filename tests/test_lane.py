@@ -190,15 +190,32 @@ class FederatePort(Port):
 
 
 class FederateSched:
-    """A federate's scheduler as the lane sees it; `run_reaction` calls the reaction with it."""
+    """A federate's scheduler as the lane sees it: the lane calls a reaction without a deadline itself
+    (`call`; a failure to `failed`), one with a deadline through `run_reaction`."""
 
     def __init__(self) -> None:
         self.current, self.arrival, self.clock_offset, self.halted = None, None, 0, False
         self.stop_requested, self.scheduled, self.physical_scheduled, self.checkpoint_requests = False, [], [], []
-        self.trace, self.set_ports = None, []
+        self.trace, self.set_ports, self.exit_status, self._current = None, [], 0, None
+        self.failures: list[str] = []
+        self.deadlined: list[object] = []
 
-    def run_reaction(self, reaction) -> bool:  # noqa: ANN001
-        return reaction(self)
+    def failed(self, reaction: object, exc: BaseException) -> None:
+        self.failures.append(f"{type(exc).__name__}: {exc}")
+        self.exit_status = 1
+
+    def run_reaction(self, reaction: object) -> bool:
+        self.deadlined.append(reaction)
+        reaction.call()  # type: ignore[attr-defined]
+        return False
+
+
+class LaneReaction:
+    """What the lane uses of a reaction: its deadline and its call."""
+
+    def __init__(self, fn, deadline: int | None = None) -> None:  # noqa: ANN001
+        self.fn, self.deadline = fn, deadline
+        self.call = fn
 
 
 class Served:
@@ -225,36 +242,38 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None
     table = [FederatePort(name, sched.set_ports) for name in "abcd"]
     seen = []
 
-    def copy(s: FederateSched) -> bool:  # reads a, sets c
-        seen.append((s.current, table[0].value, table[0].is_present, table[1].is_present))
+    def copy() -> None:  # reads a, sets c
+        seen.append((sched.current, table[0].value, table[0].is_present, table[1].is_present, sched._current))
         table[2].set(("copied", table[0].value))
-        return False
 
-    def keep(s: FederateSched) -> bool:  # sets d, which only this federate reads
+    def keep() -> None:  # sets d, which only this federate reads
         table[3].set("mine")
-        return False
 
-    def array(s: FederateSched) -> bool:
+    def array() -> None:
         table[2].set(bytearray(b"no"))
-        return False
 
-    def fail(s: FederateSched) -> bool:
-        return True
+    def fail() -> None:
+        raise ValueError("no")
 
-    reactions = [copy, keep, array, fail]
+    reactions = [LaneReaction(copy), LaneReaction(keep), LaneReaction(array), LaneReaction(fail),
+                 LaneReaction(copy, deadline=10**9)]
     lane = _wire.FederateLane(served, sched, requests_in._ring, answers_out._ring, requests_in._unpickle,
-                              lambda: None, reactions, [[table[0], table[1]], [], [], []], table,
+                              lambda: None, reactions, [[table[0], table[1]], [], [], [], [table[0]]], table,
                               {port: slot for slot, port in enumerate(table)}, {3}, [], Kept, Tag, 1, 12)
     table[1].is_present = True  # read, absent at this tag: the lane clears it
     requests_out.send((1, 5_000, 1, [(0, [(0, 41)])], []))
     requests_out.send((1, 6_000, 0, [(1, [])], []))  # sets a kept port
     requests_out.send((1, 7_000, 0, [(2, [])], []))  # sets a value marshal would not carry exactly
     requests_out.send((1, 8_000, 0, [(3, [])], []))  # fails
+    requests_out.send((1, 8_500, 0, [(4, [(0, 2)])], []))  # has a deadline: the scheduler's run_reaction
     requests_out.send((1, 9_000, 0, [(0, [(0, 1)])], [(0, "Mode")]))  # a mode reset: not plain
     assert lane.next() == (1, 9_000, 0, [(0, [(0, 1)])], [(0, "Mode")])
-    assert seen == [(Tag(5_000, 1), 41, True, False)]
+    assert seen == [(Tag(5_000, 1), 41, True, False, reactions[0]), (Tag(8_500, 0), 2, True, False, None)]
+    assert type(seen[0][0]) is Tag and sched._current is None
     assert answers_in.receive() == (12, [(2, ("copied", 41))], [], [], [], False, False, None, [], [], [])
+    assert answers_in.receive() == (12, [(2, ("copied", 2))], [], [], [], False, False, None, [], [], [])
     assert served.finished == [False, False, True]  # the kept port, the bytearray, the failure
+    assert sched.failures == ["ValueError: no"] and sched.deadlined == [reactions[4]]
     assert sched.arrival is not None and sched.set_ports == []
     requests_out.send((5,))  # any other request
     assert lane.next() == (5,)

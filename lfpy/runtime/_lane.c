@@ -29,7 +29,9 @@
 
 static PyObject *s_is_present, *s_value, *s_current, *s_arrival, *s_clock_offset, *s_halted, *s_run_reaction,
     *s_set_ports, *s_stop_requested, *s_scheduled, *s_physical_scheduled, *s_checkpoint_requests, *s_trace,
-    *s_pending, *s_send_all, *s_finish, *s_flush, *s_set, *s_federate;
+    *s_pending, *s_send_all, *s_finish, *s_flush, *s_set, *s_federate, *s_deadline, *s_call, *s_exit_status,
+    *s__current, *s_failed;
+static PyObject *k_zero;
 
 static int intern_names(void)
 {
@@ -44,11 +46,14 @@ static int intern_names(void)
         {&s_set_ports, "set_ports"}, {&s_stop_requested, "stop_requested"}, {&s_scheduled, "scheduled"},
         {&s_physical_scheduled, "physical_scheduled"}, {&s_checkpoint_requests, "checkpoint_requests"},
         {&s_trace, "trace"}, {&s_pending, "pending"}, {&s_send_all, "send_all"}, {&s_finish, "finish"},
-        {&s_flush, "flush"}, {&s_set, "set"}, {&s_federate, "federate"},
+        {&s_flush, "flush"}, {&s_set, "set"}, {&s_federate, "federate"}, {&s_deadline, "deadline"},
+        {&s_call, "call"}, {&s_exit_status, "exit_status"}, {&s__current, "_current"}, {&s_failed, "failed"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
             return -1;
+    if ((k_zero = PyLong_FromLong(0)) == NULL)
+        return -1;
     return 0;
 }
 
@@ -384,11 +389,84 @@ static int finish(FederateLane *self, int failed)
     return go_on;
 }
 
+/* FederateScheduler.run_reaction(r): whether it failed (1; reported there), 0, or -1 with an
+ * exception. A reaction without a deadline is called here as Scheduler.invoke calls it (the running
+ * reaction set meanwhile, a failure to `failed`); one with a deadline through run_reaction. */
+static int run_reaction(FederateLane *self, PyObject *r)
+{
+    PyObject *sched = self->sched;
+    PyObject *deadline = PyObject_GetAttr(r, s_deadline);
+    if (deadline == NULL)
+        return -1;
+    int plain_call = deadline == Py_None;
+    Py_DECREF(deadline);
+    if (!plain_call) {
+        PyObject *res = PyObject_CallMethodOneArg(sched, s_run_reaction, r);
+        if (res == NULL)
+            return -1;
+        int failed = PyObject_IsTrue(res);
+        Py_DECREF(res);
+        return failed;
+    }
+    PyObject *call = PyObject_GetAttr(r, s_call);
+    if (call == NULL)
+        return -1;
+    if (PyObject_SetAttr(sched, s_exit_status, k_zero) < 0 || PyObject_SetAttr(sched, s__current, r) < 0) {
+        Py_DECREF(call);
+        return -1;
+    }
+    PyObject *res = PyObject_CallNoArgs(call);
+    Py_DECREF(call);
+    if (res == NULL) {
+        PyObject *type, *exc, *tb;
+        PyErr_Fetch(&type, &exc, &tb);
+        PyErr_NormalizeException(&type, &exc, &tb);
+        if (tb != NULL)
+            PyException_SetTraceback(exc, tb);
+        res = PyObject_CallMethodObjArgs(sched, s_failed, r, exc, NULL);
+        Py_XDECREF(type);
+        Py_XDECREF(exc);
+        Py_XDECREF(tb);
+    }
+    if (PyObject_SetAttr(sched, s__current, Py_None) < 0) {
+        Py_XDECREF(res);
+        return -1;
+    }
+    if (res == NULL)
+        return -1;
+    Py_DECREF(res);
+    PyObject *status = PyObject_GetAttr(sched, s_exit_status);
+    if (status == NULL)
+        return -1;
+    int nonzero = PyObject_IsTrue(status);
+    Py_DECREF(status);
+    if (nonzero <= 0)
+        return nonzero;
+    int halted = attr_truth(sched, s_halted);
+    return halted < 0 ? -1 : !halted;
+}
+
+/* A Tag (a tuple subclass) of these two ints, as the C core makes them. */
+static PyObject *make_tag(PyObject *tag_type, PyObject *time, PyObject *microstep)
+{
+    PyTypeObject *type = (PyTypeObject *)tag_type;
+    if (!PyType_Check(tag_type) || !PyType_IsSubtype(type, &PyTuple_Type))
+        return PyObject_CallFunctionObjArgs(tag_type, time, microstep, NULL);
+    PyObject *tag = type->tp_alloc(type, 2);
+    if (tag == NULL)
+        return NULL;
+    Py_INCREF(time);
+    PyTuple_SET_ITEM(tag, 0, time);
+    Py_INCREF(microstep);
+    PyTuple_SET_ITEM(tag, 1, microstep);
+    return tag;
+}
+
 /* Served.run for a plain Run: the tag, the reactions with what they read, then `finish`. */
 static int run_plain(FederateLane *self, PyObject *msg)
 {
     PyObject *sched = self->sched;
-    PyObject *tag = PyObject_CallFunctionObjArgs(self->tag_type, PyTuple_GET_ITEM(msg, 1), PyTuple_GET_ITEM(msg, 2), NULL);
+    PyObject *tag = make_tag(self->tag_type, PyTuple_GET_ITEM(msg, 1), PyTuple_GET_ITEM(msg, 2));
     if (tag == NULL)
         return -1;
     int rc = PyObject_SetAttr(sched, s_current, tag);
@@ -453,11 +531,7 @@ static int run_plain(FederateLane *self, PyObject *msg)
             if (PyObject_SetAttr(o, s_is_present, Py_True) < 0)
                 return -1;
         }
-        PyObject *res = PyObject_CallMethodOneArg(sched, s_run_reaction, PyList_GET_ITEM(self->reactions, i));
-        if (res == NULL)
-            return -1;
-        int f = PyObject_IsTrue(res);
-        Py_DECREF(res);
+        int f = run_reaction(self, PyList_GET_ITEM(self->reactions, i));
         if (f < 0)
             return -1;
         failed |= f;

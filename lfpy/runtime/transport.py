@@ -105,6 +105,8 @@ class Segments:
 
     def next_round(self) -> None:
         """The receivers of every earlier message have mapped what they keep: segments may be reused."""
+        if self._current is None:  # nothing written since the last round (most rounds): nothing to forget
+            return
         self._current, self._used = None, 0
         self._round.clear()
         self._written.clear()
@@ -390,6 +392,12 @@ class RingChannel(_Local):
 
     def receive(self) -> object:
         return self._unpickle(*self._ring.receive())
+
+    def __del__(self) -> None:
+        # The ring lets go of the memory first: a SharedMemory cannot close while it is held.
+        ring = getattr(self, "_ring", None)
+        if ring is not None:
+            ring.close()
 
     def close(self) -> None:
         """Lets go of the ring (removes it, on its creator's side) and closes the pipe's end; again is
