@@ -15,19 +15,19 @@ contender of a workload back to back in an order that rotates, side by side:
 - ping-pong: benchmarks/federation.py's PING_PONG as a `federated reactor`, Pong a federate: *lfrl,
   cluster* with `pong = new Pong() at b;` and `--cluster` (Ping in lfrl's process on the head, Pong in
   a Ray actor on node b, the tags over the direct TCP connection between them); *lfrl, one host* the
-  same without `at` and without --cluster (Pong in a process of its own, over a pipe) and *over TCP*
+  same without `at` and without --cluster (Pong in a process of its own, through rings) and *over TCP*
   (`LFPY_FEDERATION_TRANSPORT=tcp`, loopback); *Ray actor call*: `ray.get(actor.echo.remote(x))`
   per round trip from this driver (on the head) to an actor on node b (`label_selector`). Time per
   round trip; the ratio lfrl-cluster / Ray (target <= 0.2x).
 - sampling: `lfrl gen sampling --workers 2 --envs-per-worker 1 --env-id CartPole-v1 --processes
   yes`, synchronised every step: worker 0 next to the driver in lfrl's process (the head), worker 1 a
   federate. *lfrl, cluster*: its bank placed `at a;` and run with --cluster; *lfrl, one host*: the
-  generated program as is (worker 1 in a process, over a pipe or loopback TCP); *Ray actors*: one actor per
+  generated program as is (worker 1 in a process, through rings or loopback TCP); *Ray actors*: one actor per
   environment, on the head and on node a (the same two nodes), the driver sampling the actions and
   sending them, `ray.get` of both steps at every step, as vs_ray.py's Ray peer but with the actors
   placed. Samples/s (2 per step); the ratio lfrl-cluster / Ray (target >= 5x).
 - DQN: `lfrl gen dqn --actors 2 --processes yes` on CartPole-v1, *cluster*: `--actors-at a,b` (one
-  actor on each node) with --cluster; *one host*: the actors in processes of their own (pipes). The
+  actor on each node) with --cluster; *one host*: the actors in processes of their own (rings). The
   training time the program prints; the weights must be the same. No Ray peer: what the cluster
   costs an off-policy learner against one host (cluster / one host).
 Both lfrl forms of a program must print the same results (ping-pong's count, sampling's checksums), or
@@ -141,7 +141,7 @@ def ping_pong(folder: Path, sizes: Sizes, address: str, wholes: dict[str, list[f
         return measure
 
     return {"lfrl, cluster (Pong at b)": run("lfrl, cluster (Pong at b)", cluster, "--cluster", address),
-            "lfrl, one host (pipe)": run("lfrl, one host (pipe)", host),
+            "lfrl, one host (rings)": run("lfrl, one host (rings)", host),
             "lfrl, one host (loopback TCP)": run("lfrl, one host (loopback TCP)", host, transport="tcp")}
 
 
@@ -170,7 +170,7 @@ def sampling(folder: Path, sizes: Sizes, address: str, wholes: dict[str, list[fl
         return measure
 
     return {"lfrl, cluster (worker 1 at a)": run("lfrl, cluster (worker 1 at a)", cluster, "--cluster", address),
-            "lfrl, one host (pipe)": run("lfrl, one host (pipe)", host),
+            "lfrl, one host (rings)": run("lfrl, one host (rings)", host),
             "lfrl, one host (loopback TCP)": run("lfrl, one host (loopback TCP)", host, transport="tcp")}
 
 
@@ -376,16 +376,16 @@ def write(args: argparse.Namespace, workloads: list[Workload], sizes: Sizes, rep
         "raylet each, 2 logical CPUs each); every lfrl run is a fresh `lfrl run` process. "
         f"Ping-pong: benchmarks/federation.py's program as a federated reactor, {sizes.trips:,} round trips of two "
         "tags each; *cluster*: Pong `at b` with `--cluster` (Ping in lfrl's process on the head), *one host*: Pong "
-        "in a process of its own over a pipe or loopback TCP (`LFPY_FEDERATION_TRANSPORT=tcp`); Ray: "
+        "in a process of its own through rings in shared memory or loopback TCP (`LFPY_FEDERATION_TRANSPORT=tcp`); Ray: "
         f"`ray.get(actor.echo.remote(x))` from a driver on the head to an actor on b, {sizes.calls:,} calls. "
         f"Sampling: `lfrl gen sampling --workers 2 --envs-per-worker 1 --env-id {ENV_ID} --processes yes --steps "
         f"{sizes.samples}` (worker 0 in lfrl's process next to the driver, worker 1 a federate; *cluster*: placed "
-        "`at a`; *one host*: worker 1 in a process of its own over a pipe or loopback TCP), the rate it prints; Ray: an actor per environment on the head and on a, the driver sampling the "
+        "`at a`; *one host*: worker 1 in a process of its own through rings or loopback TCP), the rate it prints; Ray: an actor per environment on the head and on a, the driver sampling the "
         f"actions and `ray.get`ting both steps at every step, {sizes.ray_steps:,} steps. The ratios are "
         "lfrl-cluster / Ray within each round; none is given where the two lfrl forms printed different results "
         "(ping-pong's count, sampling's checksums, DQN's weights). DQN: `lfrl gen dqn --actors 2 --processes yes "
         f"--env-id {ENV_ID} --total-steps {sizes.dqn_steps}` (5 rounds, 50 updates each), *cluster* with "
-        "`--actors-at a,b`, *one host* with its actors in processes over pipes; the training time it prints; the "
+        "`--actors-at a,b`, *one host* with its actors in processes (rings); the training time it prints; the "
         "ratio is cluster / one host (no Ray peer). *Whole run* is the `lfrl run` process's time, start (and, on "
         "the cluster, connecting to Ray and starting the federates' actors) included.",
         "",

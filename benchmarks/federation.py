@@ -6,7 +6,8 @@ Two programs, each run as a `main reactor` (one process, one runtime thread) and
 reactor` (a process per federate), in rounds (this machine's speed drifts), side by side:
 - ping-pong: two reactors send a counter back and forth, each hop a new microstep; the time per
   round trip is lfpy's cost of two tags, in one process or across two (the transport's latency:
-  pipes, and the loopback TCP of federates on other machines);
+  rings in shared memory, the default on one machine; pipes alone; and the loopback TCP of
+  federates on other machines);
 - parallel work: W reactors each run the same pure-Python loop (it holds the GIL) at every tag of a
   timer; time per tag. As a main reactor the loops run one after the other; as federates at once;
 - an off-policy learner whose actors collect in processes: `lfrl gen dqn` on ALE/Pong-v5 with 2
@@ -120,7 +121,7 @@ LFRL = [sys.executable, "-m", "lfrl"]
 Case = Callable[[bool], tuple[str, dict[str, float]]]
 
 
-def program(name: str, source: str, transport: str = "pipe") -> Case:
+def program(name: str, source: str, transport: str = "ring") -> Case:
     """A case of an LF program above, in its main or federated form (its federates talking over
     `transport`); its value: the time it prints."""
 
@@ -175,10 +176,10 @@ def main() -> None:
     tags = 5 if args.quick else 20
     dqn_steps = 4000 if args.quick else 8000
     cases: list[tuple[list[str], Case]] = []
-    for transport, over in (("pipe", ""), ("tcp", ", over TCP")):
+    for transport, over in (("ring", ""), ("pipe", ", over pipes"), ("tcp", ", over TCP")):
         name = f"ping-pong{over} (round trip, us)"
         cases.append(([name], program(name, PING_PONG.replace("ROUNDS", str(trips)), transport)))
-    for width, transport, over in ((1, "pipe", ""), (2, "pipe", ""), (2, "tcp", ", over TCP")):
+    for width, transport, over in ((1, "ring", ""), (2, "ring", ""), (2, "tcp", ", over TCP")):
         name = f"parallel work, {width} worker(s){over} (per tag, ms)"
         source = PARALLEL.replace("WIDTH", str(width)).replace("TAGS", str(tags)).replace("WORK", "200000")
         cases.append(([name], program(name, source, transport)))
@@ -204,7 +205,8 @@ def main() -> None:
         f"{rounds} rounds (each runs every row's two forms back to back), on {machine.line()} Medians, min-max in "
         "parentheses. *main* is the program "
         "as a `main reactor` (one process, one runtime thread), *federated* the same as a `federated reactor` "
-        "(a process per top-level instance), talking over pipes or, *over TCP*, over the loopback TCP connections "
+        "(a process per top-level instance), talking through rings in shared memory (the default on one machine), "
+        "*over pipes* alone (`LFPY_FEDERATION_TRANSPORT=pipe`) or, *over TCP*, over the loopback TCP connections "
         "that federates on other machines use (`LFPY_FEDERATION_TRANSPORT=tcp`). "
         f"Ping-pong: {trips} round trips of two tags each. Parallel work: "
         f"{tags} tags, each worker running the same pure-Python loop at each tag. DQN: `lfrl gen dqn --env-id "
