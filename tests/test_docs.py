@@ -1,5 +1,7 @@
-"""What the documentation quotes a command as printing is what it prints: docs/learners.md's SAC run and
-docs/ppo.md's PPO run, line for line (their timings aside, which only have their shape)."""
+"""What the documentation quotes a command as printing is what it prints: docs/learners.md's SAC run,
+docs/ppo.md's PPO run and docs/mappo.md's MAPPO run, line for line (their timings aside, which only
+have their shape), on the processor they ran on; on another, each line's shape and what the document
+claims of the run."""
 
 import re
 import subprocess
@@ -9,6 +11,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# The processor the documents' runs ran on (they say so): their numbers hold there to the last digit.
+# On another, torch's kernels round differently, a run takes another course from its first update,
+# and only the shape of each line and what the document claims of the run hold.
+QUOTED_ON = "Intel(R) Xeon(R) Processor @ 2.80GHz"
+NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
+def processor() -> str:
+    """This machine's processor, as /proc/cpuinfo names it ("" where it does not)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "")
 
 
 def quoted_run(document: Path, command: str) -> list[str]:
@@ -21,9 +37,13 @@ def quoted_run(document: Path, command: str) -> list[str]:
 
 def check_quoted_run(tmp_path: Path, document: str, algo: str) -> list[str]:
     """Generate and run `algo`'s defaults as `document` quotes it; what it prints is the quote, line
-    for line, the timing line's numbers aside. Returns the printed lines."""
+    for line, the timing line's numbers aside (on another processor than QUOTED_ON, every line's
+    numbers aside). Returns the printed lines."""
     command = f"lfrl gen {algo} -o {algo}/{algo}.lf && lfrl run {algo}/{algo}.lf"
+    text = (ROOT / "docs" / document).read_text()
+    assert QUOTED_ON in " ".join(text.split()), f"{document} does not say which processor its run ran on"
     quoted = quoted_run(ROOT / "docs" / document, command)
+    exact = processor() == QUOTED_ON
     lfrl = [sys.executable, "-m", "lfrl"]
     subprocess.run([*lfrl, "gen", algo, "-o", f"{algo}/{algo}.lf"], cwd=tmp_path, check=True, capture_output=True)
     result = subprocess.run([*lfrl, "run", f"{algo}/{algo}.lf"], cwd=tmp_path, capture_output=True, text=True,
@@ -34,15 +54,19 @@ def check_quoted_run(tmp_path: Path, document: str, algo: str) -> list[str]:
     timing = re.compile(r"\d+ environment steps and \d+ updates in [\d.]+ s \(\d+ steps/s, \d+ updates/s\)")
     for mine, theirs in zip(printed, quoted, strict=True):
         if timing.fullmatch(theirs):
-            assert timing.fullmatch(mine) and mine.split(" in ")[0] == theirs.split(" in ")[0]
-        else:
+            assert timing.fullmatch(mine) and (mine.split(" in ")[0] == theirs.split(" in ")[0] or not exact)
+        elif exact:
             assert mine == theirs
+        else:
+            assert NUMBER.sub("N", mine) == NUMBER.sub("N", theirs)
     return printed
 
 
 @pytest.mark.slow
 def test_the_sac_run_that_docs_learners_quotes(tmp_path: Path) -> None:
-    check_quoted_run(tmp_path, "learners.md", "sac")
+    """docs/learners.md's run of the defaults ends with an evaluation past Pendulum-v1's -200."""
+    printed = check_quoted_run(tmp_path, "learners.md", "sac")
+    assert float(printed[-2].split()[3]) >= -200
 
 
 @pytest.mark.slow

@@ -26,9 +26,11 @@ shutdown reactions still run in the others.
 
 Transport: rings in shared memory, with a pipe each to wake a sleeping receiver (`RingChannel`, the
 default), pipes alone (`PipeChannel`, LFPY_FEDERATION_TRANSPORT=pipe; both with shared memory for
-large values), or with LFPY_FEDERATION_TRANSPORT=tcp the TCP connections (`SocketChannel`) that federates on other
-machines use, here over the loopback interface: each federate connects back to a port lfrl
-listens on and proves with a token (in its environment) that lfrl started it. On a Ray cluster
+large values), or with LFPY_FEDERATION_TRANSPORT=tcp the TCP connections (`SocketChannel`) that
+federates on other machines use, here over the loopback interface: each federate connects back to
+a port lfrl listens on and proves with a token (in its environment) that lfrl started it. With the
+C core and rings, plain tags take the fast lane (`_lane.c`, see `Federation.lane` and
+`Served.lane`). On a Ray cluster
 (cluster.py) the same connections reach federates in Ray actors on other machines; what those print
 comes back with their answers (`Printed`), so that it reaches the terminal in the order it would on
 one host.
