@@ -540,10 +540,10 @@ class Federation:
         self.trace = trace
         listed = federates(env.graph)
         self.names = [f.name for f in listed]
-        self.index = {id(r): i for i, r in enumerate(env.reactions)}
+        self.index = {r: i for i, r in enumerate(env.reactions)}  # (by identity, as ports and actions)
         self.slots = slots(env)
-        self.slot_of = {id(o): i for i, o in enumerate(self.slots)}
-        self.reads = [[(self.slot_of[id(o)], o) for o in reads(r)] for r in env.reactions]
+        self.slot_of = {o: i for i, o in enumerate(self.slots)}
+        self.reads = [[(self.slot_of[o], o) for o in reads(r)] for r in env.reactions]
         for r, k in zip(env.reactions, reaction_federates(env), strict=True):
             r.federate = k
         self.modes = mode_states(env)
@@ -576,7 +576,7 @@ class Federation:
         self.lane: Any = None
         if RINGS and core.selected() == "c":
             self.lane = _wire.CoordinatorLane(
-                self.sched, {r: i for i, r in enumerate(env.reactions)}, self.reads, self.slots, self.away,
+                self.sched, self.index, self.reads, self.slots, self.away,
                 self.resets, self.segments.next_round, self.send_run, self.apply, self._lost, len(self.names),
                 KINDS.index(Run), KINDS.index(Ran))
         self.sched.at_start(self._started)
@@ -838,7 +838,7 @@ class Federation:
         for r in reactions:
             k = r.federate
             if k not in away:
-                i = index[id(r)]
+                i = index[r]
                 batch = groups.get(k)
                 if batch is None:
                     batch = groups[k] = []
@@ -935,7 +935,7 @@ class FederateScheduler(Scheduler):
         self.stop_requested = False
         self.serving = threading.get_ident()
         self.send_async: Callable[[tuple], None] = _not_connected  # the federate's own channel (`connect`)
-        self.slot_of: dict[int, int] = {}  # id of a port or action -> its slot
+        self.slot_of: dict[object, int] = {}  # a port or action -> its slot
 
     @property
     def records_ports(self) -> bool:
@@ -952,7 +952,7 @@ class FederateScheduler(Scheduler):
         if self._in_reaction():
             self.physical_scheduled.append((action, when, value))
         else:
-            self.send_async(Physical(self.slot_of[id(action)], when, value))
+            self.send_async(Physical(self.slot_of[action], when, value))
 
     def request_stop(self) -> None:
         if self._in_reaction():
@@ -986,7 +986,7 @@ class FederateScheduler(Scheduler):
         self.invoke(r)
         return self.exit_status != 0 and not self.halted
 
-    def connect(self, send_async: Callable[[tuple], None], slot_of: dict[int, int]) -> None:
+    def connect(self, send_async: Callable[[tuple], None], slot_of: dict[object, int]) -> None:
         """Where what is asked outside reactions goes (the federate's own channel, any thread), and the
         slots of the program's ports and actions (the same in every process)."""
         self.send_async, self.slot_of = send_async, slot_of
@@ -1007,10 +1007,10 @@ class FederateScheduler(Scheduler):
         slot_of = self.slot_of
         scheduled, physical, checkpoints = [], [], []
         if self.scheduled:
-            scheduled = [(slot_of[id(a)], d, v) for a, d, v in self.scheduled]
+            scheduled = [(slot_of[a], d, v) for a, d, v in self.scheduled]
             self.scheduled = []
         if self.physical_scheduled:
-            physical = [(slot_of[id(a)], w, v) for a, w, v in self.physical_scheduled]
+            physical = [(slot_of[a], w, v) for a, w, v in self.physical_scheduled]
             self.physical_scheduled = []
         if self.checkpoint_requests:
             checkpoints, self.checkpoint_requests = self.checkpoint_requests, []
@@ -1063,10 +1063,10 @@ class Served:
         assert isinstance(sched, FederateScheduler)
         self.env, self.sched, self.answers, self.output = env, sched, answers, output
         self.table = slots(env)
-        self.slot_of = {id(o): i for i, o in enumerate(self.table)}
+        self.slot_of = {o: i for i, o in enumerate(self.table)}
         self.reaction_reads = [reads(r) for r in env.reactions]
         self.modes = mode_states(env)
-        self.kept = _kept_slots(env, index, self.table, self.slot_of)
+        self.kept = _kept_slots(env, index, self.table)
         self.send_all = False  # the coordinator traces: every port's value goes back
         sched.connect(own.send, self.slot_of)
         for o in self.table:
@@ -1078,8 +1078,8 @@ class Served:
         assert _wire is not None
         return _wire.FederateLane(
             self, self.sched, requests._ring, answers._ring, requests._unpickle, answers.next_round,
-            self.env.reactions, self.reaction_reads, self.table, {o: slot for slot, o in enumerate(self.table)},
-            self.kept, self.modes, Kept, Tag, KINDS.index(Run), KINDS.index(Ran))
+            self.env.reactions, self.reaction_reads, self.table, self.slot_of, self.kept, self.modes, Kept, Tag,
+            KINDS.index(Run), KINDS.index(Ran))
 
     def start(self, message: Start) -> bool:
         self.sched.begin(message)
@@ -1139,7 +1139,7 @@ class Served:
         slot_of, kept, send_all = self.slot_of, self.kept, self.send_all
         outputs = []
         for p in sched.set_ports:
-            slot = slot_of[id(p)]
+            slot = slot_of[p]
             outputs.append((slot, Kept if not send_all and slot in kept else p.value))
         self.answers.next_round()  # the coordinator has taken what it keeps of the last answer
         sys.stdout.flush()
@@ -1159,7 +1159,7 @@ class Served:
         return True
 
 
-def _kept_slots(env: Environment, index: int, table: list[Port | Action], slot_of: dict[int, int]) -> set[int]:
+def _kept_slots(env: Environment, index: int, table: list[Port | Action]) -> set[int]:
     """Slots of this federate's ports whose value no other process needs: every reaction that can
     read them (through fan-out and copies too) is in this federate, and no delayed or physical
     connection leaves them."""
