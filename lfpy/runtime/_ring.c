@@ -409,20 +409,11 @@ static PyObject *Ring_close(Ring *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *Ring_waiting(Ring *self, PyObject *unused)
-{
-    if (check_open(self) < 0)
-        return NULL;
-    Header *h = self->header;
-    return PyLong_FromUnsignedLongLong(atomic_load(&h->head) - atomic_load(&h->tail));
-}
-
 static PyMethodDef Ring_methods[] = {
     {"send", (PyCFunction)(void (*)(void))Ring_send, METH_FASTCALL,
      "send(kind, payload): a frame to the receiver (waits for room)."},
     {"receive", (PyCFunction)Ring_receive, METH_NOARGS,
      "receive() -> (kind, payload): the next frame (waits for it; EOFError once the sender has gone)."},
-    {"waiting", (PyCFunction)Ring_waiting, METH_NOARGS, "waiting(): the bytes sent and not yet received."},
     {"close", (PyCFunction)Ring_close, METH_NOARGS, "close(): let go of the shared memory."},
     {NULL},
 };
