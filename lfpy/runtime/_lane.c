@@ -118,11 +118,6 @@ static int flush_output(void)
     return 0;
 }
 
-static PyObject *call0(PyObject *fn)
-{
-    return PyObject_CallNoArgs(fn);
-}
-
 /* The message in a frame: marshalled, or pickled (`unpickle(kind, payload)`, the channel's). */
 static PyObject *frame_message(int kind, PyObject *payload, PyObject *unpickle)
 {
@@ -319,22 +314,8 @@ static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports)
         Py_DECREF(outputs);
         return NULL;
     }
-    PyObject *e1 = PyList_New(0), *e2 = PyList_New(0), *e3 = PyList_New(0), *e4 = PyList_New(0), *e5 = PyList_New(0),
-             *e6 = PyList_New(0);
-    PyObject *ran = NULL;
-    if (e1 && e2 && e3 && e4 && e5 && e6)
-        ran = Py_BuildValue("(lNNNNOOONNN)", self->ran_kind, outputs, e1, e2, e3, Py_False, Py_False, Py_None, e4, e5,
-                            e6);
-    else {
-        Py_DECREF(outputs);
-        Py_XDECREF(e1);
-        Py_XDECREF(e2);
-        Py_XDECREF(e3);
-        Py_XDECREF(e4);
-        Py_XDECREF(e5);
-        Py_XDECREF(e6);
-    }
-    return ran;
+    /* `N` hands `outputs` over, also when building fails; `[]` is a new empty list */
+    return Py_BuildValue("(lN[][][]OOO[][][])", self->ran_kind, outputs, Py_False, Py_False, Py_None);
 }
 
 /* After a plain Run's reactions: the answer (served.finish when the tag was not quiet). 1: go on,
@@ -359,7 +340,7 @@ static int finish(FederateLane *self, int failed)
             return -1;
         }
         if (ran != NULL) { /* as Served.finish: the segments' round, the output, then the answer */
-            PyObject *res = call0(self->next_round);
+            PyObject *res = PyObject_CallNoArgs(self->next_round);
             if (res == NULL || flush_output() < 0) {
                 Py_XDECREF(res);
                 Py_DECREF(ran);
@@ -842,7 +823,7 @@ static PyObject *CoordinatorLane_send(CoordinatorLane *self, PyObject *reactions
         PyErr_SetString(PyExc_TypeError, "the current tag is (time, microstep)");
         goto fail;
     }
-    PyObject *res = call0(self->next_round); /* every federate has answered: it has mapped what it keeps */
+    PyObject *res = PyObject_CallNoArgs(self->next_round); /* every federate has answered: it has mapped what it keeps */
     if (res == NULL) {
         Py_DECREF(now);
         goto fail;
@@ -856,16 +837,10 @@ static PyObject *CoordinatorLane_send(CoordinatorLane *self, PyObject *reactions
         self->batches[k] = NULL;
         int sent;
         if (!has_resets && plain(batch, 0)) {
-            PyObject *empty = PyList_New(0);
-            PyObject *run = empty ? Py_BuildValue("(lOONN)", self->run_kind, PyTuple_GET_ITEM(now, 0),
-                                                  PyTuple_GET_ITEM(now, 1), batch, empty)
-                                  : NULL;
-            if (run == NULL) {
-                if (empty == NULL)
-                    Py_DECREF(batch);
+            PyObject *run = Py_BuildValue("(lOON[])", self->run_kind, PyTuple_GET_ITEM(now, 0), PyTuple_GET_ITEM(now, 1),
+                                          batch); /* hands `batch` over, also when building fails */
+            if (run == NULL)
                 goto fail_now;
-            }
-            batch = NULL;
             int rc = send_marshalled(self->requests[k], run);
             Py_DECREF(run);
             if (rc < 0) {

@@ -10,9 +10,9 @@ memory (the extension `_wire`, `_ring.c`): a message costs a copy, and a receive
 sees it within a fraction of a microsecond, where a pipe costs system calls to write and to read. A
 pipe beside it wakes a receiver that has gone to sleep and tells each side when the other has gone.
 A frame's kind says what its payload is: a pickle (0), a pickle whose large buffers are in shared
-memory (1), or a marshal (2: plain data only, which the federation's fast lane sends, `_lane.c`). `PipeChannel` frames the
-same pickles on an OS pipe alone (where the ring is not built, and for the Unix sockets of a federate
-in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
+memory (1), or a marshal (2: plain data only, which the federation's fast lane sends, `_lane.c`).
+`PipeChannel` frames the same pickles on an OS pipe alone (where the ring is not built, and for the
+Unix sockets of a federate in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
 microseconds to wake, longer than a whole tag of a small program.
 
@@ -237,6 +237,15 @@ class _Local:
         self._pickler = _Pickler(self._out_of_band)
         self._spans: list[tuple[str, int, int]] = []  # where this message's large buffers are
 
+    def send(self, message: object) -> None:
+        self.send_bytes(self.dumps(message))
+
+    def dumps(self, message: object) -> Any:
+        raise NotImplementedError
+
+    def send_bytes(self, framed: Any) -> None:
+        raise NotImplementedError
+
     def next_round(self) -> None:
         if self.shared is not None:
             self.shared.next_round()
@@ -289,9 +298,6 @@ class PipeChannel(_Local):
         self._pending = b""  # bytes read of the next message
         if read_fd is not None:
             os.set_blocking(read_fd, False)
-
-    def send(self, message: object) -> None:
-        self.send_bytes(self.dumps(message))
 
     def dumps(self, message: object) -> bytes:
         """`message` framed for `send_bytes`."""
@@ -379,9 +385,6 @@ class RingChannel(_Local):
         self.fd: int | None = fd
         self.memory: SharedMemory | mmap.mmap | None = memory
         self._ring = _wire.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, POLL_NS)
-
-    def send(self, message: object) -> None:
-        self._ring.send(*self._pickle(message))
 
     def dumps(self, message: object) -> tuple[int, bytes]:
         """`message` pickled for `send_bytes`."""
