@@ -1748,6 +1748,11 @@ static PyObject *Core_physical(Core *c, PyObject *unused)
     return PyLong_FromLongLong(now_ns() - c->clock_offset);
 }
 
+static PyObject *Core_logical(Core *c, PyObject *unused)
+{
+    return c->cur_tobj != NULL ? Py_NewRef(c->cur_tobj) : PyLong_FromLongLong(c->cur_time);
+}
+
 static PyObject *Core_readers(Core *c, PyObject *reactions)
 {
     if (!c->ready) {
@@ -2050,6 +2055,7 @@ static PyMethodDef Core_methods[] = {
     {"schedule_logical", (PyCFunction)(void (*)(void))Core_schedule_logical, METH_FASTCALL,
      "schedule_logical(action, delay, value): an event of a logical action."},
     {"physical", (PyCFunction)Core_physical, METH_NOARGS, "physical(): physical time as the program sees it (ns)."},
+    {"logical", (PyCFunction)Core_logical, METH_NOARGS, "logical(): the time of the tag being processed (ns)."},
     {"_readers", (PyCFunction)Core_readers, METH_O, "_readers(reactions): their indices, for a port's queue."},
     {"_port_set", (PyCFunction)(void (*)(void))Core_port_set, METH_FASTCALL, "_port_set(port, value)"},
     {"_remote", (PyCFunction)(void (*)(void))Core_remote, METH_FASTCALL,

@@ -24,15 +24,13 @@ __all__ = ["ReactorBase", "lf_print", "lf_print_warning", "lf_print_error", "lf_
 class _Time:
     def __init__(self, sched: Runtime) -> None:
         self._s = sched
-
-    def logical(self) -> int:
-        return self._s.current.time
+        # The scheduler's own methods (C functions with the C core): no Python call of ours per read,
+        # as reaction bodies read the time at every tag.
+        self.logical = sched.logical
+        self.physical = sched.physical
 
     def logical_elapsed(self) -> int:
         return self._s.current.time - self._s.start_time
-
-    def physical(self) -> int:
-        return self._s.physical()
 
     def physical_elapsed(self) -> int:
         return self._s.physical() - self._s.start_time

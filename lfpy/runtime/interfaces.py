@@ -62,6 +62,9 @@ class Runtime(Protocol):
     def physical(self) -> int:
         """Physical time as the program sees it (ns)."""
 
+    def logical(self) -> int:
+        """The time of the tag being processed (ns)."""
+
     def request_stop(self) -> None:
         """LF's `request_stop()`: stop at the next microstep."""
 

@@ -285,6 +285,9 @@ class Scheduler:
     def physical(self) -> int:
         return time.time_ns() - self.clock_offset
 
+    def logical(self) -> int:
+        return self.current.time
+
     def request_stop(self) -> None:
         """Stop at the next microstep (LF's `request_stop()`); never later than a stop already set."""
         candidate = Tag(self.current.time, self.current.microstep + 1)
