@@ -224,6 +224,32 @@ def test_tags_and_boxes_the_program_holds_stay_as_they_were_on_both_cores(tmp_pa
     assert out.splitlines() == ["[None, 2, 4]", "[(3, True, 3)]"]
 
 
+CLOCKS = """
+target Python { timeout: 30 ms, fast: true }
+main reactor {
+  timer t(0, 10 ms)
+  logical action a(5 ms)
+  reaction(t) -> a {=
+    a.schedule(0)
+    now = lf.time.logical()
+    print("t", lf.time.logical_elapsed(), now == lf.tag().time == lf.time.start() + lf.time.logical_elapsed(),
+          lf.time.physical() >= lf.time.start(), type(now).__name__)
+  =}
+  reaction(a) {=
+    print("a", lf.time.logical_elapsed(), lf.time.logical() == lf.tag().time)
+  =}
+}
+"""
+
+
+def test_lf_time_reads_the_same_clocks_on_both_cores(tmp_path: Path) -> None:
+    """`lf.time.logical` and `physical` are the scheduler's own methods (C ones on the C core)."""
+    status, out, _err, _trace = assert_same(tmp_path, CLOCKS)
+    assert status == 0
+    assert out.splitlines() == ["t 0 True True int", "a 5000000 True", "t 10000000 True True int", "a 15000000 True",
+                                "t 20000000 True True int", "a 25000000 True", "t 30000000 True True int"]
+
+
 def test_both_cores_report_a_failing_reaction_alike(tmp_path: Path) -> None:
     status, out, err, _trace = assert_same(tmp_path, FAILURES)
     assert status == 1
