@@ -280,7 +280,7 @@ def write_results(args: argparse.Namespace, machine: Machine, rows: dict[int, di
                     note=f"lfrl = {name}. {forms}" + (f"; {problem}" if problem else "")))
     table = "\n".join(lines)
     print(table)
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/broadcast.py", *sys.argv[1:]])
     skipped_text = "".join(f"\n\nSkipped: {name}: {why}." for name, why in skipped.items())
     (RESULTS / "broadcast.md").write_text(

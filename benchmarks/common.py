@@ -3,7 +3,8 @@ thing, the machine and its load, and the summary rows that `benchmarks/report.py
 gathers into benchmarks/README.md.
 
 Every script takes `--quick` (a reduced run of a few seconds to a minute) and writes its Markdown
-table, its PNG and results/<stem>.json (its `Summary` rows) under RESULTS.
+table, its PNG and <stem>.json (its `Summary` rows) under RESULTS: benchmarks/results, or
+build/bench-quick with `--quick`.
 
 A benchmark measures each contender as a `Measurement`: the quantity (seconds, or a rate) and `check`,
 what every contender of the row must agree on (a checksum, a return, a count). Rounds run every
@@ -25,9 +26,11 @@ from pathlib import Path
 from statistics import median
 
 ROOT = Path(__file__).resolve().parent.parent
-# Where tables, plots and summaries go: `make bench QUICK=1` points it elsewhere (build/bench-quick),
-# so that a quick run never replaces the committed results.
-RESULTS = Path(os.environ.get("LFRL_BENCH_RESULTS") or Path(__file__).parent / "results").resolve()
+QUICK_RESULTS = ROOT / "build" / "bench-quick"
+# Where tables, plots and summaries go: LFRL_BENCH_RESULTS, else the committed results (benchmarks/
+# results), except for a script run with `--quick`: a reduced run never replaces them.
+RESULTS = Path(os.environ.get("LFRL_BENCH_RESULTS")
+               or (QUICK_RESULTS if "--quick" in sys.argv[1:] else ROOT / "benchmarks" / "results")).resolve()
 CPUS = os.cpu_count() or 1
 
 
@@ -153,7 +156,7 @@ class Summary:
 
 def write_summary(stem: str, title: str, machine: Machine, rows: list[Summary], quick: bool = False) -> Path:
     """results/<stem>.json: what report.py reads (the table, the script's command, the machine)."""
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])
     path = RESULTS / f"{stem}.json"
     path.write_text(json.dumps({"title": title, "command": command, "quick": quick, "host": machine.host(),

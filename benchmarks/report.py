@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import geometric_mean
 
+from common import QUICK_RESULTS
 from tqdm import tqdm
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-QUICK_RESULTS = ROOT / "build" / "bench-quick"
 
 
 @dataclass

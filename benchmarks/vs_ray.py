@@ -488,7 +488,7 @@ def write_results(args: argparse.Namespace, rows: list[Row], lfrl_names: list[st
     print(table)
     if skipped:
         print("skipped: " + "; ".join(skipped))
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     command = f".venv/bin/python benchmarks/vs_ray.py{''.join(' ' + a for a in sys.argv[1:])}"
     (RESULTS / f"{args.out}.md").write_text(
         "# Parallel sampling: lfrl vs Ray and the vector environments (samples/s, synchronised every step)\n\n"

@@ -8,6 +8,7 @@ Minutes long (Ray starts in several scripts), so it is marked `bench`: `make tes
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,12 @@ def test_the_papers_table_shows_what_was_measured_at_the_papers_size_or_else_sma
     assert lines[3] == "| Atari sampling | LF 11.62x Ray | not measured in this run |"
     full = {"vs_ray": {"rows": [row(f"sampling (CartPole-v1, {n} envs)", 1000 * n, 1.0 + n / 100) for n in (2, 8, 32)]}}
     assert paper_table(full)[2].endswith("| sampling (CartPole-v1, 32 envs): lfrl 32,000 samples/s, 1.32x Ray |")
+
+
+@pytest.mark.parametrize(("args", "where"), [((), ROOT / "benchmarks" / "results"), (("--quick",), QUICK_RESULTS)])
+def test_a_quick_run_of_any_script_leaves_the_committed_results_alone(args: tuple[str, ...], where: Path) -> None:
+    """A script run by hand with `--quick` writes under build/bench-quick, as `make bench QUICK=1` does."""
+    env = {k: v for k, v in os.environ.items() if k != "LFRL_BENCH_RESULTS"}
+    shown = subprocess.run([sys.executable, "-c", "import common; print(common.RESULTS)", *args], cwd=ROOT / "benchmarks",
+                           env=env, capture_output=True, text=True, check=True)
+    assert shown.stdout.strip() == str(where.resolve())
