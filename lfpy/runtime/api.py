@@ -30,10 +30,10 @@ class _Time:
         self.physical = sched.physical
 
     def logical_elapsed(self) -> int:
-        return self._s.current.time - self._s.start_time
+        return self.logical() - self._s.start_time
 
     def physical_elapsed(self) -> int:
-        return self._s.physical() - self._s.start_time
+        return self.physical() - self._s.start_time
 
     def start(self) -> int:
         return self._s.start_time
