@@ -144,10 +144,13 @@ def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path |
 
 def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_ns: int | None = None,
              fast: bool | None = None, use_lfc: bool = False, resume: str | None = None,
-             cluster: ClusterOptions | None = None) -> int:
+             cluster: ClusterOptions | None = None, relocate: Callable[[str], str] | None = None) -> int:
     """`lfrl run`: compile, then run; returns the program's exit status (1 on compile errors).
     `resume`: a checkpoint file to go on from (checked before any of the program's code runs).
-    `cluster`: run the federates of a federated program in actors of that Ray cluster."""
+    `cluster`: run the federates of a federated program in actors of that Ray cluster.
+    `relocate(resume)`: once the checkpoint has been read and the program's state restored from it,
+    before the reactors' `resumed` methods, the checkpoint the run goes on from instead (the reactors
+    see it as `lf.resumed_from()`); raises CheckpointError with the reason it cannot."""
     if use_lfc:
         if resume is not None or cluster is not None:
             flag = "--resume" if resume is not None else "--cluster"
@@ -173,7 +176,8 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; {name} {what}")
         return 1
     outcome = Outcome()
-    status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, count, outcome)
+    status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, count, outcome,
+                             relocate=relocate)
     resumes = 0
     while cluster is not None and cluster.on_node_loss == "resume" and outcome.lost and status == 1:
         if outcome.checkpoint is None:
@@ -207,7 +211,7 @@ class Outcome:
 
 def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
                     fast: bool | None, resume: str | None, cluster: ClusterOptions | None, count: int,
-                    outcome: Outcome, resuming: bool = False) -> int:
+                    outcome: Outcome, resuming: bool = False, relocate: Callable[[str], str] | None = None) -> int:
     """Start the processes of federates 1..count-1 (here, or in Ray actors), then load and run the
     program."""
     main = built.elaborated.main.reactor
@@ -233,13 +237,15 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
         print("interrupted", file=sys.stderr, flush=True)
         return _closed(nodes, launched, 130)
     if not launched:
-        return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None, outcome)
+        return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None, outcome,
+                          relocate=relocate)
     # A Ctrl-C from now on is a stop, as while the federates start and during the run: once they are
     # up, the startup reactions run and then the shutdown reactions (a second one ends at once).
     stops = StopOnSignals(NotYetRunning())
     try:
         with stops:
-            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops, outcome, launcher)
+            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops, outcome, launcher,
+                              relocate)
     except KeyboardInterrupt:  # the second Ctrl-C
         print("interrupted", file=sys.stderr, flush=True)
         return stops.sched.interrupt_status
@@ -274,7 +280,8 @@ def _closed(nodes: Cluster | None, launched: dict[int, federation.Launched], sta
 def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
                fast: bool | None, resume: str | None, launched: dict[int, federation.Launched],
                stops: StopOnSignals | None, outcome: Outcome,
-               launcher: Callable[[str, int, bool], federation.Launched] = federation.launch) -> int:
+               launcher: Callable[[str, int, bool], federation.Launched] = federation.launch,
+               relocate: Callable[[str], str] | None = None) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
     identity = checkpoint.program_identity(built.source, _parameters(built.elaborated))
@@ -314,8 +321,15 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
         except checkpoint.CheckpointError as exc:
             diags.error(Loc(str(resume), 1, 1), str(exc))
             return 1
+        assert resume is not None
+        if relocate is not None:
+            try:
+                resume = relocate(resume)
+            except checkpoint.CheckpointError as exc:
+                diags.error(Loc(str(resume), 1, 1), str(exc))
+                return 1
         try:
-            env.call_resumed()
+            env.call_resumed(os.path.relpath(os.path.abspath(resume), os.path.dirname(os.path.abspath(path))))
         except SystemExit as exc:  # lf_print_error_and_exit: it has said why
             return exc.code if isinstance(exc.code, int) else 1
         except Exception as exc:

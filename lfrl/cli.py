@@ -134,8 +134,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     diags = Diagnostics()
     if args.seeds is not None:
         return run_seeds(args, diags)
-    if args.jobs is not None:
-        args.run_parser.error("--jobs is how many seeds run at once: it needs --seeds")
+    if args.jobs is not None or args.yes:
+        flag = "--jobs is how many seeds run at once" if args.jobs is not None else "--yes confirms a sweep of many seeds"
+        args.run_parser.error(f"{flag}: it needs --seeds")
+    if args.seed is not None and args.resume is not None:
+        args.run_parser.error("--seed and --resume: a resumed run goes on with the seed its checkpoint was written "
+                              "with; give one of them")
     if args.seed is not None:  # the learner program's preamble reads it (lfrl.seeds.run_config), in every process
         from lfrl.seeds import ENV, program_config
 
@@ -152,9 +156,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         flag = "--resources places federates" if args.resources else "--on-node-loss is about federates"
         args.run_parser.error(f"{flag} on a cluster: it needs --cluster")
     status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
-                      fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster)
+                      fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster,
+                      relocate=keep_finished_runs)
     _report(diags)
     return 1 if diags.has_errors and status == 0 else status
+
+
+def keep_finished_runs(checkpoint: str) -> str:
+    """The checkpoint a resume goes on from, once lfpy has read it: a learner's run that has gone
+    past it is kept as it is, and the run goes on in a copy of it (lfrl.logs.resume_from)."""
+    from lfpy.runtime.checkpoint import CheckpointError
+    from lfrl.logs import ResultsError, resume_from
+
+    try:
+        resumed, note = resume_from(checkpoint)
+    except ResultsError as exc:
+        raise CheckpointError(str(exc)) from None
+    if note is not None:
+        print(f"lfrl run: note: {note}", file=sys.stderr, flush=True)
+    return resumed
 
 
 def run_seeds(args: argparse.Namespace, diags: Diagnostics) -> int:
@@ -171,7 +191,8 @@ def run_seeds(args: argparse.Namespace, diags: Diagnostics) -> int:
                *(["--timeout", format_ns(args.timeout)] if args.timeout is not None else []),
                *(["--fast"] if args.fast else []), *(["--lfc"] if args.lfc else []),
                *(["--debug"] if args.debug else [])]
-    status = sweep(args.file, args.seeds, args.jobs or os.cpu_count() or 1, options, sys.stderr.isatty(), diags)
+    status = sweep(args.file, args.seeds, args.jobs or os.cpu_count() or 1, options, sys.stderr.isatty(), diags,
+                   yes=args.yes)
     _report(diags)
     return status
 
@@ -379,6 +400,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                           "status 1 if a seed failed")
     run.add_argument("--jobs", type=positive_int, metavar="N",
                      help="with --seeds, how many seeds run at once (default: one per CPU)")
+    run.add_argument("--yes", action="store_true",
+                     help="with --seeds, start more than 100 runs without asking first")
     run.set_defaults(run_parser=run)
     return parser, commands
 

@@ -10,22 +10,31 @@ numbers its runs), so a second run never touches the first one's files:
   updates_per_s and the learner's losses, one row per `log_every` environment steps); time is
   seconds of training;
 - a TensorBoard event file (`tensorboard --logdir runs`) with Stable-Baselines3's tag names;
-- `learning_curve.png` at the end: evaluation and episode returns over environment steps (drawn by
-  a child process, lfrl.curve); the learner adds `model.pt` and `checkpoints/`.
+- `learning_curve.png` and `summary.json` at the end: evaluation and episode returns over
+  environment steps (drawn by a child process, lfrl.curve), and the closing lines with whether the
+  run finished (spent its budget or reached `stop_at`); the learner adds `model.pt` and
+  `checkpoints/`.
 
 A `RunLog` pickles (for lfpy's checkpoints) as where its files had got to, with the run's folder
 relative to the program's. A resumed run calls `reopen` with the program's folder (moved or copied
 since, perhaps): it cuts every file back to that point and goes on appending, so a resumed run's
 results are the uninterrupted run's, in the folder next to the program it resumes.
+
+A run's results are never rewritten once it has gone past the checkpoint a resume starts from (it
+finished, or wrote a later checkpoint): `resume_from` then makes a new numbered folder that begins
+as a copy of the run up to that checkpoint, and the resumed run goes on there (every reactor that
+writes into the run's folder finds it with `resumed_folder`); `reopen` refuses to cut such a run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
 import os
 import re
+import shutil
 import time
 from collections import deque
 from typing import Any, BinaryIO
@@ -36,6 +45,9 @@ from lfrl.curve import Curve
 from lfrl.evaluate import Evaluation
 
 RECENT = 100  # episodes in the recent mean return (gymnasium's CartPole is solved at 475 over 100)
+HYPERPARAMETERS = "hyperparameters.json"
+SUMMARY = "summary.json"
+CHECKPOINTS = "checkpoints"
 
 
 class ResultsError(Exception):
@@ -63,6 +75,87 @@ def new_run_folder(program_dir: str, logdir: str, name: str) -> str:
     return os.path.normpath(os.path.join(logdir, f"{name}_{number}"))
 
 
+def checkpoint_step(name: str) -> int | None:
+    """The environment step of a learner's checkpoint file `step-N.ckpt` (lfrl.training), else None."""
+    match = re.fullmatch(r"step-([0-9]+)\.ckpt", os.path.basename(name))
+    return int(match.group(1)) if match else None
+
+
+def gone_past(folder: str, step: int) -> str | None:
+    """How the run in `folder` has gone past its environment step `step`: it finished (at a later
+    step), or it wrote a later checkpoint; None when it has not (its results may be cut back to
+    that step and go on)."""
+    try:
+        with open(os.path.join(folder, SUMMARY)) as saved:
+            ended = json.load(saved)
+        if ended.get("finished") and int(ended["env_steps"]) > step:
+            return f"it finished at step {int(ended['env_steps'])}"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass  # not ended (or not readable): the checkpoints tell
+    try:
+        later = sorted(n for n in os.listdir(os.path.join(folder, CHECKPOINTS))
+                       if (s := checkpoint_step(n)) is not None and s > step)
+    except OSError:
+        later = []
+    return f"it went on to write {later[-1]}" if later else None
+
+
+def resume_from(checkpoint: str) -> tuple[str, str | None]:
+    """Where `lfrl run --resume CHECKPOINT` goes on from. A learner's run goes on in its own folder
+    from a checkpoint it has not gone past (`gone_past`); from any other, it goes on in a new
+    numbered folder beside it that begins as a copy of the run up to that checkpoint (the
+    hyperparameters, the CSV and TensorBoard files, which the resumed run cuts back, and the
+    checkpoints up to it), so the run's own results stay as they are. Returns the checkpoint to go
+    on from (the copy's, then) and a note that says so, or None. A checkpoint outside a learner's
+    run folder is returned as it is. Raises ResultsError."""
+    checkpoints = os.path.dirname(os.path.abspath(checkpoint))
+    folder = os.path.dirname(checkpoints)
+    step = checkpoint_step(checkpoint)
+    named = re.fullmatch(r"(.+)_[0-9]+", os.path.basename(folder))
+    if (step is None or named is None or os.path.basename(checkpoints) != CHECKPOINTS
+            or not os.path.isfile(os.path.join(folder, HYPERPARAMETERS))):
+        return checkpoint, None
+    why = gone_past(folder, step)
+    if why is None:
+        return checkpoint, None
+    logdir = os.path.dirname(folder)
+    copy = os.path.join(logdir, new_run_folder(logdir, ".", named.group(1)))
+    try:
+        os.mkdir(os.path.join(copy, CHECKPOINTS))
+        for name in sorted(os.listdir(folder)):
+            if name == HYPERPARAMETERS or name.endswith(".csv") or name.startswith("events.out.tfevents."):
+                shutil.copy2(os.path.join(folder, name), os.path.join(copy, name))
+        for name in sorted(os.listdir(checkpoints)):
+            earlier = checkpoint_step(name)
+            if earlier is not None and earlier <= step:
+                _link_or_copy(os.path.join(checkpoints, name), os.path.join(copy, CHECKPOINTS, name))
+    except OSError as exc:
+        shutil.rmtree(copy, ignore_errors=True)
+        raise ResultsError(f"cannot copy the run {shown(folder)} to {shown(copy)}: {exc.strerror or exc}") from None
+    note = (f"{shown(folder)} is kept as it is ({why}); the run goes on from {os.path.basename(checkpoint)} "
+            f"in {shown(copy)}, a copy of it up to that checkpoint")
+    return os.path.join(copy, CHECKPOINTS, os.path.basename(checkpoint)), note
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """A checkpoint in a second folder: a hard link where the file system allows (checkpoints are
+    written whole and renamed into place, never changed), else a copy."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+def resumed_folder(lf: object, recorded: str) -> str:
+    """The run's folder (relative to the program's) for a reactor of a resumed run that writes into
+    it: the folder of the checkpoint the run resumed from (`lf.resumed_from()`, `RUN/checkpoints/`),
+    which is where `resume_from` sent it, else `recorded`, the one its state holds."""
+    checkpoint = lf.resumed_from() if hasattr(lf, "resumed_from") else None  # lfpy's: lfc's runtimes never resume
+    if checkpoint is None or os.path.basename(os.path.dirname(checkpoint)) != CHECKPOINTS:
+        return recorded
+    return os.path.normpath(os.path.dirname(os.path.dirname(checkpoint)))
+
+
 def create_new(path: str) -> tuple[BinaryIO, str]:
     """A file of one's own for `path`: `path` itself if it does not exist, else the first free
     `stem_N.suffix` (N from 2), created exclusively (never an earlier run's file, nor one a run
@@ -84,6 +177,8 @@ def shown(path: str) -> str:
 
 
 class RunLog:
+    ended: dict[str, Any] | None = None  # summary.json: the closing lines, whether the run finished
+
     CSV = {"episodes": ["step", "actor", "return", "length", "time"],
            "evaluations": ["step", "mean_return", "std_return", "mean_length", "episodes", "time"]}
 
@@ -113,7 +208,7 @@ class RunLog:
         self.elapsed_before = 0.0  # training seconds before this process (a resumed run)
         self.closed = False
         try:
-            with open(os.path.join(self.folder, "hyperparameters.json"), "w") as out:
+            with open(os.path.join(self.folder, HYPERPARAMETERS), "w") as out:
                 json.dump(config.to_dict(), out, indent=2, sort_keys=True)
             self._open(resumed=False)
         except OSError as exc:
@@ -139,20 +234,29 @@ class RunLog:
         self.bar = None  # drawn from the first round on: what the run prints at its start comes first
         self.opened_at = self.env_steps  # where the bar starts (a resumed run's steps so far)
 
-    def reopen(self, program_dir: str) -> None:
-        """A resumed run: its files in the run's folder next to the program in `program_dir`, cut
-        back to where they were at the checkpoint. Raises ResultsError."""
+    def reopen(self, program_dir: str, run: str | None = None) -> None:
+        """A resumed run: its files in the run's folder `run` (`resumed_folder`) next to the program
+        in `program_dir`, cut back to where they were at the checkpoint; never those of a run that
+        has gone past it (`run` None: the folder its state holds). Raises ResultsError."""
+        self.run = run or self.run
         self.folder = os.path.join(program_dir, self.run)
         missing = [name for name in (*(f"{n}.csv" for n in self.headers), self.board_name)
                    if not os.path.isfile(os.path.join(self.folder, name))]
         if missing:
-            raise ResultsError(f"cannot resume the run's results in {self.folder}: {', '.join(missing)} "
+            raise ResultsError(f"cannot resume the run's results in {self.where()}: {', '.join(missing)} "
                                f"{'is' if len(missing) == 1 else 'are'} missing (resume the program that "
                                "wrote the checkpoint, with its runs folder beside it)")
+        why = gone_past(self.folder, self.env_steps)
+        if why is not None:
+            raise ResultsError(f"cannot resume the run's results in {self.where()} at step {self.env_steps}: {why}, "
+                               f"and its results are kept as they are (resume from the checkpoint in its "
+                               f"{CHECKPOINTS} folder: lfrl run goes on in a copy of the run)")
         try:
+            with contextlib.suppress(FileNotFoundError):  # an interrupted run's end: this run ends it anew
+                os.remove(os.path.join(self.folder, SUMMARY))
             self._open(resumed=True)
         except OSError as exc:
-            raise ResultsError(f"cannot resume the run's results in {self.folder}: {exc.strerror or exc}") from None
+            raise ResultsError(f"cannot resume the run's results in {self.where()}: {exc.strerror or exc}") from None
 
     def __getstate__(self) -> dict[str, Any]:
         if "files" not in vars(self):  # unpickled and not reopened (a federate's state passing through)
@@ -211,6 +315,8 @@ class RunLog:
             self.bar = tqdm(total=self.total, initial=self.opened_at, unit="step", mininterval=0.5, dynamic_ncols=True)
         if self.bar is not None:
             self._show()
+            if self.env_steps > self.bar.total:  # a last round past the budget (PPO's are whole): it ends at 100%
+                self.bar.total = self.env_steps
             self.bar.update(self.env_steps - self.bar.n)  # redraws at most every `mininterval`
 
     def _training_row(self) -> None:
@@ -267,11 +373,14 @@ class RunLog:
         lines.append(f"results in {self.where()}")
         if self.evaluations:
             last = self.evaluations[-1]
-            lines.append(f"eval mean return {last.mean:.2f} over {len(last.returns)} episodes")
+            episodes = len(last.returns)
+            lines.append(f"eval mean return {last.mean:.2f} over {episodes} episode{'s' if episodes != 1 else ''}")
         else:
             lines.append("no evaluation ran")
         if final["trained"]:
             lines.append(f"weights checksum {final['checksum']:.9f}")
+        self.ended = {"finished": self.reached is not None or steps >= self.total, "env_steps": steps,
+                      "updates": updates, "summary": lines}
         return lines
 
     def _why(self, steps: int, stop_reason: str | None) -> str:
@@ -297,6 +406,9 @@ class RunLog:
         for f in self.files.values():
             f.close()
         self.board.close()
+        if self.ended is not None:
+            with open(os.path.join(self.folder, SUMMARY), "w") as out:
+                json.dump(self.ended, out, indent=2)
         self.plot()
 
     def plot(self) -> None:

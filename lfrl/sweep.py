@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from lfpy.diagnostics import Diagnostics
@@ -25,6 +25,7 @@ from lfrl.aggregate import SeedResult
 from lfrl.config import of
 
 POLL_S = 0.05  # how often the sweep looks for runs that have ended
+MANY = 100  # a sweep of more seeds than this starts only when confirmed (`--yes`, or an answer at a terminal)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -184,10 +185,31 @@ def stop_all(running: list[SeedRun], signum: int) -> None:
                     process.send_signal(signal.SIGINT)
 
 
-def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress: bool, diags: Diagnostics) -> int:
+def confirmed(count: int, path: str, jobs: int, yes: bool, read: Callable[[str], str] = input) -> bool:
+    """Whether a sweep of `count` runs may start: at once up to MANY, else with `yes` (`--yes`) or
+    a `y` at a terminal; without a terminal to ask at, it says how to go on (on stderr)."""
+    if count <= MANY or yes:
+        return True
+    what = f"--seeds: {count} runs of {os.path.basename(path)}, at most {jobs} at once"
+    if not sys.stdin.isatty():
+        print(f"lfrl run: error: {what}: more than {MANY} runs start only with --yes", file=sys.stderr)
+        return False
+    try:
+        answer = read(f"{what}; start them? [y/N] ")
+    except EOFError:
+        answer = ""
+    if answer.strip().lower() in ("y", "yes"):
+        return True
+    print("lfrl run: no run started", file=sys.stderr)
+    return False
+
+
+def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress: bool, diags: Diagnostics,
+          yes: bool = False) -> int:
     """Run the learner program at `path` once per seed in `chosen` (`lfrl run PATH --seed S
     *options`), at most `jobs` at once, and write the aggregate; returns the status: 0, 1 if a seed
-    failed (or the program cannot be run with seeds: `diags` says why), 130/143 when stopped."""
+    failed, the program cannot be run with seeds (`diags` says why) or more than MANY runs were not
+    confirmed (`yes`: they are), 130/143 when stopped."""
     from lfpy.frontend import analyze_program
     from lfrl.logs import ResultsError, new_run_folder, shown
 
@@ -201,6 +223,8 @@ def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress:
         config = of(values)
     except ValueError as exc:
         diags.error(elaborated.main.reactor.loc, f"--seeds: the program's CONFIG: {exc}")
+        return 1
+    if not confirmed(len(chosen), path, jobs, yes):
         return 1
     program_dir = os.path.dirname(os.path.abspath(path))
     try:

@@ -3,6 +3,7 @@ tensors, the parallel learners' arithmetic, n-step returns, networks, logs that 
 
 import math
 import pickle
+import re
 from pathlib import Path
 
 import numpy as np
@@ -411,6 +412,31 @@ def test_a_run_log_restored_from_a_pickle_cuts_its_files_back(tmp_path: Path) ->
             scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
     assert scalars["train/loss"] == [(10, 0.5), (20, 0.75)]  # nothing of step 30, which came after
     assert "eval/mean_reward" not in scalars
+
+
+def test_the_progress_bar_ends_at_100_percent_when_the_last_round_passes_the_budget(tmp_path: Path, capsys) -> None:
+    from lfrl.logs import RunLog
+
+    config = PPOConfig(program="Prog", env_id="CartPole-v1", seed=0, total_steps=100, envs_per_actor=1, n_steps=40,
+                       progress=True)
+    log = RunLog(config, str(tmp_path), ("loss",))
+    for steps in (40, 80, 120):  # whole rounds of 40: the last one passes 100
+        log.training({"env_steps": steps, "updates": steps // 10, "losses": {"loss": 0.5}})
+    log.close()
+    last = capsys.readouterr().err.split("\r")[-1]
+    assert re.match(r"100%\|█+\| 120/120 \[", last), last
+
+
+def test_the_summary_counts_one_evaluation_episode_in_the_singular(tmp_path: Path) -> None:
+    from lfrl.evaluate import Evaluation
+    from lfrl.logs import RunLog
+
+    config = PPOConfig(program="Prog", env_id="CartPole-v1", seed=0, total_steps=10, envs_per_actor=1, n_steps=10)
+    log = RunLog(config, str(tmp_path), ("loss",))
+    log.evaluation(Evaluation(10, (9.5,), (10,)))
+    lines = log.summary({"env_steps": 10, "updates": 1, "trained": True, "checksum": 1.0}, None)
+    log.close()
+    assert lines[-2:] == ["eval mean return 9.50 over 1 episode", "weights checksum 1.000000000"]
 
 
 def read_events(path: Path) -> list:

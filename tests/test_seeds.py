@@ -19,7 +19,7 @@ import torch
 
 from generator.catalog import write
 from lfrl.cli import main
-from lfrl.sweep import parse_seeds
+from lfrl.sweep import confirmed, parse_seeds
 from tests.lfutil import default_signals
 
 ROOT = Path(__file__).parent.parent
@@ -194,6 +194,9 @@ def test_seeds_that_cannot_be_run_are_refused(text: str, message: str, capsys: p
     (["--seeds", "0-1", "--seed", "3"], "--seeds runs each seed as a run of its own: it does not take --seed"),
     (["--seeds", "0-1", "--resume", "c.ckpt"], "--seeds runs each seed as a run of its own: it does not take --resume"),
     (["--seeds", "0-1", "--jobs", "0"], "argument --jobs: must be at least 1, got 0"),
+    (["--yes"], "--yes confirms a sweep of many seeds: it needs --seeds"),
+    (["--seed", "3", "--resume", "c.ckpt"], "--seed and --resume: a resumed run goes on with the seed its checkpoint "
+                                            "was written with; give one of them"),
 ])
 def test_flags_that_do_not_go_together_are_refused(args: list[str], message: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -215,3 +218,26 @@ def test_a_program_without_a_seed_parameter_is_refused_before_anything_runs(
                       f"lfrl.seeds.run_config")
     assert err[1].startswith("main reactor") and err[2].strip() == "^"
     assert sorted(os.listdir(tmp_path)) == ["lib", "sampling.lf"]  # no results folder, nothing run
+
+
+def test_a_sweep_of_more_than_100_seeds_starts_only_when_confirmed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    def unasked(question: str) -> str:
+        raise AssertionError(f"asked {question!r}")
+
+    assert confirmed(100, "dqn.lf", 2, yes=False, read=unasked)
+    assert confirmed(100001, "dqn.lf", 2, yes=True, read=unasked)
+    program = write("dqn", DQN, tmp_path / "dqn.lf")
+    refused = subprocess.run([sys.executable, "-m", "lfrl", "run", str(program), "--seeds", "0-100000"],
+                             capture_output=True, text=True, cwd=ROOT, timeout=120, stdin=subprocess.DEVNULL)
+    assert (refused.returncode, refused.stdout) == (1, "")
+    assert refused.stderr == ("lfrl run: error: --seeds: 100001 runs of dqn.lf, at most 2 at once: more than 100 "
+                              "runs start only with --yes\n")
+    assert sorted(os.listdir(tmp_path)) == ["dqn.lf", "lib"]  # no sweep folder, no run
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)  # at a terminal: asked
+    questions: list[str] = []
+    for answer, going_on in (("y", True), ("", False), ("no", False)):
+        capsys.readouterr()
+        assert confirmed(101, "dqn.lf", 2, yes=False, read=lambda q, a=answer: questions.append(q) or a) is going_on
+        assert capsys.readouterr().err == ("" if going_on else "lfrl run: no run started\n")
+    assert questions[0] == "--seeds: 101 runs of dqn.lf, at most 2 at once; start them? [y/N] "

@@ -82,6 +82,7 @@ class LfApi:
         self.time = _Time(sched)
         self._source_dir = os.path.dirname(source_file)
         self._package_dir = package_dir
+        self._resumed_from: str | None = None  # set by the environment before the reactors' `resumed` methods
         self.tag_compare = tag_compare
         self.Tag = Tag
 
@@ -116,6 +117,12 @@ class LfApi:
 
     def source_directory(self) -> str:
         return self._source_dir
+
+    def resumed_from(self) -> str | None:
+        """The checkpoint this run resumed from (`lfrl run --resume`), relative to the program's
+        folder (`source_directory()`), in every process of the program; None in a run that did not
+        resume (an lfpy extension, for the reactors' `resumed` methods)."""
+        return self._resumed_from
 
     def package_directory(self) -> str:
         return self._package_dir

@@ -125,7 +125,7 @@ class Environment:
             scheduler = core.scheduler_class(runner)
         self.sched = scheduler(plan, runner, fast, timeout, has_physical if keepalive is None else keepalive)
         self._specialize()
-        namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
+        self.api = namespace["lf"] = LfApi(self.sched, namespace.get("LF_FILE", ""), package_dir)
         namespace["request_stop"] = self.sched.request_stop
         namespace["lf_request_stop"] = self.sched.request_stop
         for inst in elaborated.instances:
@@ -486,12 +486,14 @@ class Environment:
             for attr, value in reactors.get(inst.full_name, {}).items():
                 setattr(obj, attr, value)
 
-    def call_resumed(self) -> None:
+    def call_resumed(self, checkpoint: str) -> None:
         """Once a resumed program's state is back, before its first tag: every reactor of this
         process that has a method `resumed` has it called, in instance order, to redo what its
         startup reaction did outside its state (reopen its files, apply process-wide settings). An
         lfpy extension, spelled as an ordinary LF method: lfc's runtimes, which have no checkpoints,
-        never call it. Raises what the method raises."""
+        never call it. `checkpoint`: the file the run resumed from, relative to the program's
+        folder, which `lf.resumed_from()` gives from now on. Raises what the method raises."""
+        self.api._resumed_from = checkpoint
         for inst in self._here():
             method = getattr(self.objects[id(inst)], "resumed", None)
             if callable(method):

@@ -594,7 +594,8 @@ class Federation:
         for k in range(1, len(self.names)):
             self.await_ready(k)
             if self.restored is not None:  # the federate answers again once its reactors have resumed
-                self._send(k, Restore({name: self.restored.get(name, {}) for name in self.instance_names[k]}))
+                self._send(k, Restore({name: self.restored.get(name, {}) for name in self.instance_names[k]},
+                                      self.env.api.resumed_from() or ""))
                 self.await_ready(k)
         if self.transients is not None:
             try:
@@ -897,13 +898,13 @@ class Federation:
             sched.halt(ran.status)
 
 
-def _resumed(env: Environment) -> Ready | Failed:
+def _resumed(env: Environment, checkpoint: str) -> Ready | Failed:
     """A federate's answer once its reactors' state is back: Ready when their `resumed` methods have
     run, else Failed with what went wrong, reported as the runtime reports a failure."""
     errors = io.StringIO()
     try:
         with contextlib.redirect_stderr(errors):
-            env.call_resumed()
+            env.call_resumed(checkpoint)
     except SystemExit:  # lf_print_error_and_exit: what it printed says why
         return Failed(errors.getvalue())
     except Exception as exc:
@@ -1102,7 +1103,7 @@ class Served:
     def restore(self, message: Restore) -> bool:
         """Resumed from a checkpoint: the state of this federate's reactors."""
         self.env.restore_reactors(message.reactors)
-        self.answers.send(encode(_resumed(self.env)))
+        self.answers.send(encode(_resumed(self.env, message.checkpoint)))
         return True
 
     def run(self, message: Run) -> bool:

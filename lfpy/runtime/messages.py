@@ -46,10 +46,12 @@ class Clock(NamedTuple):
 
 
 class Restore(NamedTuple):
-    """Resumed from a checkpoint: the saved state of this federate's reactors, by instance name
-    (answered `Ready` or `Failed`)."""
+    """Resumed from a checkpoint: the saved state of this federate's reactors, by instance name,
+    and the checkpoint's file relative to the program's folder, `lf.resumed_from()` (answered
+    `Ready` or `Failed`)."""
 
     reactors: dict[str, dict[str, Any]]
+    checkpoint: str
 
 
 class Exit(NamedTuple):
