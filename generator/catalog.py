@@ -22,7 +22,7 @@ import jinja2
 
 from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze
-from lfrl.config import ALGORITHMS, Config, MAPPOConfig, OffPolicyConfig, PPOConfig, of
+from lfrl.config import ALGORITHMS, SCENARIOS, Config, MAPPOConfig, OffPolicyConfig, PPOConfig, of
 
 
 def _data(package: str) -> Path:
@@ -236,10 +236,19 @@ def make_env(env_id: str, flag: str):  # -> gymnasium.Env
         raise TemplateError(f"{flag}: gymnasium cannot make {env_id!r}: {type(exc).__name__}: {exc}") from None
 
 
+ENVIRONMENT = ("env_id", "env_name")  # the parameters that name a template's environment, where it has one
+
+
+def env_of(values: dict[str, object]) -> str:
+    """The environment `values` name (a gymnasium id, or mpe2's scenario), or ""."""
+    return next((str(values[key]) for key in ENVIRONMENT if key in values), "")
+
+
 @dataclass(frozen=True)
 class EnvDefaults:
-    """Defaults of a family of environments (Atari games): for environment ids that start with
-    `prefix`, they replace the template's own defaults of the values a user does not give."""
+    """Defaults of a family of environments (Atari games, mpe2's scenarios with agents of their
+    own): for environment ids (or scenarios) that start with `prefix`, they replace the template's
+    own defaults of the values a user does not give."""
 
     family: str  # as --help names it: "default 64 (Atari: 32)"
     prefix: str
@@ -262,20 +271,21 @@ class Template:
     check_files: Callable[[str, dict[str, object], Path], None] | None = None
     env_defaults: tuple[EnvDefaults, ...] = ()
 
-    def defaults(self, env_id: str | None = None) -> dict[str, object]:
-        """Every parameter's default for environment `env_id` (None: the template's default one)."""
+    def defaults(self, env: str | None = None) -> dict[str, object]:
+        """Every parameter's default for environment `env` (an environment id, or mappo's scenario;
+        None: the template's default one)."""
         values = {p.name: p.default for p in self.params}
-        env_id = str(values.get("env_id", "")) if env_id is None else env_id
+        env = env_of(values) if env is None else env
         for family in self.env_defaults:
-            if env_id.startswith(family.prefix):
+            if env.startswith(family.prefix):
                 values.update(family.values)
                 break
         return values
 
     def merged(self, values: dict[str, object]) -> dict[str, object]:
         """`values` over the defaults of their environment: what a user gives always wins."""
-        env_id = values.get("env_id")
-        return {**self.defaults(None if env_id is None else str(env_id)), **values}
+        env = env_of(values) if set(ENVIRONMENT) & set(values) else None
+        return {**self.defaults(env), **values}
 
     def describe(self, param: Param) -> str:
         """`param`'s help text, with the defaults environment families give it."""
@@ -504,8 +514,9 @@ def derive_ppo(values: dict[str, object]) -> dict[str, object]:
 
 
 def derive_mappo(values: dict[str, object]) -> dict[str, object]:
-    """Checks of MAPPO's values against its scenario and each other; the program's CONFIG."""
-    from lfrl.mappo import describe
+    """Checks of MAPPO's values against its scenario and each other; the program's CONFIG, which
+    records the number of agents the scenario runs."""
+    from lfrl.mappo import describe, fixed_agents, takes_agents
 
     config = template_settings("mappo", values)
     assert isinstance(config, MAPPOConfig)
@@ -513,6 +524,12 @@ def derive_mappo(values: dict[str, object]) -> dict[str, object]:
         team = describe(config)
     except ValueError as exc:
         raise TemplateError(f"--env-name: {exc}") from None
+    problem = fixed_agents(config)
+    if problem is not None:  # a number given (the default is the scenario's own)
+        takers = [name for name in SCENARIOS if takes_agents(name)]
+        raise TemplateError(f"--agents {config.agents}: {problem}; --agents is for the scenarios that take a number "
+                            f"of them ({', '.join(takers)})")
+    config = config.replace(agents=len(team.agents))
     if config.share_policy and not team.alike:
         raise TemplateError(f"--share-policy: the agents of {team.env_name} ({', '.join(team.agents)}) observe or act "
                             "differently, so they cannot share a policy; give --share-policy no")

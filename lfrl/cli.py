@@ -249,15 +249,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     from cookiecutter.main import cookiecutter
 
     from generator.catalog import TEMPLATES, TemplateError
-    from generator.project import (
-        ask,
-        check_answer,
-        check_options,
-        default_answer,
-        for_cookiecutter,
-        project_slug,
-        project_values,
-    )
+    from generator.project import for_cookiecutter, project_slug, settle
 
     if not args.output.strip():
         print("lfrl new: error: -o: empty; give the folder to create the project in (default: here)", file=sys.stderr)
@@ -271,16 +263,8 @@ def cmd_new(args: argparse.Namespace) -> int:
                                                 ("seed", args.seed), ("processes", args.processes))
              if value is not None}
     defaults = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
-    try:  # each flag on its own first, then the options the template takes
-        for key, value in given.items():
-            check_answer(key, value, given.get("program", defaults["program"][0]))
-        answers = given if args.no_input else ask(given, defaults)
-        program = answers.get("program", defaults["program"][0])
-        answers = {k: (v[0] if isinstance(v, list) else v) for k, v in
-                   ((k, default_answer(k, program, defaults)) for k in defaults if k != "project_slug")} | answers
-        check_options(answers["program"], given)
-        project_values(answers["program"], answers["env_id"], answers["workers"], answers["seed"],
-                       answers["processes"])
+    try:
+        answers, made = settle(given, defaults, None if args.no_input else input)
         folder = os.path.join(args.output, project_slug(answers["project_name"]))
         if os.path.lexists(folder):
             raise TemplateError(f"{folder} already exists; choose another --project-name or -o")
@@ -292,14 +276,14 @@ def cmd_new(args: argparse.Namespace) -> int:
         return 1
     # The hook prints its own reason; cookiecutter's log of the failure is noise to a user.
     logging.getLogger("cookiecutter").setLevel(logging.CRITICAL)
-    made = [] if os.path.exists(args.output) else [args.output]  # cookiecutter makes it: undone on failure
+    new_folders = [] if os.path.exists(args.output) else [args.output]  # cookiecutter makes it: undone on failure
     try:
         out = cookiecutter(str(TEMPLATES / "project"), no_input=True, extra_context=for_cookiecutter(answers),
                            output_dir=args.output)
     except FailedHookException:  # the hook has printed its reason
-        for made_folder in made:
+        for new_folder in new_folders:
             with contextlib.suppress(OSError):
-                os.rmdir(made_folder)  # only if empty
+                os.rmdir(new_folder)  # only if empty
         return 1
     except CookiecutterException as exc:
         print(f"lfrl new: error: {exc}", file=sys.stderr)
@@ -308,6 +292,8 @@ def cmd_new(args: argparse.Namespace) -> int:
         print(f"lfrl new: error: {cannot_write(exc, args.output)}", file=sys.stderr)
         return 1
     print(f"created {out}")
+    if made.note:  # the README says it too
+        print(made.note.replace("`", ""))
     return 0
 
 
@@ -318,6 +304,36 @@ def _version() -> str:
         return version("lfrl")
     except PackageNotFoundError:  # run from a checkout that was never installed
         return "(not installed)"
+
+
+class HelpAfter(argparse.Action):
+    """-h/--help that first completes the help texts (`complete`) from what only the help needs and
+    is slow to import for every command (the template catalog)."""
+
+    def __init__(self, option_strings: list[str], dest: str, complete: Callable[[], None], help: str) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help)
+        self.complete = complete
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        self.complete()
+        parser.print_help()
+        parser.exit()
+
+
+def new_help(templates: argparse.Action, env_id: argparse.Action, processes: argparse.Action) -> None:
+    """`lfrl new --help`: the templates and which of them take --env-id and --processes, from the
+    template catalog."""
+    from generator.catalog import CATALOG
+    from generator.project import takes
+
+    def listed(names: list[str], last: str) -> str:
+        return f"{', '.join(names[:-1])} {last} {names[-1]}" if len(names) > 1 else names[0]
+
+    templates.help = f"the template: {listed(list(CATALOG), 'or')} (lfrl gen --list describes them)"
+    for action, key in ((env_id, "env_id"), (processes, "processes")):
+        others = [name for name in CATALOG if not takes(name, key)]
+        action.help = f"{action.help} (every template but {listed(others, 'and')})" if others else action.help
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -356,15 +372,18 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     gen.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the template's parameters
     gen.set_defaults(gen_parser=gen)
 
-    new = command("new", cmd_new, "scaffold a project (a cookiecutter template): asks, or takes flags")
+    new = command("new", cmd_new, "scaffold a project (a cookiecutter template): asks, or takes flags", add_help=False)
+    new.add_argument("-h", "--help", action=HelpAfter, help="show this help message and exit",
+                     complete=lambda: new_help(templates, env_id, processes))
     new.add_argument("--no-input", action="store_true", help="do not ask: take the flags and the defaults")
     new.add_argument("--project-name", help="the project's name (its folder is derived from it)")
-    new.add_argument("--template", help="sampling, qlearning, multiagent, dqn, ddpg, td3 or sac")
-    new.add_argument("--env-id", help="the environment id (every template but multiagent)")
-    new.add_argument("--workers", help="workers / actors / agents")
+    templates = new.add_argument("--template", help="the template")
+    env_id = new.add_argument("--env-id", help="the environment id")
+    new.add_argument("--workers", help="workers / actors / agents: the template's count (lfrl new sets the values its "
+                                       "defaults need for it; the project's README says which)")
     new.add_argument("--seed", help="the seed")
-    new.add_argument("--processes", help="yes: the workers or actors in processes of their own (a federated program; "
-                                          "every template but multiagent)")
+    processes = new.add_argument("--processes", help="yes: the workers, actors or agents in processes of their own, "
+                                                     "a federated program")
     new.add_argument("-o", "--output", default=".", help="the folder to create the project folder in (default: here)")
 
     run = command("run", cmd_run, "compile if needed and run an LF program")

@@ -8,8 +8,9 @@ it); each library reactor turns that dict into its algorithm's dataclass (`of`),
 learners, actors and evaluators read typed attributes from it.
 
 A subclass redeclares a field to give it another default (or help text); its range and checks come
-from the class that declared it first. Defaults for families of environments (Atari, Pendulum-v1)
-are `FAMILIES`; DDPG's difference from TD3 is fixed in its class.
+from the class that declared it first. Defaults for families of environments (Atari, Pendulum-v1,
+mpe2's scenarios with a number of agents of their own) are `FAMILIES`; DDPG's difference from TD3
+is fixed in its class.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ Steps = Annotated[int, Between(0, 10**10)]
 
 @dataclass(frozen=True)
 class Family:
-    """Defaults for a family of environments: for environment ids that start with `prefix`, they
-    replace the class's own defaults of the values a user does not give."""
+    """Defaults for a family of environments: for environment ids (MAPPO: scenario names) that start
+    with `prefix`, they replace the class's own defaults of the values a user does not give."""
 
     name: str  # as --help names it: "default 64 (Atari: 32)"
     prefix: str
@@ -143,7 +144,7 @@ class Config:
 
     @classmethod
     def defaults(cls, env_id: str | None = None) -> dict[str, Any]:
-        """Every field's default, with those of the family `env_id` belongs to."""
+        """Every field's default, with those of the family `env_id` (MAPPO: the scenario) belongs to."""
         values = {f.name: f.default for f in cls.fields()}
         for family in cls.FAMILIES:
             if env_id is not None and env_id.startswith(family.prefix):
@@ -559,6 +560,11 @@ Scenario = Literal["simple_spread_v3", "simple_reference_v3", "simple_speaker_li
                    "simple_line_v1"]
 SCENARIOS: tuple[str, ...] = typing.get_args(Scenario)
 
+# The scenarios with a number of agents of their own (mpe2's take no N): it is their default, and
+# `lfrl gen` refuses another (lfrl.mappo.fixed_agents).
+FIXED_TEAMS = tuple(Family(name, name, {"agents": agents}) for name, agents in
+                    (("simple_reference_v3", 2), ("simple_speaker_listener_v4", 2)))
+
 
 @dataclass(frozen=True)
 class MAPPOConfig(OnPolicyConfig):
@@ -567,12 +573,13 @@ class MAPPOConfig(OnPolicyConfig):
 
     ALGO = "mappo"
     TITLE = "MAPPO"
+    FAMILIES = FIXED_TEAMS
 
     env_name: Scenario = "simple_spread_v3"
     """mpe2 cooperative scenario (parallel API)"""
     agents: Annotated[int, Between(1, 64)] = 3
     """agents, for the scenarios that take a number of them (simple_spread, simple_formation,
-    simple_line); the others have their own"""
+    simple_line); the others have a fixed number, their default"""
     max_cycles: Annotated[int, Between(1, 10**6)] = 25
     """steps of an episode (mpe2's max_cycles)"""
     total_steps: Steps = 160_000

@@ -55,12 +55,17 @@ class TeamSpec:
         return sum(s.obs_shape[0] for s in self.specs) + len(self.agents)
 
 
+@functools.cache
+def takes_agents(name: str) -> bool:
+    """Whether scenario `name` takes a number of agents (mpe2's N); the others have a fixed number."""
+    return "N" in inspect.signature(importlib.import_module(f"mpe2.{name}").raw_env).parameters
+
+
 def scenario_kwargs(config: MAPPOConfig) -> dict[str, Any]:
     """The scenario's arguments: `agents` (its N) where it takes a number of agents, `max_cycles`, and
     discrete actions."""
-    module = importlib.import_module(f"mpe2.{config.env_name}")
     kwargs: dict[str, Any] = {"max_cycles": config.max_cycles, "continuous_actions": False}
-    if "N" in inspect.signature(module.raw_env).parameters:
+    if takes_agents(config.env_name):
         kwargs["N"] = config.agents
     return kwargs
 
@@ -125,6 +130,18 @@ def _describe(name: str, agents: int, max_cycles: int) -> TeamSpec:
     specs = tuple(EnvSpec(name, tuple(env.observation_space(agent).shape), "float32",
                           n_actions=int(env.action_space(agent).n)) for agent in env.agents)
     return TeamSpec(name, tuple(env.agents), specs)
+
+
+def fixed_agents(config: MAPPOConfig) -> str | None:
+    """Why `config.agents` is not the number of agents its scenario runs (one with a fixed number of
+    its own, another), or None. (The settings are to record what runs; lfrl.config's families make
+    that number the default of such a scenario.)"""
+    if takes_agents(config.env_name):
+        return None
+    team = describe(config)
+    if config.agents == len(team.agents):
+        return None
+    return f"{team.env_name} has a fixed number of agents, {len(team.agents)} ({', '.join(team.agents)})"
 
 
 def policy_of(config: MAPPOConfig, agent: int) -> int:

@@ -58,5 +58,6 @@ def test_a_wheel_installed_in_a_fresh_environment_generates_runs_and_makes_proje
     run([lfrl, "new", "--no-input", "--project-name", "Installed", "--template", "sac"], work)
     project = work / "installed"
     assert f"LFRL_SOURCE ?= {wheel}\n" in (project / "Makefile").read_text()
+    assert not list(project.rglob("__pycache__"))  # pip compiled the installed template's tests; none are copied
     tested = run(["make", "test"], project)
     assert "3 passed" in tested.stdout, tested.stdout

@@ -4,7 +4,10 @@ process of its own and after resume, a saved team replaying its evaluation, and 
 rendering. simple_spread's defaults beating the random policy by 30% within 500,000 agent steps:
 tests/test_docs.py (slow), on the run docs/mappo.md quotes."""
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +17,7 @@ import torch
 import lfrl
 from generator.catalog import TemplateError, resolve
 from lfrl import mappo, seeds
-from lfrl.config import MAPPOConfig, of
+from lfrl.config import SCENARIOS, MAPPOConfig, of
 from tests.test_learners_run import check_resumed_as_uninterrupted, generate, last_lines, run, run_folder
 
 SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": "16,16", "total_steps": 400,
@@ -137,6 +140,43 @@ def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, va
         generate(tmp_path, "mappo", **{**SMALL, **values})
     assert str(refused.value).startswith(message)
     assert not (tmp_path / "prog").exists()
+
+
+def test_a_scenario_with_agents_of_its_own_runs_and_records_them(tmp_path: Path) -> None:
+    """simple_reference has 2 agents whatever --agents says: they are its default, the program's CONFIG
+    and the run's hyperparameters.json record them, and another number given is refused with the
+    reason, before anything is written."""
+    assert {f.prefix: f.values for f in MAPPOConfig.FAMILIES} == {"simple_reference_v3": {"agents": 2},
+                                                                  "simple_speaker_listener_v4": {"agents": 2}}
+    for name in SCENARIOS:  # the families are the scenarios without an N, with the number mpe2 gives them
+        fixed = MAPPOConfig.defaults(name)["agents"] if name in {f.prefix for f in MAPPOConfig.FAMILIES} else None
+        assert mappo.takes_agents(name) == (fixed is None), name
+        if fixed is not None:
+            assert len(mappo.describe(MAPPOConfig(env_name=name, agents=fixed)).agents) == fixed  # type: ignore[arg-type]
+    with pytest.raises(TemplateError) as refused:
+        generate(tmp_path, "mappo", **SMALL, env_name="simple_reference_v3", agents=5)
+    assert str(refused.value) == ("--agents 5: simple_reference_v3 has a fixed number of agents, 2 (agent_0, agent_1); "
+                                  "--agents is for the scenarios that take a number of them (simple_spread_v3, "
+                                  "simple_formation_v1, simple_line_v1)")
+    assert not (tmp_path / "prog").exists()
+    assert resolve("mappo", {"env_name": "simple_reference_v3", "agents": 2})["config"]["agents"] == 2  # type: ignore[index]
+    assert resolve("mappo", {"env_name": "simple_line_v1", "agents": 5})["config"]["agents"] == 5  # type: ignore[index]
+    program = generate(tmp_path, "mappo", **SMALL, env_name="simple_reference_v3")
+    text = program.read_text()
+    assert '\n    "agents": 2,\n' in text and "agents = new[2] MAPPOAgent(" in text
+    last_lines(run(program))
+    assert json.loads((run_folder(program) / "hyperparameters.json").read_text())["agents"] == 2
+    # CONFIG edited to say otherwise: the program stops at its line, before it runs
+    program.write_text(text.replace('\n    "agents": 2,\n', '\n    "agents": 5,\n'))
+    edited = subprocess.run([sys.executable, "-m", "lfrl", "run", str(program)], capture_output=True, text=True,
+                            timeout=300)
+    line = next(i for i, text in enumerate(program.read_text().splitlines(), 1) if "team = new MAPPOTeam(" in text)
+    assert (edited.returncode, edited.stderr) == (1, (
+        f"{program}:{line}:24: error: parameter config of mappo.team (MAPPOTeam): agents 5: simple_reference_v3 has "
+        "a fixed number of agents, 2 (agent_0, agent_1)\n"
+        "  team = new MAPPOTeam(config = {= CONFIG =}, agents = 2)\n"
+        "                       ^\n"))
+    assert not run_folder(program, 2).exists()
 
 
 @pytest.mark.slow
