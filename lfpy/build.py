@@ -3,6 +3,7 @@ or hand the file to a real `lfc` when asked."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -29,6 +30,11 @@ from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.federation import federates
 from lfpy.runtime.signals import NotYetRunning, StopOnSignals
 
+# The module a federate's process runs: `python -m lfpy.federate` on this machine, its `main` in a
+# Ray actor (the launchers of federation.py and cluster.py are handed it: the runtime does not
+# import the toolchain).
+FEDERATE_ENTRY = "lfpy.federate"
+
 
 class Built:
     """A compiled program: the generated module's path and source, its line map, and the graph."""
@@ -37,6 +43,10 @@ class Built:
                  class_names: dict[int, str], elaborated: Elaborated, code: CodeType) -> None:
         self.module, self.source, self.line_map = module, source, line_map
         self.class_names, self.elaborated, self.code = class_names, elaborated, code
+
+    def source_map(self) -> SourceMap:
+        """Where the lines of the generated module came from."""
+        return SourceMap(str(self.module), self.source, self.line_map)
 
 
 def _lfc_missing(path: str, diags: Diagnostics) -> None:
@@ -216,7 +226,7 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     program."""
     main = built.elaborated.main.reactor
     nodes: Cluster | None = None
-    launcher = federation.launch
+    launcher: Callable[[str, int, bool], federation.Launched] = functools.partial(federation.launch, FEDERATE_ENTRY)
     launched: dict[int, federation.Launched] = {}
     try:
         if cluster is not None:
@@ -256,7 +266,8 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
 def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics, resuming: bool) -> Cluster | None:
     """Connect to the Ray cluster and place the federates; None when that cannot be done (reported)."""
     try:
-        return Cluster(options, built.elaborated, built.elaborated.main.reactor.loc.file, resuming)
+        lf_path = built.elaborated.main.reactor.loc.file
+        return Cluster(options, built.elaborated, lf_path, package_root(Path(lf_path)), FEDERATE_ENTRY, resuming)
     except ClusterError as exc:
         _cluster_error(exc, diags)
         return None
@@ -280,7 +291,7 @@ def _closed(nodes: Cluster | None, launched: dict[int, federation.Launched], sta
 def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
                fast: bool | None, resume: str | None, launched: dict[int, federation.Launched],
                stops: StopOnSignals | None, outcome: Outcome,
-               launcher: Callable[[str, int, bool], federation.Launched] = federation.launch,
+               launcher: Callable[[str, int, bool], federation.Launched] | None = None,
                relocate: Callable[[str], str] | None = None) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
@@ -312,8 +323,8 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
         diags.error(exc.loc, exc.message)
         return 1
     except Exception as exc:  # a state variable's or parameter's initial value failed
-        return _report_user_failure(built, exc, "initializing the reactors")
-    env.sched.source_map = _source_map(built)
+        return report_user_failure(built, exc, "initializing the reactors")
+    env.sched.source_map = built.source_map()
     elsewhere: dict[str, dict] | None = None  # saved state of the reactors in federates' processes
     if saved is not None:
         try:
@@ -333,12 +344,12 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
         except SystemExit as exc:  # lf_print_error_and_exit: it has said why
             return exc.code if isinstance(exc.code, int) else 1
         except Exception as exc:
-            return _report_user_failure(built, exc, "resuming the reactors")
+            return report_user_failure(built, exc, "resuming the reactors")
     trace_path = os.environ.get("LFPY_TRACE")
     trace: list | None = [] if trace_path else None
     if stops is not None:
         stops.hand_over(env.sched)
-        assert levels is not None
+        assert levels is not None and launcher is not None
         status = _run_federated(env, levels, built, trace, diags, elsewhere, launched, launcher, outcome)
     else:
         status = env.run(trace)
@@ -356,7 +367,7 @@ def load(built: Built) -> dict[str, object] | None:
     try:
         return load_module(built)
     except Exception as exc:  # a preamble failed at import time
-        _report_user_failure(built, exc, "preamble")
+        report_user_failure(built, exc, "preamble")
         return None
 
 
@@ -436,16 +447,11 @@ def _relocated(code: CodeType, line_map: dict[int, tuple[str, int]]) -> CodeType
     return code.replace(co_filename=file, co_firstlineno=code.co_firstlineno + shift)
 
 
-def _report_user_failure(built: Built, exc: Exception, what: str) -> int:
+def report_user_failure(built: Built, exc: Exception, what: str) -> int:
     """An error in user code outside reactions, reported as the runtime reports a failing reaction.
     Returns the exit status (1)."""
-    report_failure(None, f"{what} failed", exc, _source_map(built))
+    report_failure(None, f"{what} failed", exc, built.source_map())
     return 1
-
-
-def _source_map(built: Built) -> SourceMap:
-    """Where the lines of `built`'s generated module came from."""
-    return SourceMap(str(built.module), built.source, built.line_map)
 
 
 def _run_with_lfc(path: str, diags: Diagnostics) -> int:

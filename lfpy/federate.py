@@ -26,7 +26,7 @@ import socket
 import sys
 from pathlib import Path
 
-from lfpy.build import Built, _report_user_failure, _source_map, build, load_module
+from lfpy.build import Built, build, load_module, report_user_failure
 from lfpy.diagnostics import Diagnostic, Diagnostics
 from lfpy.loader import package_root
 from lfpy.runtime import federation
@@ -47,10 +47,10 @@ def _die_with_parent() -> None:
 
 
 def _failure_report(built: Built, exc: Exception, what: str) -> str:
-    """The report `_report_user_failure` prints, as text."""
+    """The report `report_user_failure` prints, as text."""
     report = io.StringIO()
     with contextlib.redirect_stderr(report):
-        _report_user_failure(built, exc, what)
+        report_user_failure(built, exc, what)
     return report.getvalue()
 
 
@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # a state variable's or parameter's initial value failed
         answers.send(encode(Failed(_failure_report(built, exc, "initializing the reactors"))))
         return 1
-    env.sched.source_map = _source_map(built)
+    env.sched.source_map = built.source_map()
     answers.send(encode(Ready()))
     try:
         return federation.serve(env, index, requests, answers, own, output)

@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lfpy.loader import package_root
 from lfpy.runtime import federation
 
 if TYPE_CHECKING:
@@ -209,10 +208,13 @@ class FederateActor:
 
         return ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid(), os.getcwd()
 
-    def run(self, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str]) -> int:
-        """Run federate `argv` (`lfpy.federate`'s arguments, with --connect); on the coordinator's
-        node (`local`: its id, and the Unix socket lfrl listens on there) it connects over that
-        socket instead, and large values cross in shared memory as on one host."""
+    def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str]) -> int:
+        """Run federate `argv` with the `main` of module `entry` (lfpy.federate: its arguments, with
+        --connect); on the coordinator's node (`local`: its id, and the Unix socket lfrl listens on
+        there) it connects over that socket instead, and large values cross in shared memory as on
+        one host."""
+        import importlib
+
         import ray
 
         node, path = local
@@ -221,24 +223,27 @@ class FederateActor:
             argv = [*argv[:at], "--unix", path, *argv[at + 2:]]
         os.environ.update(environ)
         os.environ["LFPY_FEDERATE_TOKEN"] = token
-        from lfpy import federate
-
-        return federate.main(argv)
+        return importlib.import_module(entry).main(argv)
 
 
 class Cluster:
     """lfrl's process as the Ray driver of one run: connected, the federates placed and started
     (`launch`), and everything it made on the cluster removed again (`close`)."""
 
-    def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str, resuming: bool = False) -> None:
-        """`resuming`: after a lost node, wait (PLACEMENT_WAIT) for a node that `at` names to come back."""
+    def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str, root: Path, entry: str,
+                 resuming: bool = False) -> None:
+        """`root`: the program's folder (its package root), which Ray carries to the nodes. `entry`:
+        the module whose `main(argv)` runs a federate's process (lfpy.federate, which the toolchain
+        names). `resuming`: after a lost node, wait (PLACEMENT_WAIT) for a node that `at` names to
+        come back."""
         try:
             import ray
         except ImportError:
             raise ClusterError("--cluster needs Ray: pip install 'lfrl[cluster]'") from None
         self.ray = ray
         self.lf_path = lf_path
-        self.root = package_root(Path(lf_path))
+        self.root = root
+        self.entry = entry
         self.listed = federation.federates(elaborated)
         self.actors: list[RemoteProcess] = []
         self.group: Any = None
@@ -388,7 +393,7 @@ class Cluster:
                 *(["--restoring"] if restoring else [])]
         environ = {name: value for name, value in os.environ.items() if PASSED_ENV.match(name)}
         where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
-        process = RemoteProcess(actor, where, actor.run.remote(argv, token.hex(), environ, (self.own_node, path)),
+        process = RemoteProcess(actor, where, actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path)),
                                 self.labels[k], self.root)
         self.actors.append(process)
         return federation.Launched(process, None, listener, token, local)

@@ -334,13 +334,13 @@ class Launched(NamedTuple):
                 listener.close()
 
 
-def launch(lf_path: str, k: int, restoring: bool) -> Launched:
-    """Start federate k's process (`python -m lfpy.federate`). It builds the program and its
-    reactors on its own, so lfrl starts it as soon as the program compiles: meanwhile lfrl's own
-    process loads the program too. It reports a failure to start only to lfrl's process
-    (`Federation.await_ready`), which shows it if the federation got that far."""
+def launch(entry: str, lf_path: str, k: int, restoring: bool) -> Launched:
+    """Start federate k's process: `python -m ENTRY` (lfpy.federate, which the toolchain names). It
+    builds the program and its reactors on its own, so lfrl starts it as soon as the program
+    compiles: meanwhile lfrl's own process loads the program too. It reports a failure to start only
+    to lfrl's process (`Federation.await_ready`), which shows it if the federation got that far."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    command = [sys.executable, "-m", "lfpy.federate", lf_path, str(k)]
+    command = [sys.executable, "-m", entry, lf_path, str(k)]
     restore = ["--restoring"] if restoring else []
     if transport() == "tcp":
         listener = socket.create_server(("127.0.0.1", 0))
@@ -528,7 +528,7 @@ class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
     def __init__(self, env: Environment, levels: Levels, lf_path: str, trace: bool,
-                 launcher: Callable[[str, int, bool], Launched] = launch) -> None:
+                 launcher: Callable[[str, int, bool], Launched]) -> None:
         """`levels`: the runner `env`'s scheduler was built with. `launcher(lf_path, k, restoring)`
         starts a new process of federate k (a transient federate joining): `launch` here, or in a
         Ray actor (cluster.py)."""
