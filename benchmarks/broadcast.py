@@ -18,7 +18,7 @@ row gets no ratio. Each measurement times its rounds after a few warm-up rounds,
   nothing is copied. Run with `lfrl run --workers 1` (the runtime's default) and `--workers CPUs` (at least 2).
 - *lfrl, federated*: the same program as a `federated reactor`: every receiver is a federate in an
   OS process of its own, the sender in lfrl's process. The array crosses through shared memory
-  (lfpy/runtime/transport.py): written once per round, whatever R, and mapped copy-on-write by each
+  (lfpy/runtime/federation/transport.py): written once per round, whatever R, and mapped copy-on-write by each
   receiver.
 - *Ray*, as its documentation recommends for sending one large object to many tasks: R actors (a
   fractional `num_cpus` each, so that 16 fit on this machine), `ref = ray.put(array)` once per round,

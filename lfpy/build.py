@@ -23,15 +23,17 @@ from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
-from lfpy.runtime import checkpoint, core, federation
+from lfpy.runtime import checkpoint, core
 from lfpy.runtime.cluster import Cluster, ClusterError, ClusterOptions
 from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.failure import SourceMap, report_failure
-from lfpy.runtime.federation import federates
+from lfpy.runtime.federation.coordinator import Federation, Levels
+from lfpy.runtime.federation.partition import federates, instances_of
+from lfpy.runtime.federation.processes import FederationError, Launched, abandon, launch
 from lfpy.runtime.signals import NotYetRunning, StopOnSignals
 
 # The module a federate's process runs: `python -m lfpy.federate` on this machine, its `main` in a
-# Ray actor (the launchers of federation.py and cluster.py are handed it: the runtime does not
+# Ray actor (the launchers of federation/processes.py and cluster.py are handed it: the runtime does not
 # import the toolchain).
 FEDERATE_ENTRY = "lfpy.federate"
 
@@ -226,8 +228,8 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     program."""
     main = built.elaborated.main.reactor
     nodes: Cluster | None = None
-    launcher: Callable[[str, int, bool], federation.Launched] = functools.partial(federation.launch, FEDERATE_ENTRY)
-    launched: dict[int, federation.Launched] = {}
+    launcher: Callable[[str, int, bool], Launched] = functools.partial(launch, FEDERATE_ENTRY)
+    launched: dict[int, Launched] = {}
     try:
         if cluster is not None:
             nodes = _cluster(cluster, built, diags, resuming)
@@ -237,7 +239,7 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
         launched = {k: launcher(main.loc.file, k, resume is not None) for k in range(1, count)}
         if nodes is not None:
             nodes.placed(launched)
-    except federation.FederationError as exc:  # before any process starts
+    except FederationError as exc:  # before any process starts
         print(f"error: {exc}", file=sys.stderr)
         return _closed(nodes, launched, 1)
     except ClusterError as exc:
@@ -280,18 +282,18 @@ def _cluster_error(exc: ClusterError, diags: Diagnostics) -> None:
         print(f"error: {exc}", file=sys.stderr, flush=True)
 
 
-def _closed(nodes: Cluster | None, launched: dict[int, federation.Launched], status: int) -> int:
+def _closed(nodes: Cluster | None, launched: dict[int, Launched], status: int) -> int:
     """End the federates' processes the program did not get to use and leave the cluster; `status`."""
-    federation.abandon(launched)
+    abandon(launched)
     if nodes is not None:
         nodes.close()
     return status
 
 
 def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
-               fast: bool | None, resume: str | None, launched: dict[int, federation.Launched],
+               fast: bool | None, resume: str | None, launched: dict[int, Launched],
                stops: StopOnSignals | None, outcome: Outcome,
-               launcher: Callable[[str, int, bool], federation.Launched] | None = None,
+               launcher: Callable[[str, int, bool], Launched] | None = None,
                relocate: Callable[[str], str] | None = None) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
@@ -307,10 +309,10 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     if namespace is None:
         return 1
     props = built.elaborated.target_properties
-    owned = federation.instances_of(built.elaborated, 0) if launched else None
+    owned = instances_of(built.elaborated, 0) if launched else None
     workers = workers or int(props.get("workers", 1) or 1)  # type: ignore[call-overload]
     # Federates in processes: the coordinator's scheduler runs its levels with them.
-    levels = federation.Levels(workers) if launched else None
+    levels = Levels(workers) if launched else None
     try:
         env = Environment(
             built.elaborated, namespace, built.class_names, workers=workers, runner=levels,
@@ -393,19 +395,19 @@ def load_module(built: Built) -> dict[str, object]:
     return namespace
 
 
-def _run_federated(env: Environment, levels: federation.Levels, built: Built, trace: list | None,
-                   diags: Diagnostics, restored: dict[str, dict] | None, launched: dict[int, federation.Launched],
-                   launcher: Callable[[str, int, bool], federation.Launched], outcome: Outcome) -> int:
-    """Run a federated program with its federates in processes (federation.py), started already
+def _run_federated(env: Environment, levels: Levels, built: Built, trace: list | None,
+                   diags: Diagnostics, restored: dict[str, dict] | None, launched: dict[int, Launched],
+                   launcher: Callable[[str, int, bool], Launched], outcome: Outcome) -> int:
+    """Run a federated program with its federates in processes (federation/), started already
     (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
     federates' processes."""
     lf_file = built.elaborated.main.reactor.loc
-    fed = federation.Federation(env, levels, lf_file.file, trace is not None, launcher)
+    fed = Federation(env, levels, lf_file.file, trace is not None, launcher)
     fed.restored = restored
     # Signals are handled by run_file's StopOnSignals, which acts on this scheduler now.
     try:
         fed.start(launched)
-    except federation.FederationError as exc:
+    except FederationError as exc:
         fed.kill()
         if not exc.reported:
             diags.error(Loc(lf_file.file, lf_file.line, lf_file.col), str(exc))

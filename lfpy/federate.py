@@ -1,11 +1,11 @@
 """A federate's process, started by the coordinator of a federated program
-(lfpy/runtime/federation.py) with what it talks on, three pipe ends or the coordinator's TCP port:
+(lfpy/runtime/federation/) with what it talks on, three pipe ends or the coordinator's TCP port:
 
   python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN [--rings REQUESTS ANSWERS] |
                           --connect HOST:PORT | --unix PATH) [--restoring] [--forward-output]
 
 With --rings the requests and answers go through rings in shared memory (the names of the
-coordinator's segments), and their pipes only wake a receiver that sleeps (transport.py).
+coordinator's segments), and their pipes only wake a receiver that sleeps (federation/transport.py).
 
 With --connect it opens two connections, each starting with the token in LFPY_FEDERATE_TOKEN: one
 for requests and answers, then one for its own messages. With --unix (a federate in a Ray actor on
@@ -29,10 +29,19 @@ from pathlib import Path
 from lfpy.build import Built, build, load_module, report_user_failure
 from lfpy.diagnostics import Diagnostic, Diagnostics
 from lfpy.loader import package_root
-from lfpy.runtime import federation
 from lfpy.runtime.environment import Environment, ParameterRefused
-from lfpy.runtime.messages import Failed, Ready, Refused, encode
-from lfpy.runtime.transport import Channel, PipeChannel, RingChannel, Segments, SocketChannel, map_ring
+from lfpy.runtime.federation.forwarding import Output, Printed, whole_lines
+from lfpy.runtime.federation.messages import Failed, Ready, Refused, encode
+from lfpy.runtime.federation.partition import instances_of
+from lfpy.runtime.federation.server import FederateScheduler, Outbox, serve
+from lfpy.runtime.federation.transport import (
+    Channel,
+    PipeChannel,
+    RingChannel,
+    Segments,
+    SocketChannel,
+    map_ring,
+)
 
 
 def _die_with_parent() -> None:
@@ -89,12 +98,12 @@ def main(argv: list[str]) -> int:
     path, index = argv[0], int(argv[1])
     _die_with_parent()
     requests, answers, own_channel = _channels(argv[2:])
-    own = federation.Outbox(own_channel)
+    own = Outbox(own_channel)
     output = None
     if "--forward-output" in argv:
-        output = federation.Output(own)
-        sys.stdout, sys.stderr = federation.Printed(1, output), federation.Printed(2, output)
-    federation.whole_lines()
+        output = Output(own.send)
+        sys.stdout, sys.stderr = Printed(1, output), Printed(2, output)
+    whole_lines()
     # What goes wrong before this federate is ready is sent to the coordinator, which shows it only
     # if it got that far itself (a failing preamble is reported once, by the coordinator).
     diags = Diagnostics()
@@ -110,8 +119,8 @@ def main(argv: list[str]) -> int:
     try:
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
                           keepalive=None, package_dir=str(package_root(Path(path))),
-                          restoring="--restoring" in argv, owned=federation.instances_of(built.elaborated, index),
-                          scheduler=federation.FederateScheduler)
+                          restoring="--restoring" in argv, owned=instances_of(built.elaborated, index),
+                          scheduler=FederateScheduler)
     except ParameterRefused as exc:  # the whole report: one error at the line that gave the value
         answers.send(encode(Refused(diags.render(Diagnostic("error", exc.message, exc.loc)) + "\n")))
         return 1
@@ -121,7 +130,7 @@ def main(argv: list[str]) -> int:
     env.sched.source_map = built.source_map()
     answers.send(encode(Ready()))
     try:
-        return federation.serve(env, index, requests, answers, own, output)
+        return serve(env, index, requests, answers, own, output)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

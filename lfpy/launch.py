@@ -1,6 +1,6 @@
 """`fed-gen/<Program>/bin/federate__<name> -i FEDERATION_ID`: ask the running federated program with
 that id (`lf.get_federation_id()`) to start its transient federate <name> again. lfrl starts and
-supervises the process (lfpy/runtime/transient.py); this returns once lfrl has the request, or
+supervises the process (lfpy/runtime/federation/transient.py); this returns once lfrl has the request, or
 exits with status 1 and the reason."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import argparse
 import socket
 import sys
 
-from lfpy.runtime.transient import launch_socket, launcher_name
+from lfpy.runtime.federation.transient import launch_socket, launcher_name
 
 
 def main(argv: list[str]) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lfpy.runtime import core
-from lfpy.runtime.federation import Levels
+from lfpy.runtime.federation.coordinator import Levels
 from lfpy.runtime.scheduler import Inline, Pool, Scheduler
 from tests.lfutil import default_signals, write
 from tests.test_determinism import DIAMOND_OF_BANKS, MODAL_BANK

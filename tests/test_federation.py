@@ -556,7 +556,7 @@ federated reactor {
 def test_a_segment_is_written_again_only_once_no_receiver_maps_it() -> None:
     import numpy
 
-    from lfpy.runtime.transport import PipeChannel, Segments
+    from lfpy.runtime.federation.transport import PipeChannel, Segments
 
     def created() -> set[Path]:
         return set(Path("/dev/shm").glob("psm_*")) - before
@@ -592,7 +592,7 @@ def test_torch_tensors_cross_as_arrays_of_their_storage() -> None:
 
     import torch
 
-    from lfpy.runtime.transport import SHARED_MIN, PipeChannel, Segments
+    from lfpy.runtime.federation.transport import SHARED_MIN, PipeChannel, Segments
 
     segments = Segments()
     read_fd, write_fd = os.pipe()
@@ -671,16 +671,16 @@ def test_an_unknown_transport_is_refused_before_any_federate_starts(tmp_path: Pa
 def test_a_connection_without_the_federates_token_is_turned_away() -> None:
     import socket
 
-    from lfpy.runtime import federation
-    from lfpy.runtime.transport import SocketChannel
+    from lfpy.runtime.federation import processes
+    from lfpy.runtime.federation.transport import SocketChannel
 
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     listener = socket.create_server(("127.0.0.1", 0))
-    token = b"t" * federation.TOKEN_BYTES
-    launched = federation.Launched(process, None, listener, token)
+    token = b"t" * processes.TOKEN_BYTES
+    launched = processes.Launched(process, None, listener, token)
     try:
         intruder = socket.create_connection(listener.getsockname())
-        intruder.sendall(b"x" * federation.TOKEN_BYTES)
+        intruder.sendall(b"x" * processes.TOKEN_BYTES)
         member = [socket.create_connection(listener.getsockname()) for _ in range(2)]
         for sock in member:
             sock.sendall(token)
@@ -701,11 +701,11 @@ def test_a_connection_without_the_federates_token_is_turned_away() -> None:
 def test_a_federate_that_ends_before_it_connects_did_not_start() -> None:
     import socket
 
-    from lfpy.runtime import federation
+    from lfpy.runtime.federation import processes
 
-    process = federation.Child([sys.executable, "-c", "raise SystemExit(3)"])
-    launched = federation.Launched(process, None, socket.create_server(("127.0.0.1", 0)), b"t" * 16)
-    with pytest.raises(federation.FederationError, match=r"^federate f did not start: it exited with status 3$"):
+    process = processes.Child([sys.executable, "-c", "raise SystemExit(3)"])
+    launched = processes.Launched(process, None, socket.create_server(("127.0.0.1", 0)), b"t" * 16)
+    with pytest.raises(processes.FederationError, match=r"^federate f did not start: it exited with status 3$"):
         launched.channels("f")
     launched.discard()
 

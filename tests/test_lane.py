@@ -1,5 +1,5 @@
 """The federation's fast lane (lfpy/runtime/_lane.c): a plain tag's request and answer in C on both
-sides, everything else through federation.py's own code. The lanes run with the C core; the same
+sides, everything else through the federation's own Python code. The lanes run with the C core; the same
 programs on the pure-Python core (LFPY_CORE=python, no lanes) give the same output and traces, with
 values marshal would not carry exactly (arrays, bytearrays, numpy scalars, named tuples), ports kept
 in a federate, actions scheduled there and a stop requested there."""
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from lfpy.runtime import core, transport
-from lfpy.runtime.transport import RingChannel, map_ring, ring_memory
+from lfpy.runtime import core
+from lfpy.runtime.federation import transport
+from lfpy.runtime.federation.transport import RingChannel, map_ring, ring_memory
 from tests.lfutil import default_signals, write
 from tests.test_core import assert_same
 
@@ -161,12 +162,12 @@ def test_the_coordinators_lane_marshals_plain_requests_and_hands_over_the_rest()
     answers_out.send((12, [(2, "set there")], [], [], [], False, False, None, [], [], []))
     lane.collect()  # an answer that only sets ports: set here
     assert slots[2].log == ["set there"] and calls == ["round"]
-    slots[1].set(bytearray(b"ab"))  # marshal would make it bytes: federation.py sends it
+    slots[1].set(bytearray(b"ab"))  # marshal would make it bytes: the coordinator's Python sends it
     lane.send([reactions[2]])
     assert calls[-1] == ("send_run", 1, 1_000, 2, [(2, [(1, bytearray(b"ab"))])])
     stopped = (12, [], [], [], [], True, False, None, [], [], [])
     answers_out.send(stopped)
-    lane.collect()  # anything but ports set: federation.py applies it
+    lane.collect()  # anything but ports set: the coordinator's Python applies it
     assert calls[-1] == ("apply", 1, stopped)
     lane.send([reactions[1]])
     os.close(answers_out.fd)  # type: ignore[arg-type]  # the federate's process ends
@@ -232,7 +233,7 @@ class Served:
 
 def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None:
     from lfpy.runtime import _wire
-    from lfpy.runtime.federation import Kept
+    from lfpy.runtime.federation.messages import Kept
     from lfpy.runtime.tag import Tag
 
     requests_out, requests_in = rings()

@@ -482,7 +482,7 @@ def test_processes_yes_puts_each_actor_in_a_process_with_the_same_weights(tmp_pa
 @pytest.mark.slow  # actors in processes are checked in the default run
 def test_the_weights_are_the_same_with_every_reactor_in_a_process_of_its_own(tmp_path: Path) -> None:
     """The learner program as a federated reactor: actors, buffer, evaluator and monitor each in a
-    process of their own (federation.py), the same weights as the main reactor's."""
+    process of their own (lfpy/runtime/federation/), the same weights as the main reactor's."""
     program = generate(tmp_path, "dqn", **{**DQN, "actors": 2})
     federated = program.with_name("federated.lf")
     source = program.read_text()

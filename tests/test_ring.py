@@ -16,8 +16,15 @@ from pathlib import Path
 import numpy
 import pytest
 
-from lfpy.runtime import transport
-from lfpy.runtime.transport import POLL_NS, RING_BYTES, RingChannel, Segments, map_ring, ring_memory
+from lfpy.runtime.federation import transport
+from lfpy.runtime.federation.transport import (
+    POLL_NS,
+    RING_BYTES,
+    RingChannel,
+    Segments,
+    map_ring,
+    ring_memory,
+)
 
 pytestmark = pytest.mark.skipif(not transport.RINGS, reason="the ring is not built")
 ROOT = Path(__file__).parent.parent
@@ -130,7 +137,7 @@ def test_a_signal_handler_runs_while_a_receiver_waits(pair: tuple[RingChannel, R
 
 ECHO = """
 import os, sys
-from lfpy.runtime.transport import RingChannel, map_ring
+from lfpy.runtime.federation.transport import RingChannel, map_ring
 requests = RingChannel(map_ring(sys.argv[1]), int(sys.argv[3]), sender=False)
 answers = RingChannel(map_ring(sys.argv[2]), int(sys.argv[4]), sender=True)
 while True:

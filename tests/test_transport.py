@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import numpy
 import pytest
 
-from lfpy.runtime.transport import SHARED_MIN, SocketChannel
+from lfpy.runtime.federation.transport import SHARED_MIN, SocketChannel
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@
 - `api`: the names reaction bodies see (`lf`, units, `lf_print`, ...);
 - `environment`: binds an elaborated program (`lfpy.graph`) to all of the above for one run, and
   holds its state for checkpoints (`checkpoint`: the file);
-- `federation`, `messages`, `transport`, `transient`: federated programs with their federates in
-  processes;
-  `cluster`: those processes in Ray actors on the nodes of a cluster (`lfrl run --cluster`).
+- `federation/`: federated programs with their federates in processes, a package of one module per
+  job (its messages, transport, processes, the coordinator's and the federate's sides, ...);
+- `cluster`: those processes in Ray actors on the nodes of a cluster (`lfrl run --cluster`).
 
 The modules form a stack (docs/runtime.md); the threading contract is written at the top of
 scheduler.py and ports.py.

@@ -1,17 +1,17 @@
 /* The federation's fast lane: a plain tag's request and answer handled in C on both sides, for
- * federates whose channels are rings (federation.py builds the lanes when the C core is selected;
- * LFPY_CORE=python keeps everything in Python, the reference).
+ * federates whose channels are rings (federation/coordinator.py and server.py build the lanes when
+ * the C core is selected; LFPY_CORE=python keeps everything in Python, the reference).
  *
  * A tag is plain when nothing but reactions reading ports and setting ports happens: no mode entered
  * with reset, no action scheduled, no stop or checkpoint requested, no failure, no trace, no output
  * held for the coordinator, and every value is plain data (`plain`: None, bools, ints, floats,
  * complex numbers, strings, bytes, and tuples, lists and dicts of those, of these exact types).
  * Its messages are then marshalled (KIND_MARSHAL), which costs less than pickling and is exact for
- * those types; every other message, and everything else a tag does, goes through federation.py's
- * own code (the lanes call it: `served.finish`, `federation.apply`, ...), so the two paths give the
- * same results by construction: the fast one only skips work that is empty.
+ * those types; every other message, and everything else a tag does, goes through the federation's
+ * own Python code (the lanes call it: `served.finish`, `federation.apply`, ...), so the two paths give
+ * the same results by construction: the fast one only skips work that is empty.
  *
- * Messages are those of messages.py, as plain tuples with their kind's number first:
+ * Messages are those of federation/messages.py, as plain tuples with their kind's number first:
  *   Run: (RUN, time, microstep, [(reaction index, [(slot, value)])], resets)
  *   Ran: (RAN, outputs, scheduled, physical, transitions, stop, failed, status, traced, checkpoints,
  *         printed), plain when all but `outputs` are empty, False or None.
@@ -147,7 +147,7 @@ static int is_empty_sequence(PyObject *o)
 typedef struct {
     PyObject_HEAD
     Ring *requests, *answers;
-    PyObject *served;     /* federation.Served: `finish(failed)` and `send_all` */
+    PyObject *served;     /* server.Served: `finish(failed)` and `send_all` */
     PyObject *sched;      /* its FederateScheduler */
     PyObject *unpickle;   /* the requests channel's, for frames that are not marshalled */
     PyObject *next_round; /* the answers channel's */
@@ -560,7 +560,7 @@ PyTypeObject FederateLaneType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._wire.FederateLane",
     .tp_basicsize = sizeof(FederateLane),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "A federate's fast lane: plain Runs handled in C (federation.Served makes it).",
+    .tp_doc = "A federate's fast lane: plain Runs handled in C (federation.server.Served makes it).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)FederateLane_init,
     .tp_traverse = (traverseproc)FederateLane_traverse,
@@ -577,8 +577,8 @@ typedef struct {
     PyObject *index;      /* Reaction -> its index */
     PyObject *reads;      /* per reaction: [(slot, port or action)] it reads */
     PyObject *slots;      /* the ports and actions by slot */
-    PyObject *away;       /* federates whose reactions are not run (a set, federation.py's) */
-    PyObject *resets;     /* federate -> mode resets to send (a dict, federation.py's) */
+    PyObject *away;       /* federates whose reactions are not run (a set, the Federation's) */
+    PyObject *resets;     /* federate -> mode resets to send (a dict, the Federation's) */
     PyObject *next_round; /* the requests' segments: a new round */
     PyObject *send_run;   /* send_run(k, time, microstep, batch) -> sent: a Run that is not plain */
     PyObject *apply;      /* apply(k, raw answer): an answer that is not plain */
@@ -725,7 +725,7 @@ static int sort_ssize(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Lost federate k (what `send` or `collect` found): federation.py reports it. */
+/* Lost federate k (what `send` or `collect` found): the Federation reports it. */
 static int report_lost(CoordinatorLane *self, Py_ssize_t k)
 {
     PyObject *res = PyObject_CallFunction(self->lost, "n", k);
@@ -852,7 +852,7 @@ static PyObject *CoordinatorLane_send(CoordinatorLane *self, PyObject *reactions
                 continue;
             }
             sent = 1;
-        } else { /* federation.py sends it: pickled, large values in shared memory, mode resets */
+        } else { /* the Federation sends it: pickled, large values in shared memory, mode resets */
             PyObject *res2 = PyObject_CallFunction(self->send_run, "nOON", k, PyTuple_GET_ITEM(now, 0),
                                                    PyTuple_GET_ITEM(now, 1), batch);
             if (res2 == NULL)

@@ -1,6 +1,6 @@
 /* A one-way channel between two processes of one machine: messages go through a ring buffer in
  * shared memory, and a pipe only wakes a receiver that sleeps and tells it when the sender has gone
- * (transport.py's RingChannel wraps it; the federation's requests and answers on one host).
+ * (federation/transport.py's RingChannel wraps it; the federation's requests and answers on one host).
  *
  * A pipe costs a system call to write each message and one or more to read it (a receiver that
  * polls calls `read` again and again); here a message is a copy into the ring and a store of the

@@ -10,7 +10,7 @@ static struct PyModuleDef wire_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "lfpy.runtime._wire",
     .m_doc = "How a federation's messages cross between the processes of one machine: rings in shared memory and "
-             "the fast lane of plain tags (see lfpy/runtime/transport.py and federation.py).",
+             "the fast lane of plain tags (see lfpy/runtime/federation/: transport.py, coordinator.py, server.py).",
     .m_size = -1,
     .m_methods = module_methods,
 };

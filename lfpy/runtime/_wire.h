@@ -2,7 +2,7 @@
  *
  * _ring.c: `Ring`, one end of a one-way channel through a ring buffer in shared memory.
  * _lane.c: the federation's fast lane, the requests and answers of a plain tag handled in C on both
- *          sides (federation.py falls back to its own code for everything else).
+ *          sides (the federation's Python falls back to its own code for everything else).
  * _wire.c: the module.
  */
 #ifndef LFPY_WIRE_H
@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* What a frame's payload is (transport.py's kinds): a pickle, a pickle whose large buffers are in
+/* What a frame's payload is (federation/transport.py's kinds): a pickle, a pickle whose large buffers are in
  * shared memory, a marshal (the fast lane's plain messages). */
 enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_MARSHAL = 2 };
 

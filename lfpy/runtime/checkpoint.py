@@ -21,7 +21,7 @@ program's identity, the tag, the payload's size and SHA-256), then the payload (
 is written under a temporary name in the same folder and renamed, so a crash never leaves a
 partial checkpoint under the final name. A checkpoint is code (pickle): resume only from your own.
 
-A federated program in processes (federation.py) is checkpointed whole: lfrl's process keeps the
+A federated program in processes (federation/) is checkpointed whole: lfrl's process keeps the
 schedule and asks each federate for the state of its reactors (`Environment.capture_reactors`); a
 resumed run gives each federate's process its part (`restore_reactors`) before it starts.
 

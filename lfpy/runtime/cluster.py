@@ -8,7 +8,7 @@ federate's process there (`lfpy.federate --connect`, the actor's own process) an
 actor or its node is lost. Everything of a round goes over the direct TCP connections each federate
 opens back to lfrl's process (`SocketChannel`), never through Ray's object store; a federate that
 lands on lfrl's own node connects over a Unix socket instead and gets large values through shared
-memory, as on one host. What federates print comes back with their answers (federation.Output).
+memory, as on one host. What federates print comes back with their answers (federation/forwarding.py).
 
 Imported only with --cluster: Ray is an optional dependency (`pip install 'lfrl[cluster]'`).
 """
@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lfpy.runtime import federation
+from lfpy.runtime.federation.partition import federates
+from lfpy.runtime.federation.processes import TOKEN_BYTES, Launched
 
 if TYPE_CHECKING:
     from lfpy.ast import Host
@@ -119,7 +120,7 @@ def host_name(host: Host) -> str:
 
 
 class RemoteProcess:
-    """A federate's process in a Ray actor (federation.Process)."""
+    """A federate's process in a Ray actor (federation.processes.Process)."""
 
     remote = True
 
@@ -244,7 +245,7 @@ class Cluster:
         self.lf_path = lf_path
         self.root = root
         self.entry = entry
-        self.listed = federation.federates(elaborated)
+        self.listed = federates(elaborated)
         self.actors: list[RemoteProcess] = []
         self.group: Any = None
         self.strategies: dict[int, dict[str, Any]] = {}
@@ -372,8 +373,8 @@ class Cluster:
 
     # ------------------------------------------------------------ federates
 
-    def launch(self, lf_path: str, k: int, restoring: bool) -> federation.Launched:
-        """Start federate k in a Ray actor where `_place` put it (federation.launch's counterpart);
+    def launch(self, lf_path: str, k: int, restoring: bool) -> Launched:
+        """Start federate k in a Ray actor where `_place` put it (federation.processes.launch's counterpart);
         `placed` waits until Ray has placed every one."""
         ray = self.ray
         demand = self.demands.get(k, Demand())
@@ -387,7 +388,7 @@ class Cluster:
         path = os.path.join(self.sockets, f"{k}-{secrets.token_hex(4)}")
         local.bind(path)
         local.listen()
-        token = secrets.token_bytes(federation.TOKEN_BYTES)
+        token = secrets.token_bytes(TOKEN_BYTES)
         port = listener.getsockname()[1]
         argv = [os.path.relpath(lf_path, self.root), str(k), "--connect", f"{self.address}:{port}", "--forward-output",
                 *(["--restoring"] if restoring else [])]
@@ -396,9 +397,9 @@ class Cluster:
         process = RemoteProcess(actor, where, actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path)),
                                 self.labels[k], self.root)
         self.actors.append(process)
-        return federation.Launched(process, None, listener, token, local)
+        return Launched(process, None, listener, token, local)
 
-    def placed(self, launched: dict[int, federation.Launched]) -> None:
+    def placed(self, launched: dict[int, Launched]) -> None:
         """Wait until Ray has placed every launched federate; ClusterError naming those it could not
         place in PLACEMENT_WAIT seconds (what they ask for exists, but is taken)."""
         ray = self.ray

@@ -47,7 +47,7 @@ class ParameterRefused(Exception):
 
 
 class Remote(Protocol):
-    """Reactors whose state lives in other processes (a federated program's federates, federation.py)."""
+    """Reactors whose state lives in other processes (a federated program's federates, federation/coordinator.py)."""
 
     def init_state(self, inst: Instance, mode: str | None) -> None:
         """Run `inst`'s state initialisers (those of `mode` only, when given) where it lives."""
@@ -67,7 +67,7 @@ class Environment:
         """`identity`: the program's, for its checkpoints (`checkpoint.program_identity`).
         `restoring`: the reactors' state will come from a checkpoint, so their initialisers do not
         run (they may have effects, such as opening files). `owned`: the ids of the instances
-        whose initialisers run in this process (a federate's, see federation.py); None: all.
+        whose initialisers run in this process (a federate's, see federation/server.py); None: all.
         `runner`: how the scheduler runs a tag's levels; None: inline, or on a pool of `workers`.
         Raises ParameterRefused when an initialiser raises `lf.ParameterError`, else what it raises."""
         self.graph = elaborated

@@ -184,7 +184,7 @@ class PoolPort(Port):
 
 
 class FederatePort(PoolPort):
-    """A port in a federate's process (federation.py): every `set` is recorded, a second one at a tag
+    """A port in a federate's process (federation/server.py): every `set` is recorded, a second one at a tag
     too (a later reaction's value replaces an earlier one's, and the coordinator must learn it)."""
 
     __slots__ = ()

@@ -34,7 +34,7 @@ class Reaction:
         self.lf_file = lf_file
         self.lf_line = lf_line
         self.lf_col = lf_col
-        self.federate = 0  # in a federated program in processes: the federate that runs it (federation.py)
+        self.federate = 0  # in a federated program in processes: the federate that runs it (federation/)
 
     def active(self) -> bool:
         return all(state.current == mode for state, mode in self.gates)

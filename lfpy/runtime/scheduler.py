@@ -3,7 +3,7 @@
 Parts, one job each (as in reactor-cpp): `EventQueue` (events.py) holds future tags; the level
 buckets (`buckets`, one list per level) are the ready queue of the current tag; a level runner,
 given at construction, runs a tag's levels: `Inline` (one worker), `Pool` (a worker pool runs one
-level's reactions at once) or the federated runner (federation.py: other federates' reactions run
+level's reactions at once) or the federated runner (federation/coordinator.py: other federates' reactions run
 in their processes).
 
 Extensions (federation, transient federates, checkpoints) use only public methods: callbacks

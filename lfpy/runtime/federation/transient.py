@@ -1,6 +1,6 @@
 """Transient federates: `@transient` on a top-level instance of a federated reactor makes a federate
 that may leave the federation while the others go on, and be started again (LF's transient
-federates, with centralized coordination and one schedule, federation.py).
+federates, with centralized coordination and one schedule, coordinator.py).
 
 Leaving: `lf.stop()` (or `lf.request_stop()`) in one of its reactions at tag g. Its shutdown
 reactions run at the next microstep (g, m+1), with whatever else happens there; then its process
@@ -59,7 +59,7 @@ def _next(tag: Tag) -> Tag:
 
 
 class Member(Protocol):
-    """A federate as federation.py lists it."""
+    """A federate as partition.py lists it (`partition.Federate`)."""
 
     name: str
     instances: list[Instance]
@@ -67,7 +67,7 @@ class Member(Protocol):
 
 
 class Members(Protocol):
-    """What transient federates need of the federation (federation.py's `Federation`)."""
+    """What transient federates need of the federation (coordinator.py's `Federation`)."""
 
     env: Environment
     sched: Scheduler
@@ -87,7 +87,7 @@ class Transients:
     the tags the module docstring gives."""
 
     def __init__(self, federation: Members, listed: list[Member]) -> None:
-        """`listed`: the federates in federation order (`federates` of federation.py)."""
+        """`listed`: the federates in federation order (`partition.federates`)."""
         self.fed = federation
         env, sched = federation.env, federation.sched
         self.sched = sched

@@ -1,9 +1,9 @@
 """How a federated program's processes talk: a `Channel` carries Python objects one way.
 
 The coordinator and each federate process hold a pair of channels (requests, answers) and one more
-for what a federate sends on its own (physical actions scheduled by its threads). Everything else
-in `federation.py` sees only `Channel`'s methods, so another transport (federates hosted as Ray
-actors on other machines, say) replaces this module and nothing else.
+for what a federate sends on its own (physical actions scheduled by its threads). The rest of the
+federation sees only `Channel`'s methods, but for the fast lane, which takes a `RingChannel`'s ring
+(coordinator.py, server.py); processes.py and lfpy.federate make the channels.
 
 `RingChannel` (the default on one machine) carries each message through a ring buffer in shared
 memory (the extension `_wire`, `_ring.c`): a message costs a copy, and a receiver polling the ring

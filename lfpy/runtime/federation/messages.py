@@ -1,12 +1,30 @@
-"""The messages between lfrl's process (the coordinator) and a federate's process (federation.py,
-lfpy/federate.py), one named type each.
+"""Every message between lfrl's process (the coordinator, coordinator.py) and a federate's process
+(server.py, started as lfpy.federate), one named type each with its fields, and the order in which
+they come. This is the one place that names them.
 
 Three channels per federate: requests (coordinator -> federate), answers to them (federate ->
 coordinator, one per request that has an answer) and the federate's own messages (federate ->
 coordinator, at any time, from any of its threads).
 
+The sequence, for each federate's process (a transient federate's new process too):
+
+1. Starting. lfrl starts the process as soon as the program compiles (processes.py); it builds the
+   program and its own reactors and answers, unasked: `Ready`, or `Failed` (a preamble or an
+   initialiser failed: its report) or `Refused` (a reactor refused a parameter: its report), and
+   then ends.
+2. Resuming (a run resumed from a checkpoint): `Restore` -> `Ready` or `Failed`.
+3. Once the start time is known: a federate on another machine is asked `Clock` -> `ClockReading`
+   a few times, to learn how its clock differs; then `Start` (no answer). A transient federate
+   that joins gets `Start` with the tag it joins at.
+4. Each level of a tag with reactions of the federate: `Run` -> `Ran`. The coordinator sends every
+   federate its `Run` first, then takes their `Ran`s in federate order.
+5. At the end of a tag with a checkpoint: `Capture` -> `State` or `Unsaved`.
+6. At any time, on the federate's own channel: `Physical`, `Stop`, `Checkpoint`, `Print`.
+7. `Exit` (no answer): the process ends. It ends too when its request channel closes.
+
 On the wire a message is a plain tuple, its kind's number first (`encode`, `decode`): pickling a
-named tuple costs several times what a plain one does, twice per federate and level.
+named tuple costs several times what a plain one does, twice per federate and level. The fast
+lane (_lane.c) marshals plain `Run`s and `Ran`s in the same layout.
 """
 
 from __future__ import annotations
@@ -134,6 +152,21 @@ class Print(NamedTuple):
 
     fd: int
     text: str
+
+
+# ---------------------------------------------------------------- values in messages
+
+
+class Kept:
+    """The value of a port whose readers are all in the federate that set it: it stays there."""
+
+
+class Shown(str):
+    """A user trace point's value as the federate that recorded it shows it (`repr`): the trace file
+    writes `repr` of each value, and any value can be traced, picklable or not."""
+
+    def __repr__(self) -> str:
+        return str(self)
 
 
 KINDS: tuple[type, ...] = (Start, Run, Capture, Clock, Restore, Exit, Ready, Failed, Refused, State, Unsaved,
