@@ -27,9 +27,9 @@ from lfpy.runtime import checkpoint, core
 from lfpy.runtime.cluster import Cluster, ClusterError, ClusterOptions
 from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.failure import SourceMap, report_failure
-from lfpy.runtime.federation.coordinator import Federation, Levels
+from lfpy.runtime.federation.coordinator import FederatedRunner, Federation
 from lfpy.runtime.federation.partition import federates, instances_of
-from lfpy.runtime.federation.processes import FederationError, Launched, abandon, launch
+from lfpy.runtime.federation.processes import FederationError, StartedFederate, abandon, launch
 from lfpy.runtime.signals import NotYetRunning, StopOnSignals
 
 # The module a federate's process runs: `python -m lfpy.federate` on this machine, its `main` in a
@@ -228,8 +228,8 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     program."""
     main = built.elaborated.main.reactor
     nodes: Cluster | None = None
-    launcher: Callable[[str, int, bool], Launched] = functools.partial(launch, FEDERATE_ENTRY)
-    launched: dict[int, Launched] = {}
+    launcher: Callable[[str, int, bool], StartedFederate] = functools.partial(launch, FEDERATE_ENTRY)
+    launched: dict[int, StartedFederate] = {}
     try:
         if cluster is not None:
             nodes = _cluster(cluster, built, diags, resuming)
@@ -282,7 +282,7 @@ def _cluster_error(exc: ClusterError, diags: Diagnostics) -> None:
         print(f"error: {exc}", file=sys.stderr, flush=True)
 
 
-def _closed(nodes: Cluster | None, launched: dict[int, Launched], status: int) -> int:
+def _closed(nodes: Cluster | None, launched: dict[int, StartedFederate], status: int) -> int:
     """End the federates' processes the program did not get to use and leave the cluster; `status`."""
     abandon(launched)
     if nodes is not None:
@@ -291,9 +291,9 @@ def _closed(nodes: Cluster | None, launched: dict[int, Launched], status: int) -
 
 
 def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
-               fast: bool | None, resume: str | None, launched: dict[int, Launched],
+               fast: bool | None, resume: str | None, launched: dict[int, StartedFederate],
                stops: StopOnSignals | None, outcome: Outcome,
-               launcher: Callable[[str, int, bool], Launched] | None = None,
+               launcher: Callable[[str, int, bool], StartedFederate] | None = None,
                relocate: Callable[[str], str] | None = None) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
@@ -312,7 +312,7 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     owned = instances_of(built.elaborated, 0) if launched else None
     workers = workers or int(props.get("workers", 1) or 1)  # type: ignore[call-overload]
     # Federates in processes: the coordinator's scheduler runs its levels with them.
-    levels = Levels(workers) if launched else None
+    levels = FederatedRunner(workers) if launched else None
     try:
         env = Environment(
             built.elaborated, namespace, built.class_names, workers=workers, runner=levels,
@@ -395,9 +395,9 @@ def load_module(built: Built) -> dict[str, object]:
     return namespace
 
 
-def _run_federated(env: Environment, levels: Levels, built: Built, trace: list | None,
-                   diags: Diagnostics, restored: dict[str, dict] | None, launched: dict[int, Launched],
-                   launcher: Callable[[str, int, bool], Launched], outcome: Outcome) -> int:
+def _run_federated(env: Environment, levels: FederatedRunner, built: Built, trace: list | None,
+                   diags: Diagnostics, restored: dict[str, dict] | None, launched: dict[int, StartedFederate],
+                   launcher: Callable[[str, int, bool], StartedFederate], outcome: Outcome) -> int:
     """Run a federated program with its federates in processes (federation/), started already
     (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
     federates' processes."""

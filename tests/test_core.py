@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lfpy.runtime import core
-from lfpy.runtime.federation.coordinator import Levels
+from lfpy.runtime.federation.coordinator import FederatedRunner
 from lfpy.runtime.scheduler import Inline, Pool, Scheduler
 from tests.lfutil import default_signals, write
 from tests.test_determinism import DIAMOND_OF_BANKS, MODAL_BANK
@@ -347,9 +347,9 @@ def test_the_c_core_runs_programs_with_one_worker(monkeypatch: pytest.MonkeyPatc
     monkeypatch.delenv("LFPY_CORE", raising=False)
     assert core.selected() == "c"
     assert core.scheduler_class(Inline()) is core.CScheduler
-    assert core.scheduler_class(Levels(1)) is core.CScheduler  # a federated program's coordinator too
+    assert core.scheduler_class(FederatedRunner(1)) is core.CScheduler  # a federated program's coordinator too
     assert core.scheduler_class(Pool(2)) is Scheduler  # the worker pools' runners are Python's
-    assert core.scheduler_class(Levels(2)) is Scheduler
+    assert core.scheduler_class(FederatedRunner(2)) is Scheduler
 
 
 @built

@@ -677,7 +677,7 @@ def test_a_connection_without_the_federates_token_is_turned_away() -> None:
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     listener = socket.create_server(("127.0.0.1", 0))
     token = b"t" * processes.TOKEN_BYTES
-    launched = processes.Launched(process, None, listener, token)
+    launched = processes.StartedFederate(process, None, listener, token)
     try:
         intruder = socket.create_connection(listener.getsockname())
         intruder.sendall(b"x" * processes.TOKEN_BYTES)
@@ -704,7 +704,7 @@ def test_a_federate_that_ends_before_it_connects_did_not_start() -> None:
     from lfpy.runtime.federation import processes
 
     process = processes.Child([sys.executable, "-c", "raise SystemExit(3)"])
-    launched = processes.Launched(process, None, socket.create_server(("127.0.0.1", 0)), b"t" * 16)
+    launched = processes.StartedFederate(process, None, socket.create_server(("127.0.0.1", 0)), b"t" * 16)
     with pytest.raises(processes.FederationError, match=r"^federate f did not start: it exited with status 3$"):
         launched.channels("f")
     launched.discard()

@@ -219,7 +219,9 @@ class LaneReaction:
         self.call = fn
 
 
-class Served:
+class LaneServer:
+    """What the lane uses of a federate's server (`FederateServer`): `finish` and `send_all`."""
+
     send_all = False
 
     def __init__(self) -> None:
@@ -233,13 +235,13 @@ class Served:
 
 def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None:
     from lfpy.runtime import _wire
-    from lfpy.runtime.federation.messages import Kept
+    from lfpy.runtime.federation.messages import NotSent
     from lfpy.runtime.tag import Tag
 
     requests_out, requests_in = rings()
     answers_out, answers_in = rings()
-    served, sched = Served(), FederateSched()
-    served.sched = sched
+    server, sched = LaneServer(), FederateSched()
+    server.sched = sched
     table = [FederatePort(name, sched.set_ports) for name in "abcd"]
     seen = []
 
@@ -258,9 +260,9 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None
 
     reactions = [LaneReaction(copy), LaneReaction(keep), LaneReaction(array), LaneReaction(fail),
                  LaneReaction(copy, deadline=10**9)]
-    lane = _wire.FederateLane(served, sched, requests_in._ring, answers_out._ring, requests_in._unpickle,
+    lane = _wire.FederateLane(server, sched, requests_in._ring, answers_out._ring, requests_in._unpickle,
                               lambda: None, reactions, [[table[0], table[1]], [], [], [], [table[0]]], table,
-                              {port: slot for slot, port in enumerate(table)}, {3}, [], Kept, Tag, 1, 12)
+                              {port: slot for slot, port in enumerate(table)}, {3}, [], NotSent, Tag, 1, 12)
     table[1].is_present = True  # read, absent at this tag: the lane clears it
     requests_out.send((1, 5_000, 1, [(0, [(0, 41)])], []))
     requests_out.send((1, 6_000, 0, [(1, [])], []))  # sets a kept port
@@ -273,7 +275,7 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None
     assert type(seen[0][0]) is Tag and sched._current is None
     assert answers_in.receive() == (12, [(2, ("copied", 41))], [], [], [], False, False, None, [], [], [])
     assert answers_in.receive() == (12, [(2, ("copied", 2))], [], [], [], False, False, None, [], [], [])
-    assert served.finished == [False, False, True]  # the kept port, the bytearray, the failure
+    assert server.finished == [False, False, True]  # the kept port, the bytearray, the failure
     assert sched.failures == ["ValueError: no"] and sched.deadlined == [reactions[4]]
     assert sched.arrival is not None and sched.set_ports == []
     requests_out.send((5,))  # any other request

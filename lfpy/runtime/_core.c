@@ -1334,7 +1334,7 @@ static int run_queued(Core *c, const int *q, int n)
     return 0;
 }
 
-/* A level with reactions of other federates (federation/coordinator.py's Levels.run): those are handed to `send`
+/* A level with reactions of other federates (federation/coordinator.py's FederatedRunner.run): those are handed to `send`
  * first, in order, the coordinator's own run here meanwhile, then `collect` applies the answers. */
 static int run_remote_level(Core *c, int *q, int n)
 {

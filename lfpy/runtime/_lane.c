@@ -147,7 +147,7 @@ static int is_empty_sequence(PyObject *o)
 typedef struct {
     PyObject_HEAD
     Ring *requests, *answers;
-    PyObject *served;     /* server.Served: `finish(failed)` and `send_all` */
+    PyObject *served;     /* server.FederateServer: `finish(failed)` and `send_all` */
     PyObject *sched;      /* its FederateScheduler */
     PyObject *unpickle;   /* the requests channel's, for frames that are not marshalled */
     PyObject *next_round; /* the answers channel's */
@@ -293,7 +293,7 @@ static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports)
             return NULL;
         }
         int kept = send_all ? 0 : PySet_Contains(self->kept, slot);
-        if (kept != 0) { /* the coordinator learns only that it is present: `Kept`, which is no plain data */
+        if (kept != 0) { /* the coordinator learns only that it is present: `NotSent`, no plain data */
             Py_DECREF(outputs);
             return NULL;
         }
@@ -339,7 +339,7 @@ static int finish(FederateLane *self, int failed)
             Py_DECREF(set_ports);
             return -1;
         }
-        if (ran != NULL) { /* as Served.finish: the segments' round, the output, then the answer */
+        if (ran != NULL) { /* as FederateServer.finish: the segments' round, the output, then the answer */
             PyObject *res = PyObject_CallNoArgs(self->next_round);
             if (res == NULL || flush_output() < 0) {
                 Py_XDECREF(res);
@@ -443,7 +443,7 @@ static PyObject *make_tag(PyObject *tag_type, PyObject *time, PyObject *microste
     return tag;
 }
 
-/* Served.run for a plain Run: the tag, the reactions with what they read, then `finish`. */
+/* FederateServer.run for a plain Run: the tag, the reactions with what they read, then `finish`. */
 static int run_plain(FederateLane *self, PyObject *msg)
 {
     PyObject *sched = self->sched;
@@ -560,7 +560,7 @@ PyTypeObject FederateLaneType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "lfpy.runtime._wire.FederateLane",
     .tp_basicsize = sizeof(FederateLane),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "A federate's fast lane: plain Runs handled in C (federation.server.Served makes it).",
+    .tp_doc = "A federate's fast lane: plain Runs handled in C (made by federation.server.FederateServer).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)FederateLane_init,
     .tp_traverse = (traverseproc)FederateLane_traverse,

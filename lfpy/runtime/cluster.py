@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lfpy.runtime.federation.partition import federates
-from lfpy.runtime.federation.processes import TOKEN_BYTES, Launched
+from lfpy.runtime.federation.processes import TOKEN_BYTES, StartedFederate
 
 if TYPE_CHECKING:
     from lfpy.ast import Host
@@ -373,7 +373,7 @@ class Cluster:
 
     # ------------------------------------------------------------ federates
 
-    def launch(self, lf_path: str, k: int, restoring: bool) -> Launched:
+    def launch(self, lf_path: str, k: int, restoring: bool) -> StartedFederate:
         """Start federate k in a Ray actor where `_place` put it (federation.processes.launch's counterpart);
         `placed` waits until Ray has placed every one."""
         ray = self.ray
@@ -397,9 +397,9 @@ class Cluster:
         process = RemoteProcess(actor, where, actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path)),
                                 self.labels[k], self.root)
         self.actors.append(process)
-        return Launched(process, None, listener, token, local)
+        return StartedFederate(process, None, listener, token, local)
 
-    def placed(self, launched: dict[int, Launched]) -> None:
+    def placed(self, launched: dict[int, StartedFederate]) -> None:
         """Wait until Ray has placed every launched federate; ClusterError naming those it could not
         place in PLACEMENT_WAIT seconds (what they ask for exists, but is taken)."""
         ray = self.ray

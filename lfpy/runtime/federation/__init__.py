@@ -9,7 +9,7 @@ federate with reactions at that level one message and applies their answers in f
 Every process builds the whole program (the same generated module and graph), so ports and actions
 have the same number (`slot`) everywhere; a federate initialises only its own reactors and runs only
 its own reactions. A value that only reactions of its own federate read stays there: the
-coordinator learns only that the port is present (`messages.Kept`), unless it traces ports
+coordinator learns only that the port is present (`messages.NotSent`), unless it traces ports
 (LFPY_TRACE).
 
 One module per job, each importing only those above it in this list:
@@ -20,13 +20,13 @@ One module per job, each importing only those above it in this list:
   memory, pipes, TCP);
 - `partition`: the program's graph split among the federates, and the numbering of ports, actions
   and modes that every process shares;
-- `processes`: starting a federate's process (`launch`), talking to it (`Launched.channels`),
+- `processes`: starting a federate's process (`launch`), talking to it (`StartedFederate.channels`),
   ending it (`abandon`, `reap`);
 - `forwarding`: what federates print, whole lines; a federate elsewhere forwards it to the
   coordinator;
 - `transient`: transient federates, which leave and join while the others run;
-- `server`: a federate's side, in its process (`serve`, `Served`, `FederateScheduler`);
-- `coordinator`: the coordinator's side, in lfrl's process (`Federation`, and `Levels`, the level
+- `server`: a federate's side, in its process (`serve`, `FederateServer`, `FederateScheduler`);
+- `coordinator`: the coordinator's side, in lfrl's process (`Federation`, and `FederatedRunner`, the level
   runner of the program's scheduler).
 
 Their entry points are outside the runtime: lfpy.federate is a federate's process (it builds the

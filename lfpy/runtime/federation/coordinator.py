@@ -1,6 +1,6 @@
 """The coordinator's side of a federated program, in lfrl's process: `Federation` keeps the
 federates' processes and, for each level of a tag, sends every federate with reactions at that
-level one message and applies the answers; `Levels` is the level runner that the program's
+level one message and applies the answers; `FederatedRunner` is the level runner that the program's
 scheduler is built with, which hands those levels over to it.
 
 lfrl's process keeps the scheduler of the whole program (event queue, tags, levels, port presence)
@@ -58,7 +58,7 @@ from lfpy.runtime.federation.partition import (
     report_unsendable,
     slots,
 )
-from lfpy.runtime.federation.processes import FederationError, Launched, Process, reap
+from lfpy.runtime.federation.processes import FederationError, Process, StartedFederate, reap
 from lfpy.runtime.federation.transient import Transients
 from lfpy.runtime.federation.transport import RINGS, Channel, RingChannel, Segments
 from lfpy.runtime.scheduler import LevelRunner, Pool, Scheduler, by_order
@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from lfpy.runtime.reaction import Reaction
 
 
-class Levels(LevelRunner):
+class FederatedRunner(LevelRunner):
     """The coordinator's level runner: each level's reactions of other federates are sent to their
     processes first (`send`), this process's run meanwhile (on a pool with several workers), then
     the answers are applied (`collect`). Given to the scheduler when it is built; the `Federation`
@@ -143,8 +143,8 @@ class Levels(LevelRunner):
 class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
-    def __init__(self, env: Environment, levels: Levels, lf_path: str, trace: bool,
-                 launcher: Callable[[str, int, bool], Launched]) -> None:
+    def __init__(self, env: Environment, levels: FederatedRunner, lf_path: str, trace: bool,
+                 launcher: Callable[[str, int, bool], StartedFederate]) -> None:
         """`levels`: the runner `env`'s scheduler was built with. `launcher(lf_path, k, restoring)`
         starts a new process of federate k (a transient federate joining): `launch` here, or in a
         Ray actor (cluster.py)."""
@@ -200,7 +200,7 @@ class Federation:
 
     # ------------------------------------------------------------ processes
 
-    def start(self, launched: dict[int, Launched]) -> None:
+    def start(self, launched: dict[int, StartedFederate]) -> None:
         """Take over the processes `launch` started for every federate but the first (they leave
         `launched`) and wait until each has built its reactors; raises FederationError naming the
         first that could not."""
@@ -224,7 +224,7 @@ class Federation:
         for k in self.requests:
             self.send_start(k, Tag(self.sched.start_time, 0))
 
-    def adopt(self, k: int, launched: Launched) -> None:
+    def adopt(self, k: int, launched: StartedFederate) -> None:
         """Talk to federate k's process `launch` started: its channels, and a thread that listens to
         what it sends on its own."""
         self.processes[k] = launched.process

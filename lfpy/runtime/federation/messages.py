@@ -114,7 +114,7 @@ class ClockReading(NamedTuple):
 class Ran(NamedTuple):
     """What the reactions of a `Run` did, to apply at the coordinator in federate order."""
 
-    outputs: list[tuple[int, Any]]  # (slot, value or `Kept`) of the ports set
+    outputs: list[tuple[int, Any]]  # (slot, value or `NotSent`) of the ports set
     scheduled: list[tuple[int, int, Any]]  # logical actions: (slot, delay, value)
     physical: list[tuple[int, int, Any]]  # physical actions: (slot, physical time, value)
     transitions: list[tuple[int, str]]  # (mode state index, mode transition) taken at the end of the tag
@@ -157,11 +157,12 @@ class Print(NamedTuple):
 # ---------------------------------------------------------------- values in messages
 
 
-class Kept:
-    """The value of a port whose readers are all in the federate that set it: it stays there."""
+class NotSent:
+    """In place of a port's value that was not sent: every reader of the port is in the federate that
+    set it, and the value stays there (the coordinator learns only that the port is present)."""
 
 
-class Shown(str):
+class TracedRepr(str):
     """A user trace point's value as the federate that recorded it shows it (`repr`): the trace file
     writes `repr` of each value, and any value can be traced, picklable or not."""
 

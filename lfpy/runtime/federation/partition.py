@@ -82,7 +82,7 @@ def mode_states(env: Environment) -> list[ModeState]:
     return [env.mode_states[id(i)] for i in env.graph.instances if id(i) in env.mode_states]
 
 
-def kept_slots(env: Environment, index: int, table: list[Port | Action]) -> set[int]:
+def unsent_slots(env: Environment, index: int, table: list[Port | Action]) -> set[int]:
     """Slots of this federate's ports whose value no other process needs: every reaction that can
     read them (through fan-out and copies too) is in this federate, and no delayed or physical
     connection leaves them."""
@@ -91,7 +91,7 @@ def kept_slots(env: Environment, index: int, table: list[Port | Action]) -> set[
     for r, k in zip(env.reactions, where, strict=True):
         for o in reads(r):
             readers.setdefault(id(o), set()).add(k)
-    kept = set()
+    unsent = set()
     for slot, o in enumerate(table):
         if not isinstance(o, Port) or o.delayed:
             continue
@@ -99,8 +99,8 @@ def kept_slots(env: Environment, index: int, table: list[Port | Action]) -> set[
         for other in [*o.fanout, *o.copies]:
             federates_reading |= readers.get(id(other), set())
         if federates_reading <= {index}:
-            kept.add(slot)
-    return kept
+            unsent.add(slot)
+    return unsent
 
 
 def report_unsendable(env: Environment, table: list[Port | Action], values: Iterable[tuple[int, object]],

@@ -1,13 +1,13 @@
 """The federates' processes on the coordinator's side: starting one (`launch`: a child of lfrl's
 process, `python -m` the federate's entry module, in a process group of its own so that the
-terminal's Ctrl-C reaches only the coordinator), what lfrl talks to it on (`Launched.channels`),
+terminal's Ctrl-C reaches only the coordinator), what lfrl talks to it on (`StartedFederate.channels`),
 and ending those the program did not get to use (`abandon`) or has told to exit (`reap`).
 
 A federate dies with the coordinator (PR_SET_PDEATHSIG, set by the federate itself) and ends when its
 request channel closes. The transport is LFPY_FEDERATION_TRANSPORT's (`selected_transport`): rings in
 shared memory (the default), pipes alone, or loopback TCP, where each federate connects back to a
 port lfrl listens on and proves with a token (in its environment) that lfrl started it. A launcher
-for a Ray cluster (cluster.py) makes the same `Launched` for a federate in a Ray actor.
+for a Ray cluster (cluster.py) makes the same `StartedFederate` for a federate in a Ray actor.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class Child(subprocess.Popen):
         return f"exited with status {status}"
 
 
-class Launched(NamedTuple):
+class StartedFederate(NamedTuple):
     """A federate's process as `launch` started it, with what lfrl talks to it on: its ends of the
     pipes (with the rings of the requests and the answers, by default), or the port the process
     connects to (tcp), or (a federate in a Ray actor, cluster.py) either that port or, when it runs
@@ -180,7 +180,7 @@ class Launched(NamedTuple):
                 listener.close()
 
 
-def launch(entry: str, lf_path: str, k: int, restoring: bool) -> Launched:
+def launch(entry: str, lf_path: str, k: int, restoring: bool) -> StartedFederate:
     """Start federate k's process: `python -m ENTRY` (lfpy.federate, which the toolchain names). It
     builds the program and its reactors on its own, so lfrl starts it as soon as the program
     compiles: meanwhile lfrl's own process loads the program too. It reports a failure to start only
@@ -194,7 +194,7 @@ def launch(entry: str, lf_path: str, k: int, restoring: bool) -> Launched:
         host, port = listener.getsockname()
         process = Child([*command, "--connect", f"{host}:{port}", *restore], stdin=subprocess.DEVNULL,
                         process_group=0, env={**env, "LFPY_FEDERATE_TOKEN": token.hex()})
-        return Launched(process, None, listener, token)
+        return StartedFederate(process, None, listener, token)
     # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
     rings = (ring_memory(), ring_memory()) if selected_transport() == "ring" else None
     req_r, req_w = os.pipe()
@@ -212,10 +212,10 @@ def launch(entry: str, lf_path: str, k: int, restoring: bool) -> Launched:
         raise
     for fd in (req_r, ans_w, own_w):
         os.close(fd)
-    return Launched(process, (req_w, ans_r, own_r), None, b"", rings=rings)
+    return StartedFederate(process, (req_w, ans_r, own_r), None, b"", rings=rings)
 
 
-def abandon(launched: dict[int, Launched]) -> None:
+def abandon(launched: dict[int, StartedFederate]) -> None:
     """End federate processes `launch` started for a program that ends before they are used."""
     for started in launched.values():
         if started.process.poll() is None:

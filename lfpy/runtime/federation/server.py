@@ -1,8 +1,8 @@
 """A federate's side of a federated program, in the federate's own process: its scheduler
 (`FederateScheduler`), which runs the reactions it is sent at the tag it is told and records what
 they do, and its loop (`serve`), which answers each request of the coordinator with one method of
-`Served` (messages.py lists them). With the C core and rings, plain tags take the fast lane
-(`_lane.c`, `Served.lane`). lfpy.federate builds the program and calls `serve`."""
+`FederateServer` (messages.py lists them). With the C core and rings, plain tags take the fast lane
+(`_lane.c`, `FederateServer.lane`). lfpy.federate builds the program and calls `serve`."""
 
 from __future__ import annotations
 
@@ -26,21 +26,21 @@ from lfpy.runtime.federation.messages import (
     ClockReading,
     Exit,
     Failed,
-    Kept,
+    NotSent,
     Physical,
     Ran,
     Ready,
     Restore,
     Run,
-    Shown,
     Start,
     State,
     Stop,
+    TracedRepr,
     Unsaved,
     decode,
     encode,
 )
-from lfpy.runtime.federation.partition import kept_slots, mode_states, reads, report_unsendable, slots
+from lfpy.runtime.federation.partition import mode_states, reads, report_unsendable, slots, unsent_slots
 from lfpy.runtime.federation.transport import Channel, RingChannel
 from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import FederatePort, Port
@@ -152,7 +152,7 @@ class FederateScheduler(Scheduler):
                 state.pending = None
         traced = []
         if self.trace:
-            traced = [(t, m, what, Shown(repr(value))) for t, m, what, value in self.trace]
+            traced = [(t, m, what, TracedRepr(repr(value))) for t, m, what, value in self.trace]
             self.trace.clear()
         slot_of = self.slot_of
         scheduled, physical, checkpoints = [], [], []
@@ -180,9 +180,9 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
     """A federate process's loop: run the reactions it is sent until told to exit (or the
     coordinator has gone). Returns the process's exit status. `output`: what this process prints
     goes to the coordinator (a federate on another machine)."""
-    served = Served(env, index, answers, own, output)
+    server = FederateServer(env, index, answers, own, output)
     handlers: dict[type, Callable[[Any], bool]] = {
-        Start: served.start, Run: served.run, Capture: served.capture, Clock: served.clock, Restore: served.restore,
+        Start: server.start, Run: server.run, Capture: server.capture, Clock: server.clock, Restore: server.restore,
         Exit: lambda _m: False,
     }
     # The fast lane (_lane.c) answers plain Runs in C and hands over everything else, with the C
@@ -190,7 +190,7 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
     lane = None
     if (isinstance(requests, RingChannel) and isinstance(answers, RingChannel) and output is None
             and core.selected() == "c"):
-        lane = served.lane(requests, answers)
+        lane = server.lane(requests, answers)
     receive = lane.next if lane is not None else requests.receive
     while True:
         try:
@@ -204,7 +204,7 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
             return 0
 
 
-class Served:
+class FederateServer:
     """A federate process's side: one handler per request; each answers what it must and says
     whether to go on."""
 
@@ -216,7 +216,7 @@ class Served:
         self.slot_of = {o: i for i, o in enumerate(self.table)}
         self.reaction_reads = [reads(r) for r in env.reactions]
         self.modes = mode_states(env)
-        self.kept = kept_slots(env, index, self.table)
+        self.unsent = unsent_slots(env, index, self.table)
         self.send_all = False  # the coordinator traces: every port's value goes back
         sched.connect(own.send, self.slot_of)
         for o in self.table:
@@ -228,7 +228,7 @@ class Served:
         assert _wire is not None
         return _wire.FederateLane(
             self, self.sched, requests._ring, answers._ring, requests._unpickle, answers.next_round,
-            self.env.reactions, self.reaction_reads, self.table, self.slot_of, self.kept, self.modes, Kept, Tag,
+            self.env.reactions, self.reaction_reads, self.table, self.slot_of, self.unsent, self.modes, NotSent, Tag,
             KINDS.index(Run), KINDS.index(Ran))
 
     def start(self, message: Start) -> bool:
@@ -276,7 +276,7 @@ class Served:
                 o.is_present = False
             for slot, value in inputs:
                 o = table[slot]
-                if value is not Kept:
+                if value is not NotSent:
                     o.value = value
                 o.is_present = True
             failed |= sched.run_reaction(env.reactions[i])
@@ -286,11 +286,11 @@ class Served:
         """After a Run's reactions: the answer, what they did. Whether to go on (the coordinator
         has not gone)."""
         env, sched, table = self.env, self.sched, self.table
-        slot_of, kept, send_all = self.slot_of, self.kept, self.send_all
+        slot_of, unsent, send_all = self.slot_of, self.unsent, self.send_all
         outputs = []
         for p in sched.set_ports:
             slot = slot_of[p]
-            outputs.append((slot, Kept if not send_all and slot in kept else p.value))
+            outputs.append((slot, NotSent if not send_all and slot in unsent else p.value))
         self.answers.next_round()  # the coordinator has taken what it keeps of the last answer
         sys.stdout.flush()
         sys.stderr.flush()
@@ -300,7 +300,7 @@ class Served:
             data = self.answers.dumps(encode(ran))
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled, whatever pickle raises
             report_unsendable(env, table, [*ran.outputs, *((s, v) for s, _d, v in ran.scheduled)], exc)
-            data = self.answers.dumps(encode(Ran([(s, Kept) for s, _v in ran.outputs], [], [], [], True, True, None,
+            data = self.answers.dumps(encode(Ran([(s, NotSent) for s, _v in ran.outputs], [], [], [], True, True, None,
                                                  ran.traced, [], printed)))
         try:
             self.answers.send_bytes(data)
