@@ -1,5 +1,6 @@
-"""`lfrl compile` and `lfrl run`: generate `src-gen/<Main>/<Main>.py` and run it on lfpy's runtime,
-or hand the file to a real `lfc` when asked."""
+"""`compile` and `run` of lfpy's command line (and lfrl's, cli.py): generate
+`src-gen/<Main>/<Main>.py` and run it on lfpy's runtime, or hand the file to a real `lfc` when
+asked."""
 
 from __future__ import annotations
 

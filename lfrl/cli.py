@@ -1,54 +1,29 @@
-"""The `lfrl` command line: check, graph, compile and run LF programs (Python target); render program
-templates (`gen`) and scaffold projects (`new`) with the generator package."""
+"""The `lfrl` command line: lfpy's (lfpy/cli.py: check, graph, compile and run LF programs, Python
+target) extended with what lfrl adds: `run`'s learner flags (--seed, --seeds, --jobs, --yes) and a
+resume that keeps finished runs (`keep_finished_runs`); `gen` renders program templates and `new`
+scaffolds projects with the generator package."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
-import re
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from lfpy.cli import (
+    CommandLine,
+    add_check,
+    add_compile,
+    add_graph,
+    add_run,
+    cannot_write,
+    positive_int,
+    report,
+    run_program,
+)
 from lfpy.diagnostics import Diagnostics
-
-
-def parse_duration(text: str) -> int:
-    """`10s`, `500 ms`, `3sec`, `500 msec`, `2.5 min` (every unit LF spells), in nanoseconds. As in
-    LF, a time needs its unit; only 0 may go without."""
-    from lfpy.runtime.tag import NS_PER_UNIT
-
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    unit = match.group(2) if match else ""
-    if match is None or (unit and unit not in NS_PER_UNIT):
-        negative = text.strip().startswith("-")
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: must not be negative" if negative else
-                                         f"invalid duration {text!r}; write e.g. 10s, 500 msec, 2 min")
-    if not unit and float(match.group(1)) != 0:
-        number = match.group(1)
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}: a time needs a unit, as in LF; write e.g. "
-                                         f"{number}s, {number} msec or {number} min")
-    return round(float(match.group(1)) * NS_PER_UNIT[unit or "s"])
-
-
-def cannot_write(exc: OSError, where: str) -> str:
-    """`cannot write PATH: reason` for an error of the system; an error without a reason from the
-    system (cookiecutter's "Unable to create directory at ...") in its own words."""
-    if exc.strerror is None:
-        return str(exc)
-    return f"cannot write {exc.filename or where}: {exc.strerror}"
-
-
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def seed_arg(text: str) -> int:
@@ -68,70 +43,14 @@ def seeds_arg(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _report(diags: Diagnostics) -> None:
-    if diags.items:
-        print(diags.render_all(), file=sys.stderr)
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    from lfpy.checks import check_python_syntax
-    from lfpy.frontend import analyze_program
-
-    diags = Diagnostics()
-    program, _ = analyze_program(args.file, diags, require_main=False)
-    if program is not None:  # parsed: the Python in its code blocks too, as `lfrl compile` checks it
-        check_python_syntax(program, diags)
-    _report(diags)
-    return 1 if diags.has_errors else 0
-
-
-def cmd_graph(args: argparse.Namespace) -> int:
-    from lfpy.frontend import analyze, format_graph, to_dot
-
-    diags = Diagnostics()
-    elaborated = analyze(args.file, diags)
-    _report(diags)
-    if elaborated is None or diags.has_errors:
-        return 1
-    print(to_dot(elaborated) if args.dot else format_graph(elaborated))
-    return 0
-
-
-def cmd_compile(args: argparse.Namespace) -> int:
-    from lfpy.build import compile_file
-
-    diags = Diagnostics()
-    out = compile_file(args.file, diags, use_lfc=args.lfc)
-    _report(diags)
-    if out is None or diags.has_errors:
-        return 1
-    # A file without a main reactor is a library: checked, but nothing is generated (as with lfc).
-    print(f"generated {out}" if out.exists() else "nothing generated: the file has no main reactor")
-    return 0
-
-
-def resources_arg(text: str) -> tuple[str, Any]:
-    """--resources FEDERATE:RESOURCE=N,..., checked as argparse reads it."""
-    from lfpy.runtime.cluster import parse_resources
-
-    try:
-        return parse_resources(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def cmd_run(args: argparse.Namespace) -> int:
-    from lfpy.build import run_file
+    """`lfrl run`: lfpy's, with lfrl's flags (`learner_flags`) and a resume that keeps finished runs."""
+    return run_program(args, prepare=learner_flags, relocate=keep_finished_runs)
 
-    trace = os.environ.get("LFPY_TRACE")
-    if trace:  # refused before the run, not after it
-        try:
-            with open(trace, "a"):
-                pass
-        except OSError as exc:
-            print(f"lfrl run: error: LFPY_TRACE: {cannot_write(exc, trace)}", file=sys.stderr)
-            return 1
-    diags = Diagnostics()
+
+def learner_flags(args: argparse.Namespace, diags: Diagnostics) -> int | None:
+    """lfrl's flags of `run`: --seeds runs a sweep (its status); --seed runs the learner program with
+    that seed; None: the run goes on."""
     if args.seeds is not None:
         return run_seeds(args, diags)
     if args.jobs is not None or args.yes:
@@ -144,22 +63,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         from lfrl.seeds import ENV, program_config
 
         if program_config(args.file, "--seed", diags) is None:
-            _report(diags)
+            report(diags)
             return 1
         os.environ[ENV] = str(args.seed)
-    cluster = None
-    if args.cluster is not None:
-        from lfpy.runtime.cluster import ClusterOptions
-
-        cluster = ClusterOptions(args.cluster, args.resources, args.on_node_loss or "stop")
-    elif args.resources or args.on_node_loss:
-        flag = "--resources places federates" if args.resources else "--on-node-loss is about federates"
-        args.run_parser.error(f"{flag} on a cluster: it needs --cluster")
-    status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
-                      fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster,
-                      relocate=keep_finished_runs)
-    _report(diags)
-    return 1 if diags.has_errors and status == 0 else status
+    return None
 
 
 def keep_finished_runs(checkpoint: str) -> str:
@@ -193,7 +100,7 @@ def run_seeds(args: argparse.Namespace, diags: Diagnostics) -> int:
                *(["--debug"] if args.debug else [])]
     status = sweep(args.file, args.seeds, args.jobs or os.cpu_count() or 1, options, sys.stderr.isatty(), diags,
                    yes=args.yes)
-    _report(diags)
+    report(diags)
     return status
 
 
@@ -297,15 +204,6 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("lfrl")
-    except PackageNotFoundError:  # run from a checkout that was never installed
-        return "(not installed)"
-
-
 class HelpAfter(argparse.Action):
     """-h/--help that first completes the help texts (`complete`) from what only the help needs and
     is slow to import for every command (the template catalog)."""
@@ -336,43 +234,24 @@ def new_help(templates: argparse.Action, env_id: argparse.Action, processes: arg
         action.help = f"{action.help} (every template but {listed(others, 'and')})" if others else action.help
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
-    """The `lfrl` parser and its subcommands' parsers by name. No parser takes an abbreviation of a
-    flag: `--total` is not `--total-steps`."""
-    parser = argparse.ArgumentParser(
-        prog="lfrl", description="Deterministic, parallel RL with Lingua Franca (Python target).", allow_abbrev=False)
-    parser.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
-    parser.add_argument("--version", action="version", version=f"lfrl {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands: dict[str, argparse.ArgumentParser] = {}
-
-    def command(name: str, func: Callable[[argparse.Namespace], int], help: str, **kwargs: Any
-                ) -> argparse.ArgumentParser:
-        commands[name] = sub.add_parser(name, help=help, description=help, allow_abbrev=False, **kwargs)
-        commands[name].set_defaults(func=func)
-        return commands[name]
-
-    check = command("check", cmd_check, "parse and check an LF file; print every diagnostic")
-    check.add_argument("file", help="the .lf file")
-
-    graph = command("graph", cmd_graph, "print the elaborated instances, connections and reaction levels")
-    graph.add_argument("file", help="the .lf file with a main reactor")
-    graph.add_argument("--dot", action="store_true", help="print Graphviz dot instead of text")
-
-    comp = command("compile", cmd_compile, "generate src-gen/<Main>/ next to the program's package root")
-    comp.add_argument("file", help="the .lf file with a main reactor")
-    comp.add_argument("--lfc", action="store_true", help="use the real LF compiler (lfc) found on PATH")
+def build_command_line() -> CommandLine:
+    """The `lfrl` command line: lfpy's commands, `gen` and `new`, and lfrl's flags of `run`."""
+    cli = CommandLine("lfrl", "Deterministic, parallel RL with Lingua Franca (Python target).")
+    add_check(cli)
+    add_graph(cli)
+    add_compile(cli)
 
     # A template's own parameters (and its --help) are parsed by cmd_gen, once the template is known.
-    gen = command("gen", cmd_gen, "render a program template: lfrl gen TEMPLATE [--param value ...] -o FILE.lf",
-                  add_help=False, usage="lfrl gen [-h] [--list] [TEMPLATE [--param value ...] -o FILE.lf]")
+    gen = cli.command("gen", cmd_gen, "render a program template: lfrl gen TEMPLATE [--param value ...] -o FILE.lf",
+                      add_help=False, usage="lfrl gen [-h] [--list] [TEMPLATE [--param value ...] -o FILE.lf]")
     gen.add_argument("-h", "--help", action="store_true", help="show this help and the templates")
     gen.add_argument("template", nargs="?", help="the template (lfrl gen --list shows them with their parameters)")
     gen.add_argument("--list", action="store_true", help="list the templates and their parameters")
     gen.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)  # the template's parameters
     gen.set_defaults(gen_parser=gen)
 
-    new = command("new", cmd_new, "scaffold a project (a cookiecutter template): asks, or takes flags", add_help=False)
+    new = cli.command("new", cmd_new, "scaffold a project (a cookiecutter template): asks, or takes flags",
+                      add_help=False)
     new.add_argument("-h", "--help", action=HelpAfter, help="show this help message and exit",
                      complete=lambda: new_help(templates, env_id, processes))
     new.add_argument("--no-input", action="store_true", help="do not ask: take the flags and the defaults")
@@ -386,29 +265,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                                                      "a federated program")
     new.add_argument("-o", "--output", default=".", help="the folder to create the project folder in (default: here)")
 
-    run = command("run", cmd_run, "compile if needed and run an LF program")
-    run.add_argument("file", help="the .lf file with a main reactor")
-    run.add_argument("--workers", type=positive_int, help="worker threads (overrides the target property)")
-    run.add_argument("--timeout", type=parse_duration, help="logical time to stop at (shutdown reactions run), e.g. 10s, 500ms, 3 sec, "
-                                                           "2 minutes (a unit is needed, as in LF); the RL programs' "
-                                                           "logical time follows physical time")
-    run.add_argument("--fast", action="store_true", help="do not wait for physical time")
-    run.add_argument("--lfc", action="store_true", help="build with the real LF compiler (lfc) found on PATH")
-    run.add_argument("--resume", metavar="CHECKPOINT",
-                     help="go on from a checkpoint the program wrote (lf.request_checkpoint): same results as "
-                          "the uninterrupted run")
-    run.add_argument("--cluster", metavar="ADDRESS",
-                     help="run the federates of a federated reactor in actors of a Ray cluster: auto, or the "
-                          "HOST:PORT `ray start --head` printed (`at NAME` places a federate on the node labelled "
-                          "lfrl-host=NAME; docs/cluster.md)")
-    run.add_argument("--resources", metavar="FEDERATE:RESOURCE=N,...", action="append", default=[],
-                     type=resources_arg,
-                     help="with --cluster, what a federate (envs[1]), every member of a bank (envs) or every federate (*) asks of its "
-                          "node, e.g. learner:gpus=1 or envs:cpus=2,accel=1 (default cpus=1); repeatable")
-    run.add_argument("--on-node-loss", choices=("stop", "resume"),
-                     help="with --cluster, when a federate's actor or node is lost: stop with an error (default), or "
-                          "resume from the run's last checkpoint on the nodes there are then (a replacement node "
-                          "with the same lfrl-host label is waited for): the results of the uninterrupted run")
+    run = add_run(cli, cmd_run)
     run.add_argument("--seed", type=seed_arg, metavar="S",
                      help="run a learner program (lfrl gen dqn|ddpg|td3|sac|ppo|mappo) with seed S instead of its own; its "
                           "results go to LOGDIR/PROGRAM_seedS_N")
@@ -421,32 +278,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
                      help="with --seeds, how many seeds run at once (default: one per CPU)")
     run.add_argument("--yes", action="store_true",
                      help="with --seeds, start more than 100 runs without asking first")
-    run.set_defaults(run_parser=run)
-    return parser, commands
+    return cli
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, commands = build_parser()
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:  # with the usage of the subcommand they were given to, not lfrl's
-        commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
-    func: Callable[[argparse.Namespace], int] = args.func
-    try:
-        return func(args)
-    except KeyboardInterrupt:
-        print("lfrl: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        # The reader went away (`lfrl gen --list | head`): stop quietly, as a SIGPIPE'd tool would,
-        # and keep Python from complaining while it flushes stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except Exception as exc:  # an internal error: never a bare traceback unless --debug
-        if args.debug:
-            traceback.print_exc()
-        print(f"lfrl: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-              file=sys.stderr)
-        return 2
+    return build_command_line().main(argv)
 
 
 if __name__ == "__main__":

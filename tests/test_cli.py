@@ -1,4 +1,5 @@
-"""The `lfrl` command line: argument parsing and exit statuses."""
+"""The command lines: lfpy's (`python -m lfpy check|graph|compile|run`) and `lfrl`, which extends it;
+argument parsing, messages and exit statuses."""
 
 import argparse
 import os
@@ -10,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lfrl.cli import main, parse_duration, positive_int
+from lfpy.cli import parse_duration, positive_int
+from lfrl.cli import main
 
 
 @pytest.mark.parametrize(
@@ -241,3 +243,58 @@ def test_ctrl_c_at_any_moment_of_the_startup_ends_with_130_and_no_traceback(tmp_
         statuses.append(process.returncode)
     assert statuses == [130] * len(statuses)
     assert len(statuses) >= 8
+
+
+def run_lfpy(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lfpy", *args], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent, env=env, timeout=120)
+
+
+def test_lfpy_has_a_command_line_of_its_own_that_lfrls_check_graph_compile_and_run_are(tmp_path: Path) -> None:
+    ok = tmp_path / "Ok.lf"
+    ok.write_text("target Python { fast: true, timeout: 1 sec }\nmain reactor {\n  timer t(0, 500 msec)\n"
+                  "  reaction(t) {= print('tick', lf.time.logical_elapsed()) =}\n}\n")
+    bad = tmp_path / "Bad.lf"
+    bad.write_text("target Python\nmain reactor {\n  reaction(tock) {= pass =}\n}\n")
+    for args in (["check", str(bad)], ["graph", str(ok)], ["graph", "--dot", str(ok)], ["compile", str(bad)],
+                 ["run", str(ok)], ["run", str(ok), "--timeout", "600 msec"], ["run", str(ok), "--workers", "0"]):
+        lfpy, lfrl = run_lfpy(*args), run_lfrl(*args)
+        assert (lfpy.returncode, lfpy.stdout) == (lfrl.returncode, lfrl.stdout), args
+        assert lfpy.stderr.replace("usage: lfpy", "usage: lfrl").replace("lfpy run:", "lfrl run:") \
+            == lfrl.stderr.replace("[--on-node-loss {stop,resume}] [--seed S] [--seeds LIST]\n"
+                                   "                [--jobs N] [--yes]", "[--on-node-loss {stop,resume}]"), args
+    assert run_lfpy("run", str(ok)).stdout == "tick 0\ntick 500000000\ntick 1000000000\n"
+    assert run_lfpy("check", str(bad)).returncode == 1
+    assert run_lfpy("run", str(ok), "--workers", "0").stderr.splitlines()[-1] == \
+        "lfpy run: error: argument --workers: must be at least 1, got 0"
+
+
+def test_lfpy_names_itself_and_has_none_of_lfrls_commands_and_flags(tmp_path: Path) -> None:
+    version = run_lfpy("--version")
+    assert (version.returncode, version.stdout, version.stderr) == (0, "lfpy 0.1.0\n", "")
+    top = run_lfpy("--help")
+    assert top.returncode == 0 and top.stdout.startswith("usage: lfpy [-h] [--debug] [--version] COMMAND ...\n")
+    gen = run_lfpy("gen", "dqn")
+    assert gen.returncode == 2 and gen.stderr.splitlines()[-1] == (
+        "lfpy: error: argument COMMAND: invalid choice: 'gen' (choose from 'check', 'graph', 'compile', 'run')")
+    seed = run_lfpy("run", "x.lf", "--seed", "3")
+    assert (seed.returncode, seed.stderr.splitlines()[-1]) == (2, "lfpy run: error: unrecognized arguments: --seed 3")
+    path = tmp_path / "Hi.lf"
+    path.write_text("target Python\nmain reactor {\n  reaction(startup) {= print('ran') =}\n}\n")
+    trace = tmp_path / "nonexistent" / "t.jsonl"
+    result = run_lfpy("run", str(path), env={**os.environ, "LFPY_TRACE": str(trace)})
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"lfpy run: error: LFPY_TRACE: cannot write {trace}: No such file or directory\n"
+
+
+def test_lfrls_run_is_lfpys_with_lfrls_flags_after_it() -> None:
+    """One definition of each shared flag: `lfrl run --help` lists lfpy's options, then lfrl's own."""
+
+    def options(help_text: str) -> list[str]:
+        lines = help_text.splitlines()
+        return lines[lines.index("options:") + 1:]
+
+    lfpy, lfrl = options(run_lfpy("run", "--help").stdout), options(run_lfrl("run", "--help").stdout)
+    assert lfrl[:len(lfpy)] == lfpy
+    assert [line.split()[0] for line in lfrl[len(lfpy):] if line.startswith("  -")] == ["--seed", "--seeds", "--jobs",
+                                                                                       "--yes"]
