@@ -8,7 +8,7 @@ below it in the runtime's stack.
 - `Interruptible`: what the signal handlers touch.
 
 This module imports nothing of the runtime's, so that every module can depend on it and the
-modules form a stack (tests/test_runtime_imports.py walks the imports). Runtime objects are typed
+modules form a stack (tests/test_imports.py walks the imports). Runtime objects are typed
 `Any` here for that reason; their classes say what they are.
 """
 
