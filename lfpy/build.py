@@ -30,7 +30,7 @@ from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.failure import SourceMap, report_failure
 from lfpy.runtime.federation.coordinator import FederatedRunner, Federation
 from lfpy.runtime.federation.partition import federates, instances_of
-from lfpy.runtime.federation.processes import FederationError, StartedFederate, abandon, launch
+from lfpy.runtime.federation.processes import FederationError, Launcher, StartedFederate, abandon, launch
 from lfpy.runtime.signals import NotYetRunning, StopOnSignals
 
 # The module a federate's process runs: `python -m lfpy.federate` on this machine, its `main` in a
@@ -229,7 +229,7 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     program."""
     main = built.elaborated.main.reactor
     nodes: Cluster | None = None
-    launcher: Callable[[str, int, bool], StartedFederate] = functools.partial(launch, FEDERATE_ENTRY)
+    launcher: Launcher = functools.partial(launch, FEDERATE_ENTRY)
     launched: dict[int, StartedFederate] = {}
     try:
         if cluster is not None:
@@ -294,7 +294,7 @@ def _closed(nodes: Cluster | None, launched: dict[int, StartedFederate], status:
 def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
                fast: bool | None, resume: str | None, launched: dict[int, StartedFederate],
                stops: StopOnSignals | None, outcome: Outcome,
-               launcher: Callable[[str, int, bool], StartedFederate] | None = None,
+               launcher: Launcher | None = None,
                relocate: Callable[[str], str] | None = None) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
@@ -313,10 +313,10 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     owned = instances_of(built.elaborated, 0) if launched else None
     workers = workers or int(props.get("workers", 1) or 1)  # type: ignore[call-overload]
     # Federates in processes: the coordinator's scheduler runs its levels with them.
-    levels = FederatedRunner(workers) if launched else None
+    runner = FederatedRunner(workers) if launched else None
     try:
         env = Environment(
-            built.elaborated, namespace, built.class_names, workers=workers, runner=levels,
+            built.elaborated, namespace, built.class_names, workers=workers, runner=runner,
             fast=bool(props.get("fast", False)) if fast is None else fast,
             timeout=timeout_ns if timeout_ns is not None else props.get("timeout"),  # type: ignore[arg-type]
             keepalive=props.get("keepalive"),  # type: ignore[arg-type]
@@ -352,8 +352,8 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     trace: list | None = [] if trace_path else None
     if stops is not None:
         stops.hand_over(env.sched)
-        assert levels is not None and launcher is not None
-        status = _run_federated(env, levels, built, trace, diags, elsewhere, launched, launcher, outcome)
+        assert runner is not None and launcher is not None
+        status = _run_federated(env, runner, built, trace, diags, elsewhere, launched, launcher, outcome)
     else:
         status = env.run(trace)
     outcome.checkpoint = env.last_checkpoint or outcome.checkpoint
@@ -396,14 +396,14 @@ def load_module(built: Built) -> dict[str, object]:
     return namespace
 
 
-def _run_federated(env: Environment, levels: FederatedRunner, built: Built, trace: list | None,
+def _run_federated(env: Environment, runner: FederatedRunner, built: Built, trace: list | None,
                    diags: Diagnostics, restored: dict[str, dict] | None, launched: dict[int, StartedFederate],
-                   launcher: Callable[[str, int, bool], StartedFederate], outcome: Outcome) -> int:
+                   launcher: Launcher, outcome: Outcome) -> int:
     """Run a federated program with its federates in processes (federation/), started already
     (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
     federates' processes."""
     lf_file = built.elaborated.main.reactor.loc
-    fed = Federation(env, levels, lf_file.file, trace is not None, launcher)
+    fed = Federation(env, runner, lf_file.file, trace is not None, launcher)
     fed.restored = restored
     # Signals are handled by run_file's StopOnSignals, which acts on this scheduler now.
     try:

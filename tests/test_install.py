@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,16 @@ def run(args: list[str], cwd: Path, timeout: int = 900) -> subprocess.CompletedP
     result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, f"{' '.join(args)}\n{result.stdout}\n{result.stderr}"
     return result
+
+
+def test_every_python_package_of_the_tree_goes_into_the_wheel() -> None:
+    """pyproject.toml lists the packages the wheel holds: a new one (a folder with an __init__.py)
+    must be among them, or an installed lfrl cannot import it."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts) for top in ("lfpy", "lfrl", "generator", "pyreplay")
+             for init in (ROOT / top).rglob("__init__.py")}
+    assert "lfpy.runtime.federation" in found
+    assert found <= listed, found - listed
 
 
 @pytest.mark.slow

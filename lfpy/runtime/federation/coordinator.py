@@ -58,7 +58,7 @@ from lfpy.runtime.federation.partition import (
     report_unsendable,
     slots,
 )
-from lfpy.runtime.federation.processes import FederationError, Process, StartedFederate, reap
+from lfpy.runtime.federation.processes import FederationError, Launcher, Process, StartedFederate, reap
 from lfpy.runtime.federation.transient import Transients
 from lfpy.runtime.federation.transport import RINGS, Channel, RingChannel, Segments
 from lfpy.runtime.scheduler import LevelRunner, Pool, Scheduler, by_order
@@ -143,12 +143,12 @@ class FederatedRunner(LevelRunner):
 class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
-    def __init__(self, env: Environment, levels: FederatedRunner, lf_path: str, trace: bool,
-                 launcher: Callable[[str, int, bool], StartedFederate]) -> None:
-        """`levels`: the runner `env`'s scheduler was built with. `launcher(lf_path, k, restoring)`
-        starts a new process of federate k (a transient federate joining): `launch` here, or in a
-        Ray actor (cluster.py)."""
-        levels.drive(self)
+    def __init__(self, env: Environment, runner: FederatedRunner, lf_path: str, trace: bool,
+                 launcher: Launcher) -> None:
+        """`runner`: the level runner `env`'s scheduler was built with. `launcher(lf_path, k,
+        restoring)` starts a new process of federate k (a transient federate joining): here
+        (`processes.launch`), or in a Ray actor (cluster.py)."""
+        runner.drive(self)
         self.env = env
         self.launcher = launcher
         self.sched = env.sched

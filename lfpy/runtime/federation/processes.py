@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from multiprocessing.shared_memory import SharedMemory
 from typing import NamedTuple, Protocol
 
@@ -178,6 +179,11 @@ class StartedFederate(NamedTuple):
                     with contextlib.suppress(OSError):
                         os.unlink(listener.getsockname())
                 listener.close()
+
+
+# What starts federate k's process for a program: `launcher(lf_path, k, restoring)` (`launch` with the
+# federate's entry module, or a Ray cluster's `Cluster.launch`).
+Launcher = Callable[[str, int, bool], StartedFederate]
 
 
 def launch(entry: str, lf_path: str, k: int, restoring: bool) -> StartedFederate:
