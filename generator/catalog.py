@@ -695,9 +695,9 @@ CATALOG: dict[str, Template] = {
             {"total_steps": 512, "eval_every": 256}),
         learner_template(
             "mappo", "mappo.lf.j2",
-            "MAPPOConfig: PPOConfig for a cooperative team in an mpe2 scenario, a policy shared by the agents (or one each), a "
-            "centralised critic, one reaction per agent for acting (agents in processes of their own with "
-            "--processes yes)",
+            "MAPPO (multi-agent PPO) for a cooperative team in an mpe2 scenario: a policy shared by the agents (or "
+            "one each), a centralised critic, one reaction per agent for acting (agents in processes of their own "
+            "with --processes yes)",
             ("MAPPOTeam.lf", "MAPPOAgent.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"), derive_mappo,
             {"total_steps": 400, "eval_every": 200, "envs": 2, "n_steps": 25, "batch_size": 50},
             learner_params(MAPPOConfig, "agents", "agent", "a federated program: every agent chooses its actions in a "
