@@ -218,11 +218,14 @@ def make_env(env_id: str, flag: str):  # -> gymnasium.Env
     if name.startswith("ALE/"):
         try:
             import ale_py
-
-            gymnasium.register_envs(ale_py)
         except ImportError:
             raise TemplateError(f"{flag}: {env_id!r} is an Atari game, which needs ale-py "
                                 "(pip install ale-py)") from None
+        # ale-py's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]"), which
+        # its C++ logger prints as an environment is made, at its Info level: `lfrl gen` prints only
+        # its own lines. Its warnings and errors still show.
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
+        gymnasium.register_envs(ale_py)
     if name not in gymnasium.registry:
         close = sorted(k for k in gymnasium.registry if k.lower().startswith(name.split("-")[0].lower()))[:5]
         hint = f"; did you mean {', '.join(close)}?" if close else ""

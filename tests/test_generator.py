@@ -208,6 +208,15 @@ def test_templates_are_described_in_plain_words_never_by_a_class_name() -> None:
     assert " ".join(description.split()) == mappo
 
 
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "ALE/Pong-v5"])
+def test_lfrl_gen_prints_only_its_own_line(tmp_path: Path, env_id: str) -> None:
+    """Not ale-py's banner (A.L.E: Arcade Learning Environment ..., [Powered by Stella]), which it
+    prints as `lfrl gen` makes the environment to check it."""
+    result = lfrl("gen", "dqn", "--env-id", env_id, "-o", str(tmp_path / "x.lf"))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, f"wrote {tmp_path / 'x.lf'} (and its library files in {tmp_path / 'lib'})\n", "")
+
+
 def test_atari_games_take_the_zoos_dqn_hyperparameters_for_every_value_not_given() -> None:
     """`lfrl gen dqn --env-id ALE/...`: the RL Baselines3 Zoo's DQN values for Atari (hyperparams/dqn.yml),
     with CnnPolicy's head and the zoo's evaluation defaults; what a user gives wins; --help shows both."""
