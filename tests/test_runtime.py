@@ -1094,6 +1094,8 @@ main reactor {
     if self.bar is None:
       self.bar = tqdm.tqdm(total=10, file=sys.stderr, mininterval=0)
     self.bar.update(1)
+    if self.bar.n == 2:
+      lf_print_error("two")
     if self.bar.n == 3:
       raise ValueError("boom")
   =}
@@ -1104,5 +1106,7 @@ main reactor {
     assert result.returncode == 1
     lines = result.stderr.splitlines()  # a carriage return ends a line too: a bar's redraw is a line
     assert any("3/10" in line for line in lines)  # the bar was drawn
-    (line,) = [line for line in lines if "error:" in line]
-    assert line == f"{tmp_path / 'Test.lf'}:11:7: error: reaction 'reaction_1' of Test failed: ValueError: boom"
+    assert [line for line in lines if "error:" in line] == [
+        f"{tmp_path / 'Test.lf'}:11:7: error: two",
+        f"{tmp_path / 'Test.lf'}:13:7: error: reaction 'reaction_1' of Test failed: ValueError: boom"]
+    assert '      lf_print_error("two")' in lines  # its line and caret, whole
