@@ -79,22 +79,26 @@ def place_of_call(frame: FrameType | None) -> Position | None:
     reaction, method, initial value or preamble that called, maybe through library code); None
     where there is none (code that no `.lf` file holds called)."""
     while frame is not None:
-        code = frame.f_code
+        code, line = frame.f_code, frame.f_lineno or 0
         source_map = frame.f_globals.get(SOURCE_MAP)
         if not isinstance(source_map, SourceMap):
             source_map = None
-        line = frame.f_lineno or 0
-        file, lf_line = (source_map.line(code.co_filename, line) if source_map is not None else None) \
-            or (code.co_filename, line)
+        mapped = source_map.line(code.co_filename, line) if source_map is not None else None
+        file, lf_line = mapped or (code.co_filename, line)
         if file.endswith(".lf"):  # mapped here, or compiled to its `.lf` lines (lfpy.build)
             if source_map is None:
                 return (file, lf_line, 1)
-            # The call's column, as a traceback finds it (one position per 2-byte instruction).
-            col = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), (None,) * 4)[2] \
-                if frame.f_lasti >= 0 else None
-            return (file, lf_line, source_map.column(code.co_filename, line, file, lf_line, col))
+            return (file, lf_line, source_map.column(code.co_filename, line, file, lf_line, _column(frame)))
         frame = frame.f_back
     return None
+
+
+def _column(frame: FrameType) -> int | None:
+    """The 0-based column of what `frame` runs (the call it is in), as a traceback finds it: one
+    position per 2-byte code unit; None where Python does not know it."""
+    if frame.f_lasti < 0:
+        return None
+    return next(itertools.islice(frame.f_code.co_positions(), frame.f_lasti // 2, None), (None,) * 4)[2]
 
 
 def report_message(severity: str, message: object, frame: FrameType | None) -> None:
