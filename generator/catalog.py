@@ -218,11 +218,14 @@ def make_env(env_id: str, flag: str):  # -> gymnasium.Env
     if name.startswith("ALE/"):
         try:
             import ale_py
-
-            gymnasium.register_envs(ale_py)
         except ImportError:
             raise TemplateError(f"{flag}: {env_id!r} is an Atari game, which needs ale-py "
                                 "(pip install ale-py)") from None
+        # ale-py's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]"), which
+        # its C++ logger prints as an environment is made, at its Info level: `lfrl gen` prints only
+        # its own lines. Its warnings and errors still show.
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
+        gymnasium.register_envs(ale_py)
     if name not in gymnasium.registry:
         close = sorted(k for k in gymnasium.registry if k.lower().startswith(name.split("-")[0].lower()))[:5]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -712,9 +715,9 @@ CATALOG: dict[str, Template] = {
             {"total_steps": 512, "eval_every": 256}),
         learner_template(
             "mappo", "mappo.lf.j2",
-            "MAPPOConfig: PPOConfig for a cooperative team in an mpe2 scenario, a policy shared by the agents (or one each), a "
-            "centralised critic, one reaction per agent for acting (agents in processes of their own with "
-            "--processes yes)",
+            "MAPPO (multi-agent PPO) for a cooperative team in an mpe2 scenario: a policy shared by the agents (or "
+            "one each), a centralised critic, one reaction per agent for acting (agents in processes of their own "
+            "with --processes yes)",
             ("MAPPOTeam.lf", "MAPPOAgent.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"), derive_mappo,
             {"total_steps": 400, "eval_every": 200, "envs": 2, "n_steps": 25, "batch_size": 50},
             learner_params(MAPPOConfig, "agents", "agent", "a federated program: every agent chooses its actions in a "

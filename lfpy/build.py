@@ -25,7 +25,7 @@ from lfpy.loader import package_root
 from lfpy.runtime import checkpoint, core, federation
 from lfpy.runtime.cluster import Cluster, ClusterError, ClusterOptions
 from lfpy.runtime.environment import Environment, ParameterRefused
-from lfpy.runtime.failure import SourceMap, report_failure
+from lfpy.runtime.failure import SOURCE_MAP, SourceMap, report_failure
 from lfpy.runtime.federation import federates
 from lfpy.runtime.signals import NotYetRunning, StopOnSignals
 
@@ -368,6 +368,7 @@ def load_module(built: Built) -> dict[str, object]:
     module.__file__ = str(built.module)
     sys.modules["lf_program"] = module
     namespace: dict[str, object] = module.__dict__
+    namespace[SOURCE_MAP] = _source_map(built)  # what lf_print_error finds its `.lf` line with
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
     sys.path.insert(0, str(source_dir))
     sys.path.insert(0, str(built.module.parent))  # modules generated next to the program (protoc's)

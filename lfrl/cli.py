@@ -426,6 +426,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `lfrl` command; its exit status. 2: the command line cannot be parsed (argparse
+    exits with it, under the command's usage); 1: every other error, reported at its place
+    (`file:line:col: error: message`, the line and a caret) or as `lfrl COMMAND: error: message`
+    (an internal error too); what a program run ends with otherwise (`exit(n)`, 130 for Ctrl-C)."""
     parser, commands = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:  # with the usage of the subcommand they were given to, not lfrl's
@@ -444,9 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # an internal error: never a bare traceback unless --debug
         if args.debug:
             traceback.print_exc()
-        print(f"lfrl: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-              file=sys.stderr)
-        return 2
+        print(f"lfrl {args.command}: error: internal error (a bug in lfrl): {type(exc).__name__}: {exc}"
+              f"{'' if args.debug else ' (rerun with --debug for the traceback)'}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

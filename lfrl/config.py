@@ -600,7 +600,7 @@ class MAPPOConfig(OnPolicyConfig):
     share_policy: bool = True
     """one policy shared by every agent (they must observe and act alike), or one per agent"""
     critic: Literal["central", "local"] = "central"
-    """central: the value network sees every agent's observation (MAPPOConfig); local: only its agent's
+    """central: the value network sees every agent's observation (MAPPO); local: only its agent's
     (independent PPO)"""
 
     # The agents' observations are not normalised, and their actions are discrete (no log std).

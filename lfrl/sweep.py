@@ -102,7 +102,8 @@ def describe_status(status: int) -> str:
 
 def the_error(path: str, count: int = 2) -> str:
     """What a run that failed said in `path`, its error output, on one line: its first `count`
-    error lines (`file:line:col: error: ...`, `ERROR: ...`), else its last `count` lines."""
+    error lines (`file:line:col: error: ...`, `error: ...`; `ERROR: ...` from lfc's runtime, with
+    --lfc), else its last `count` lines."""
     with open(path, errors="replace") as text:  # a progress bar's carriage returns end lines too
         lines = [line.strip() for line in re.split(r"[\r\n]+", text.read()) if line.strip()]
     errors = [line for line in lines if re.search(r"(^|: )(error|ERROR):", line)]

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from lfpy.runtime import checkpoint, core
 from lfpy.runtime.actions import Action
-from lfpy.runtime.failure import print_message, report_failure
+from lfpy.runtime.failure import placed, print_message, report_failure
 from lfpy.runtime.messages import (
     KINDS,
     Capture,
@@ -1190,10 +1190,12 @@ def _report_unsendable(env: Environment, table: list[Port | Action], values: Ite
             pickle.dumps(value, protocol=5)
         except Exception as error:  # noqa: BLE001 - whatever pickling raises is the reason
             what = table[slot]
-            links = [link.describe() for link in env.graph.links
-                     if (id(link.src), link.src_channel) == keys.get(id(what))]
-            where = links[0] if links else what.name
-            print(f"error: {where}: a value of type {type(value).__name__} cannot be sent to another federate "
-                  f"(process): {error}", file=sys.stderr, flush=True)
+            links = [link for link in env.graph.links if (id(link.src), link.src_channel) == keys.get(id(what))]
+            problem = f"a value of type {type(value).__name__} cannot be sent to another federate (process): {error}"
+            if links:  # at the connection's line
+                loc = links[0].decl.loc
+                print_message(placed("error", f"{links[0].describe()}: {problem}", (loc.file, loc.line, loc.col)))
+            else:
+                print_message(f"error: {what.name}: {problem}")
             return
-    print(f"error: a value cannot be sent to another federate (process): {exc}", file=sys.stderr, flush=True)
+    print_message(f"error: a value cannot be sent to another federate (process): {exc}")
