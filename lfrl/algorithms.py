@@ -47,8 +47,9 @@ Shapes = dict[str, dict[str, tuple[int, ...]]]  # network -> tensor -> shape
 
 
 def network_shapes(config: Config, spec: EnvSpec) -> Shapes:
-    """The shape of every tensor of the networks a learner saves (`Learner.state_for_saving`)."""
-    learner = ALGORITHMS[config.ALGO][0](spec, config, 0)
+    """The shape of every tensor of the networks a learner saves (`Learner.state_for_saving`), built
+    on the CPU (the shapes are the same on every device, and the check needs no GPU)."""
+    learner = ALGORITHMS[config.ALGO][0](spec, config.replace(device="cpu"), 0)
     return {name: {key: tuple(t.shape) for key, t in net.state_dict().items()}
             for name, net in learner.named_networks().items()}
 
