@@ -157,7 +157,7 @@ def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy |
         saved = read_weights(model)
     except LoadError as exc:
         raise LoadError(f"lfrl.load: {exc}: damaged, or not a run's {MODEL}") from None
-    problem = saved_weights_problem(saved, config, spec)
+    problem = saved_weights_problem(saved, config, spec, ours="the run")
     if problem is not None:
         raise LoadError(f"lfrl.load: {model} does not fit the networks of the run in {hyperparameters} "
                         f"({config.ALGO} on {config.environment}): {problem}")

@@ -104,8 +104,8 @@ def test_weights_of_another_algorithm_or_shape(tmp_path: Path) -> None:
     shutil.copy(run_like(tmp_path / "wide", net_arch="128,128") / "model.pt", run / "model.pt")
     assert refusal(run) == (f"lfrl.load: {run}/model.pt does not fit the networks of the run in {run}/hyperparameters"
                             ".json (dqn on CartPole-v1): tensor body.w0 of q has shape (128, 4) in the file and (64, 4) "
-                            "in this program; --net-arch differs: the file's networks have hidden layers 128,128, this "
-                            "program's 64,64")
+                            "in the run; --net-arch differs: the file's networks have hidden layers 128,128, the run's "
+                            "64,64")
 
 
 MY_ENV = '''"""A user's environment: five steps, a reward of 1 each."""
