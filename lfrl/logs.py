@@ -44,10 +44,9 @@ from lfrl.board import EventFile, new_file_name
 from lfrl.config import Config
 from lfrl.curve import Curve
 from lfrl.evaluate import Evaluation
-from lfrl.saved import run_modules
+from lfrl.saved import HYPERPARAMETERS, run_modules
 
 RECENT = 100  # episodes in the recent mean return (gymnasium's CartPole is solved at 475 over 100)
-HYPERPARAMETERS = "hyperparameters.json"
 SUMMARY = "summary.json"
 CHECKPOINTS = "checkpoints"
 
