@@ -2,7 +2,7 @@
 port), and DQN's training throughput on Pong, lfrl against SB3, side by side.
 
   .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo,ppo-pendulum] [--seeds 5] [--sides lfrl,sb3,sbx]
-                                          [--pong-steps 20000] [--quick]
+                                          [--peer-threads 1,default] [--pong-steps 20000] [--quick]
 
 For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
 defaults (`lfrl gen ALGO --help`), given to SB3 and SBX as the same values; the same seeds. One script
@@ -30,15 +30,22 @@ Time to threshold, two ways:
   set-up, training, evaluations; lfrl also writes its learning curve and weights): what a user waits;
 - training: seconds from the start of training to the end of the evaluation that reached the
   threshold, as each side measures it (SBX's includes JAX's compilation of its updates).
-A run that never reaches the threshold counts as its whole run, and is marked. The sides of a seed
-run back to back, in the order lfrl, SB3, SBX (this machine's speed drifts); `--sides lfrl,sb3`
-leaves SBX out (and must, where sbx-rl is not installed), and `--quick` (`make bench QUICK=1`) runs
-lfrl and SB3 only. SB3 uses torch's default threads and SBX JAX's CPU backend with XLA's default
-threads (what their users get), lfrl its template default (one torch thread). Writes
-results/learners.md (medians, min-max, lfrl / SB3 and lfrl / SBX ratios), results/learners.csv
-(every run, every evaluation) and results/learners.png (learning curves). The summary row of each
-algorithm compares lfrl with SB3, SBX's ratio beside it; the target: at most 0.5x SB3's median
-process time and faster than SBX's.
+A run that never reaches the threshold counts as its whole run, and is marked. Steps to threshold
+are reported beside the times, for every side: a side that is fast per step but needs more steps
+shows it. The sides of a seed (a round) run back to back, in the order lfrl, SB3, SBX (this
+machine's speed drifts); `--sides lfrl,sb3` leaves SBX out (and must, where sbx-rl is not
+installed), and `--quick` (`make bench QUICK=1`) runs lfrl and SB3 only. Each peer runs twice per
+seed (`--peer-threads`): with one thread (torch's `set_num_threads(1)`; for SBX also XLA's CPU
+backend on one thread, XLA_FLAGS) and with the library's default (torch's one thread per CPU; JAX's
+XLA default), and lfrl is compared with the faster of the two by median process time: on a 2-CPU
+machine with anything else running, a peer's default threads can collapse. lfrl runs its template
+default (one torch thread). The 1-minute load average is recorded before and after every run; a
+round during which it exceeded the CPU count (other work on the machine, or a side's own threads
+beyond the CPUs) is marked in the tables. Writes results/learners.md (medians, min-max, lfrl / SB3
+and lfrl / SBX ratios), results/learners.csv (every run, every evaluation, its load) and
+results/learners.png (learning curves). The summary row of each algorithm compares lfrl with SB3's
+faster setting, SBX's ratio beside it; the target: at most 0.5x SB3's median process time and
+faster than SBX's.
 
 Pong throughput: DQN on ALE/Pong-v5 with `lfrl gen dqn`'s Atari defaults (the RL Baselines3 Zoo's:
 CnnPolicy, batch 32, one update every 4 steps, ...) given to both sides, but for `--pong-steps` steps
@@ -57,6 +64,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -65,7 +73,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
-from common import RESULTS, ROOT, Machine, Summary, ratio_spread, spread, write_summary
+from common import CPUS, RESULTS, ROOT, Machine, Summary, ratio_spread, spread, write_summary
 from tqdm import tqdm
 
 sys.path.insert(0, str(ROOT))
@@ -88,9 +96,14 @@ MARK = 1000  # both sides note the time every MARK environment steps
 # both: argv[3] names the library, `stable_baselines3` or `sbx` (SBX's classes take SB3's arguments and
 # run on SB3's environments, buffers and callbacks); where SBX differs, see SBX_DIFFERENCES.
 PEER_RUN = r"""
-import importlib, json, sys, time
+import importlib, json, os, sys, time
 start = time.perf_counter()
+one_thread = sys.argv[4] == "1"
+if one_thread:  # before JAX starts: XLA's CPU backend on one thread
+    os.environ["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 import numpy as np, torch, gymnasium as gym
+if one_thread:
+    torch.set_num_threads(1)
 c = json.loads(sys.argv[1])
 threshold = float(sys.argv[2])
 sbx = sys.argv[3] == "sbx"
@@ -164,13 +177,15 @@ callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=
                         callback_after_eval=RecordAndStop(), verbose=0)
 learning = time.perf_counter()
 model.learn(c["total_steps"], callback=callback)
-print(json.dumps({"threads": None if sbx else torch.get_num_threads()}))  # SBX: JAX's, XLA's default
+print(json.dumps({"threads": torch.get_num_threads()}))  # SBX computes with JAX: its threads are XLA's
 """
 
 # The sides of the time to threshold, in the order each seed runs them, and the library each peer imports.
 SIDES = ("lfrl", "sb3", "sbx")
 PEERS = {"sb3": "stable_baselines3", "sbx": "sbx"}
 NAMES = {"lfrl": "lfrl", "sb3": "SB3", "sbx": "SBX"}
+# Each peer's thread settings (`--peer-threads`): one thread, and the library's default.
+THREADS = ("1", "default")
 
 # Where SBX's side cannot take the values SB3's does (`sbx` 0.28), by algorithm: the notes of the table.
 SBX_DIFFERENCES = {
@@ -220,9 +235,16 @@ class Run:
     side: str
     algo: str
     seed: int
+    setting: str = "1"  # a peer's threads ("1" or "default"); lfrl's: its template's torch threads
     process: float = 0.0  # wall seconds of the whole command
     evaluations: list[dict] = field(default_factory=list)  # step, mean, training (s)
-    threads: int | None = 1  # torch's; None: SBX's (JAX, XLA's default threads)
+    threads: int | None = 1  # torch's
+    load: tuple[float, float] = (0.0, 0.0)  # the 1-minute load average before and after the run
+
+    @property
+    def variant(self) -> str:
+        """The side with its thread setting, as the tables name it."""
+        return variant(self.side, self.setting)
 
     @property
     def reached(self) -> dict | None:
@@ -264,20 +286,22 @@ def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
         subprocess.run([*lfrl, "gen", name, *flags, "-o", str(program)], check=True, cwd=ROOT, capture_output=True)
         start = time.perf_counter()
         subprocess.run([*lfrl, "run", str(program)], check=True, cwd=ROOT, capture_output=True)
-        run = Run("lfrl", algo, seed, time.perf_counter() - start, threads=int(config["torch_threads"]))
+        run = Run("lfrl", algo, seed, str(config["torch_threads"]), time.perf_counter() - start,
+                  threads=int(config["torch_threads"]))
         with open(Path(tmp) / config["logdir"] / f"{program.stem}_1" / "evaluations.csv") as rows:  # its first run
             run.evaluations = [{"step": int(r["step"]), "mean": float(r["mean_return"]), "training": float(r["time"])}
                                for r in csv.DictReader(rows)]
     return run
 
 
-def run_peer(algo: str, seed: int, side: str) -> Run:
-    """SB3's or SBX's side (`side` "sb3" or "sbx"): PEER_RUN with the same CONFIG as lfrl's."""
+def run_peer(algo: str, seed: int, side: str, threads: str) -> Run:
+    """SB3's or SBX's side (`side` "sb3" or "sbx") with `threads` ("1" or "default"): PEER_RUN with
+    the same CONFIG as lfrl's."""
     config = lfrl_config(algo, seed)
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", PEER_RUN, json.dumps(config), str(THRESHOLDS[algo]), PEERS[side]],
-                         check=True, capture_output=True, text=True)
-    run = Run(side, algo, seed, time.perf_counter() - start)
+    out = subprocess.run([sys.executable, "-c", PEER_RUN, json.dumps(config), str(THRESHOLDS[algo]), PEERS[side],
+                          threads], check=True, capture_output=True, text=True)
+    run = Run(side, algo, seed, threads, time.perf_counter() - start)
     for line in out.stdout.splitlines():
         if not line.startswith("{"):  # not one of the script's records
             continue
@@ -289,8 +313,25 @@ def run_peer(algo: str, seed: int, side: str) -> Run:
     return run
 
 
-def run_side(side: str, algo: str, seed: int) -> Run:
-    return run_lfrl(algo, seed) if side == "lfrl" else run_peer(algo, seed, side)
+def run_side(side: str, setting: str, algo: str, seed: int) -> Run:
+    """One run, with the 1-minute load average before and after it."""
+    before = os.getloadavg()[0]
+    run = run_lfrl(algo, seed) if side == "lfrl" else run_peer(algo, seed, side, setting)
+    run.load = (before, os.getloadavg()[0])
+    return run
+
+
+def threads_text(setting: str) -> str:
+    return "1 thread" if setting == "1" else "default threads"
+
+
+def variant(side: str, setting: str) -> str:
+    return side if side == "lfrl" else f"{side} ({threads_text(setting)})"
+
+
+def variants(sides: list[str], peer_threads: list[str]) -> list[tuple[str, str]]:
+    """(side, thread setting) of every run of a round, in the order they run."""
+    return [(side, setting) for side in sides for setting in (["1"] if side == "lfrl" else peer_threads)]
 
 
 def pong_config(steps: int, learning_starts: int) -> dict:
@@ -387,32 +428,66 @@ def pong_table(rounds: list[Round], steps: int, learning_starts: int) -> list[st
             f"({len(rounds)} round(s)):", "", *lines]
 
 
-def side_label(side: str, threads: int | None) -> str:
-    return f"{side} (JAX, XLA's default threads)" if threads is None else f"{side} (torch threads {threads})"
+def side_label(run: Run) -> str:
+    """A variant as the tables show it, with the threads it computed on."""
+    if run.side == "lfrl":
+        return f"lfrl (torch threads {run.threads})"
+    if run.side == "sbx":
+        return f"sbx ({'1 thread: XLA on one' if run.setting == '1' else 'default threads: XLA default'})"
+    return f"{run.side} ({threads_text(run.setting)}: torch threads {run.threads})"
+
+
+def of_variant(runs: list[Run], algo: str, side: str, setting: str | None = None) -> list[Run]:
+    return [r for r in runs if r.algo == algo and r.side == side and (setting is None or r.setting == setting)]
+
+
+def faster_setting(runs: list[Run], algo: str, peer: str) -> str:
+    """The peer's thread setting with the shorter median process time to the threshold."""
+    settings = sorted({r.setting for r in of_variant(runs, algo, peer)})
+    return min(settings, key=lambda s: median(r.time_to_threshold("process") for r in of_variant(runs, algo, peer, s)))
+
+
+def steps_spread(runs: list[Run]) -> str:
+    reached = [r.reached["step"] for r in runs if r.reached]
+    return spread(reached, ",.0f") if reached else "-"
 
 
 def summarise(runs: list[Run], algos: list[str], sides: list[str]) -> list[str]:
     peers = [side for side in sides if side != "lfrl"]
     ratio_columns = [f"lfrl / {NAMES[peer]}, {kind}" for peer in peers for kind in ("process", "training")]
-    lines = ["| algorithm | environment | threshold | side | seeds reaching it | steps to threshold (median) | "
+    lines = ["| algorithm | environment | threshold | side | seeds reaching it | steps to threshold (median, min-max) | "
              "time, process (median, min-max) | time, training (median, min-max) | " + " | ".join(ratio_columns) +
              (" |" if ratio_columns else "|"), "|" + "---|" * (8 + len(ratio_columns))]
     for algo in algos:
         config = lfrl_config(algo, 0)
-        medians = {(side, kind): median(r.time_to_threshold(kind) for r in runs if r.algo == algo and r.side == side)
-                   for side in sides for kind in ("process", "training")}
-        ratios = [f"**{medians['lfrl', kind] / medians[peer, kind]:.2f}x**" for peer in peers
-                  for kind in ("process", "training")]
+        best = {peer: faster_setting(runs, algo, peer) for peer in peers}
+        mine_lfrl = of_variant(runs, algo, "lfrl")
+        ratios = [f"**{median(r.time_to_threshold(kind) for r in mine_lfrl) / median(r.time_to_threshold(kind) for r in of_variant(runs, algo, peer, best[peer])):.2f}x**"  # noqa: E501
+                  for peer in peers for kind in ("process", "training")]
         for side in sides:
-            mine = [r for r in runs if r.algo == algo and r.side == side]
-            reached = [r.reached for r in mine if r.reached]
-            steps = f"{median(e['step'] for e in reached):,.0f}" if reached else "-"
-            times = {k: [r.time_to_threshold(k) for r in mine] for k in ("process", "training")}
-            cells = [f"{median(t):.1f} s ({min(t):.1f}-{max(t):.1f})" for t in times.values()]
-            ratio = ratios if side == "lfrl" else [""] * len(ratios)
-            lines.append(f"| {algo} | {config['env_id']} | {THRESHOLDS[algo]:g} | {side_label(side, mine[0].threads)} | "
-                         f"{len(reached)}/{len(mine)} | {steps} | {cells[0]} | {cells[1]} | " + " | ".join(ratio) +
-                         (" |" if ratio else "|"))
+            for setting in sorted({r.setting for r in of_variant(runs, algo, side)}):
+                mine = of_variant(runs, algo, side, setting)
+                times = {k: [r.time_to_threshold(k) for r in mine] for k in ("process", "training")}
+                cells = [f"{median(t):.1f} s ({min(t):.1f}-{max(t):.1f})" for t in times.values()]
+                ratio = ratios if side == "lfrl" else [""] * len(ratios)
+                label = side_label(mine[0]) + (" ← the faster" if side != "lfrl" and best[side] == setting else "")
+                lines.append(f"| {algo} | {config['env_id']} | {THRESHOLDS[algo]:g} | {label} | "
+                             f"{sum(r.reached is not None for r in mine)}/{len(mine)} | {steps_spread(mine)} | "
+                             f"{cells[0]} | {cells[1]} | " + " | ".join(ratio) + (" |" if ratio else "|"))
+    return lines
+
+
+def loads(runs: list[Run], algos: list[str]) -> list[str]:
+    """Per round (an algorithm's seed, every side back to back): the highest 1-minute load average
+    read before or after its runs, marked where it exceeded the CPU count."""
+    seeds = sorted({r.seed for r in runs})
+    lines = ["| algorithm | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|" + "---|" * (1 + len(seeds))]
+    for algo in algos:
+        cells = []
+        for seed in seeds:
+            highest = max((x for r in runs if r.algo == algo and r.seed == seed for x in r.load), default=0.0)
+            cells.append(f"**{highest:.2f} (over {CPUS})**" if highest > CPUS else f"{highest:.2f}")
+        lines.append(f"| {algo} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -426,7 +501,7 @@ def sbx_notes(algos: list[str]) -> list[str]:
     return ["SBX (sbx-rl, the JAX port of SB3) is given SB3's arguments with the same values; where it takes them "
             "otherwise:", "", *notes,
             "- every network starts from its library's default initialisation (flax's LeCun normal for SBX, torch's "
-            "for SB3 and lfrl), and SBX runs on JAX's CPU backend with XLA's default threads (what its users get)."]
+            "for SB3 and lfrl), and SBX runs on JAX's CPU backend, with XLA's default threads and on one thread."]
 
 
 def thresholds(runs: list[Run], algos: list[str]) -> list[str]:
@@ -458,8 +533,8 @@ def plot(runs: list[Run], algos: list[str], path: Path) -> None:
     for ax, algo in zip(axes[0], algos, strict=True):
         for run in (r for r in runs if r.algo == algo):
             ax.plot([e["training"] for e in run.evaluations], [e["mean"] for e in run.evaluations],
-                    "-o", markersize=2, color=COLOURS[run.side], alpha=0.7,
-                    label=run.side if run.seed == 0 else None)
+                    "-o" if run.setting == "1" else "--o", markersize=2, color=COLOURS[run.side], alpha=0.7,
+                    label=run.variant if run.seed == 0 else None)
         ax.axhline(THRESHOLDS[algo], color="tab:green", linestyle="--", linewidth=1)
         ax.set_title(f"{algo} on {lfrl_config(algo, 0)['env_id']}")
         ax.set_xlabel("training seconds")
@@ -482,6 +557,9 @@ def main() -> None:
     parser.add_argument("--sides", default=",".join(SIDES),
                         help="time to threshold: lfrl and these peers (sb3: Stable-Baselines3, sbx: SBX, its JAX "
                              "port), each seed's runs in the order lfrl, sb3, sbx; 'lfrl,sb3' leaves SBX out")
+    parser.add_argument("--peer-threads", default=",".join(THREADS),
+                        help="time to threshold: each peer's thread settings, 1 (one thread) and/or default (the "
+                             "library's); lfrl is compared with the faster")
     parser.add_argument("--quick", action="store_true",
                         help="dqn and sac, one seed, lfrl and SB3 only; Pong: 3,000 steps, one round")
     args = parser.parse_args()
@@ -491,6 +569,10 @@ def main() -> None:
                      f"{', '.join(THRESHOLDS)})")
     seeds = 1 if args.quick else args.seeds
     sides = ["lfrl", "sb3"] if args.quick else parse_sides(parser, args.sides)
+    peer_threads = [t.strip() for t in args.peer_threads.split(",") if t.strip()]
+    if not peer_threads or set(peer_threads) - set(THREADS):
+        parser.error(f"--peer-threads: one or both of {', '.join(THREADS)}, got {args.peer_threads!r}")
+    order = variants(sides, [t for t in THREADS if t in peer_threads])
     pong_steps, pong_starts, pong_rounds = ((3_000, 1_000, 1) if args.quick else
                                             (args.pong_steps, args.pong_learning_starts, args.pong_rounds))
     try:
@@ -507,13 +589,13 @@ def main() -> None:
     machine = Machine()
     runs: list[Run] = []
     pong: list[Round] = []
-    total = len(algos) * seeds * len(sides) + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
+    total = len(algos) * seeds * len(order) + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
     with tqdm(total=total, unit="run") as bar:
         for algo in algos:
             for seed in range(seeds):
-                for side in sides:
-                    bar.set_postfix_str(f"{algo} seed {seed} {side}")
-                    runs.append(run_side(side, algo, seed))
+                for side, setting in order:
+                    bar.set_postfix_str(f"{algo} seed {seed} {variant(side, setting)}")
+                    runs.append(run_side(side, setting, algo, seed))
                     bar.update(1)
         # DQN's template default is double DQN: its thresholds are checked as generated too.
         defaults = [r for r in runs if r.side == "lfrl" and r.algo != "dqn"]
@@ -534,18 +616,24 @@ def main() -> None:
     if algos:
         with open(RESULTS / "learners.csv", "w", newline="") as out:
             writer = csv.writer(out)
-            writer.writerow(["algo", "side", "seed", "process_s", "torch_threads", "step", "mean_return", "training_s"])
+            writer.writerow(["algo", "side", "threads", "seed", "process_s", "torch_threads", "load_before",
+                             "load_after", "step", "mean_return", "training_s"])
             for r in runs:
                 for e in r.evaluations:
-                    threads = "" if r.threads is None else r.threads  # SBX's: JAX's, not torch's
-                    writer.writerow([r.algo, r.side, r.seed, f"{r.process:.2f}", threads, e["step"], e["mean"],
+                    writer.writerow([r.algo, r.side, r.setting, r.seed, f"{r.process:.2f}", r.threads,
+                                     f"{r.load[0]:.2f}", f"{r.load[1]:.2f}", e["step"], e["mean"],
                                      f"{e['training']:.2f}"])
         table = summarise(runs, algos, sides)
         plot(runs, algos, RESULTS / "learners.png")
         text += ["## Time to threshold", "",
-                 f"{seeds} seed(s). The sides of a seed ({', '.join(sides)}) run back to back with the template's "
-                 "default hyperparameters. Every run's evaluations are in learners.csv; learners.png shows the "
-                 "learning curves over training time.", "", *table, "",
+                 f"{seeds} seed(s). The sides of a seed ({', '.join(variant(*v) for v in order)}) run back to "
+                 "back with the template's default hyperparameters; each peer with one thread and with its "
+                 "library's default threads, and lfrl's ratios are against the faster of the two (marked). Every "
+                 "run's evaluations are in learners.csv; learners.png shows the learning curves over training "
+                 "time.", "", *table, "",
+                 f"The 1-minute load average, the highest read before or after a run of the round (a seed's "
+                 f"sides back to back); marked where it exceeded the {CPUS} CPUs (the sides' own threads count "
+                 "too: a peer's default threads fill every CPU):", "", *loads(runs, algos), "",
                  *([*sbx_notes(algos), ""] if "sbx" in sides else []),
                  "![learning curves](learners.png)", "",
                  "## The thresholds with each template's defaults, per seed", "",
@@ -594,11 +682,13 @@ def pong_row(rounds: list[Round]) -> Summary:
 
 
 def summary_row(runs: list[Run], algo: str, sides: list[str]) -> Summary:
-    """Median process time to the threshold, against SB3's (or the only peer's), with SBX's ratio in
-    `others` and the note; a ratio only where both sides reached the threshold in every seed. The
-    target: at most half SB3's time and less than SBX's."""
+    """Median process time to the threshold, against SB3's faster thread setting (or the only
+    peer's), with SBX's ratio in `others`, and steps to the threshold in the note; a ratio only where
+    both sides reached the threshold in every seed. The target: at most half SB3's time and less
+    than SBX's."""
     peers = [side for side in sides if side != "lfrl"]
-    mine = {side: [r for r in runs if r.algo == algo and r.side == side] for side in sides}
+    setting = {side: None if side == "lfrl" else faster_setting(runs, algo, side) for side in sides}
+    mine = {side: of_variant(runs, algo, side, setting[side]) for side in sides}
     times = {side: median(r.time_to_threshold("process") for r in ms) for side, ms in mine.items()}
     reached = {side: sum(r.reached is not None for r in ms) for side, ms in mine.items()}
     every = {side: n == len(mine[side]) for side, n in reached.items()}
@@ -608,14 +698,16 @@ def summary_row(runs: list[Run], algo: str, sides: list[str]) -> Summary:
     target = " and ".join(wanted[p][0] for p in peers)
     met = None if any(ratios[p] is None for p in peers) else all(ratios[p] >= wanted[p][1] for p in peers)
     note = "(seeds reaching it: " + ", ".join(f"{NAMES[side]} {reached[side]}/{len(mine[side])}" for side in sides)
+    note += "; steps to it (median): " + ", ".join(f"{NAMES[side]} {steps_spread(mine[side]).split(' ')[0]}"
+                                                    for side in sides)
     note += ("" if all(r is not None for r in ratios.values()) else "; no ratio where a side missed it") + ")"
     note += "".join(f"; {NAMES[p]} {times[p]:.1f} s" + (f" ({ratios[p]:.2f}x)" if ratios[p] is not None else "")
                     for p in peers if p != peer)
+    name = {p: f"{NAMES[p]} ({threads_text(setting[p] or '')})" for p in peers}
     return Summary(f"{algo} time to {THRESHOLDS[algo]:g} ({lfrl_config(algo, 0)['env_id']})",
-                   "s to threshold", times["lfrl"], peer=times[peer],
-                   peer_name="Stable-Baselines3" if peer == "sb3" else "SBX", vs_peer=ratios[peer],
+                   "s to threshold", times["lfrl"], peer=times[peer], peer_name=name[peer], vs_peer=ratios[peer],
                    target=target, met=met, note=note,
-                   others={NAMES[p]: ratios[p] for p in peers if p != peer and ratios[p] is not None})
+                   others={name[p]: ratios[p] for p in peers if p != peer and ratios[p] is not None})
 
 
 if __name__ == "__main__":

@@ -71,6 +71,8 @@ class Param:
     def metavar(self) -> str:
         if self.choices:
             return "|".join(self.choices)
+        if self.check == "input":
+            return "FILE"
         return {int: "N", float: "X", bool: "yes|no"}.get(self.type, "TEXT")
 
     def shown(self, value: object) -> str:
@@ -218,11 +220,14 @@ def make_env(env_id: str, flag: str):  # -> gymnasium.Env
     if name.startswith("ALE/"):
         try:
             import ale_py
-
-            gymnasium.register_envs(ale_py)
         except ImportError:
             raise TemplateError(f"{flag}: {env_id!r} is an Atari game, which needs ale-py "
                                 "(pip install ale-py)") from None
+        # ale-py's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]"), which
+        # its C++ logger prints as an environment is made, at its Info level: `lfrl gen` prints only
+        # its own lines. Its warnings and errors still show.
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
+        gymnasium.register_envs(ale_py)
     if name not in gymnasium.registry:
         close = sorted(k for k in gymnasium.registry if k.lower().startswith(name.split("-")[0].lower()))[:5]
         hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -544,74 +549,26 @@ def derive_mappo(values: dict[str, object]) -> dict[str, object]:
 
 
 def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> None:
-    """`--networks`: a module the program can import (from its folder, the current folder or
-    PYTHONPATH, as when it runs) with every builder function the algorithm calls; `--load`: torch
-    weights of this algorithm's networks, of the shapes this program's have."""
-    given = template(algo).merged(values)
-    name, load = str(given["networks"]), str(given["load"])
-    if name == "lfrl.networks" and not load:
-        return  # lfrl's own, which has them all
-    from lfrl.algorithms import builders
+    """`--networks` and `--load`, as the program's learner checks them again when it starts
+    (lfrl.saved.check_learner_files): a module the program can import with every builder function
+    the algorithm calls; torch weights of this algorithm's networks, of the shapes this program's
+    have (a relative path taken from the program's folder)."""
+    from lfrl import LoadError
+    from lfrl.saved import check_learner_files as check
 
+    given = template(algo).merged(values)
+    if given["networks"] == "lfrl.networks" and not given["load"]:
+        return  # lfrl's own, which has them all, and no file
+    config = of(resolve(algo, values)["config"])  # type: ignore[arg-type]  # the settings the learner will read
+    name = config.networks
     fresh = name not in sys.modules and name.partition(".")[0] != "lfrl"  # a user's module
-    path = list(sys.path)
-    # Where the program imports from when it runs (lfpy.build.load_module): its folder first.
-    sys.path.insert(0, str(folder))
-    sys.path.append(os.getcwd())
     try:
-        try:
-            module = importlib.import_module(name)
-        except Exception as exc:
-            raise TemplateError(f"--networks: cannot import module {name!r} ({type(exc).__name__}: {exc}); put "
-                                f"{name.replace('.', '/')}.py beside the program, in the current folder or on "
-                                f"PYTHONPATH") from None
-        needed = builders(algo)
-        for function in needed:
-            if not hasattr(module, function):
-                raise TemplateError(f"--networks: module {name!r} ({module.__file__}) has no function {function}; "
-                                    f"{algo} builds its networks with {', '.join(needed)} (see lfrl/networks.py)")
-            if not callable(getattr(module, function)):
-                raise TemplateError(f"--networks: {name}.{function} is {getattr(module, function)!r:.60}, not a "
-                                    f"function; {algo} calls it to build its networks")
-        if load:  # the program's CONFIG: the networks' settings as the learner will read them
-            check_saved_weights(folder / load, of(resolve(algo, values)["config"]))  # type: ignore[arg-type]
+        check(config, folder)
+    except LoadError as exc:
+        raise TemplateError(f"--{(exc.setting or 'load').replace('_', '-')}: {exc}") from None
     finally:
-        sys.path[:] = path
         if fresh:  # imported again when asked again: the module may change before then
             sys.modules.pop(name, None)
-
-
-def check_saved_weights(path: Path, config: Config) -> None:
-    """`--load`: weights torch reads (`torch.load(..., weights_only=True)`, as the learner will) that
-    fit the networks this algorithm builds for this environment and architecture."""
-    import warnings
-    import zipfile
-
-    import torch
-
-    from lfrl.algorithms import describe, saved_weights_problem
-
-    try:
-        with open(path, "rb") as f:
-            legacy = f.read(1) == b"\x80"  # a pickle: torch.save's format before torch 1.6
-    except OSError as exc:
-        raise TemplateError(f"--load: cannot read {path}: {exc.strerror or exc}") from None
-    if not legacy and not zipfile.is_zipfile(path):
-        raise TemplateError(f"--load: {path} is not a torch file (torch.save writes a zip archive)")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # torch's own remarks on the file's pickle protocol
-            saved = torch.load(path, weights_only=True, map_location="cpu")
-    except Exception as exc:
-        reason = str(exc).split("\n")[0].strip()
-        if reason.startswith("Weights only load failed"):
-            reason = "it holds objects other than tensors"
-        else:
-            reason = f"torch.load fails with {type(exc).__name__}" + (f": {reason[:120]}" if reason else "")
-        raise TemplateError(f"--load: {path} is not a file of torch weights ({reason})") from None
-    problem = saved_weights_problem(saved, config, describe(config))
-    if problem is not None:
-        raise TemplateError(f"--load: {path} does not fit this program's networks: {problem}")
 
 
 def learner_template(algo: str, file: str, description: str, libraries: tuple[str, ...],
@@ -712,9 +669,9 @@ CATALOG: dict[str, Template] = {
             {"total_steps": 512, "eval_every": 256}),
         learner_template(
             "mappo", "mappo.lf.j2",
-            "MAPPOConfig: PPOConfig for a cooperative team in an mpe2 scenario, a policy shared by the agents (or one each), a "
-            "centralised critic, one reaction per agent for acting (agents in processes of their own with "
-            "--processes yes)",
+            "MAPPO (multi-agent PPO) for a cooperative team in an mpe2 scenario: a policy shared by the agents (or "
+            "one each), a centralised critic, one reaction per agent for acting (agents in processes of their own "
+            "with --processes yes)",
             ("MAPPOTeam.lf", "MAPPOAgent.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"), derive_mappo,
             {"total_steps": 400, "eval_every": 200, "envs": 2, "n_steps": 25, "batch_size": 50},
             learner_params(MAPPOConfig, "agents", "agent", "a federated program: every agent chooses its actions in a "
@@ -801,10 +758,7 @@ def write(name: str, values: dict[str, object] | None, out: Path, force: bool = 
         if param.check in PATHS and value:
             path = out.parent / str(value)
             if param.check == "input":
-                if not path.is_file():
-                    raise TemplateError(f"{param.flag}: cannot read {path}: "
-                                        f"{'a folder' if path.is_dir() else 'no such file'}")
-                continue
+                continue  # read by the template's check_files, as the program will read it
             problem = cannot_write(path / "probe" if param.check == "folder" else path)
             if problem is not None:
                 raise TemplateError(f"{param.flag}: cannot write {path}: {problem}")

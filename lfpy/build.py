@@ -27,7 +27,7 @@ from lfpy.loader import package_root
 from lfpy.runtime import checkpoint, core
 from lfpy.runtime.cluster import Cluster, ClusterError, ClusterOptions
 from lfpy.runtime.environment import Environment, ParameterRefused
-from lfpy.runtime.failure import SourceMap, report_failure
+from lfpy.runtime.failure import SOURCE_MAP, SourceMap, report_failure
 from lfpy.runtime.federation.coordinator import FederatedRunner, Federation
 from lfpy.runtime.federation.partition import federates, instances_of
 from lfpy.runtime.federation.processes import FederationError, Launcher, StartedFederate, abandon, launch
@@ -382,6 +382,7 @@ def load_module(built: Built) -> dict[str, object]:
     module.__file__ = str(built.module)
     sys.modules["lf_program"] = module
     namespace: dict[str, object] = module.__dict__
+    namespace[SOURCE_MAP] = built.source_map()  # what lf_print_error finds its `.lf` line with
     source_dir = Path(built.elaborated.main.reactor.loc.file).parent
     sys.path.insert(0, str(source_dir))
     sys.path.insert(0, str(built.module.parent))  # modules generated next to the program (protoc's)

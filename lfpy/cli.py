@@ -179,7 +179,11 @@ class CommandLine:
         return self.commands[name]
 
     def main(self, argv: Sequence[str] | None = None) -> int:
-        """Parse `argv` (sys.argv's by default) and run its command; the exit status."""
+        """Parse `argv` (sys.argv's by default) and run its command; its exit status. 2: the command
+        line cannot be parsed (argparse exits with it, under the command's usage); 1: every other
+        error, reported at its place (`file:line:col: error: message`, the line and a caret) or as
+        `PROG COMMAND: error: message` (an internal error too); what a program run ends with
+        otherwise (`exit(n)`, 130 for Ctrl-C)."""
         prog = self.parser.prog
         args, unknown = self.parser.parse_known_args(argv)
         if unknown:  # with the usage of the subcommand they were given to, not the top parser's
@@ -198,9 +202,9 @@ class CommandLine:
         except Exception as exc:  # an internal error: never a bare traceback unless --debug
             if args.debug:
                 traceback.print_exc()
-            print(f"{prog}: internal error: {type(exc).__name__}: {exc} (rerun with --debug for details)",
-                  file=sys.stderr)
-            return 2
+            print(f"{prog} {args.command}: error: internal error (a bug in {prog}): {type(exc).__name__}: {exc}"
+                  f"{'' if args.debug else ' (rerun with --debug for the traceback)'}", file=sys.stderr)
+            return 1
 
 
 def add_check(cli: CommandLine) -> argparse.ArgumentParser:

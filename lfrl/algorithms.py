@@ -47,16 +47,18 @@ Shapes = dict[str, dict[str, tuple[int, ...]]]  # network -> tensor -> shape
 
 
 def network_shapes(config: Config, spec: EnvSpec) -> Shapes:
-    """The shape of every tensor of the networks a learner saves (`Learner.state_for_saving`)."""
-    learner = ALGORITHMS[config.ALGO][0](spec, config, 0)
+    """The shape of every tensor of the networks a learner saves (`Learner.state_for_saving`), built
+    on the CPU (the shapes are the same on every device, and the check needs no GPU)."""
+    learner = ALGORITHMS[config.ALGO][0](spec, config.replace(device="cpu"), 0)
     return {name: {key: tuple(t.shape) for key, t in net.state_dict().items()}
             for name, net in learner.named_networks().items()}
 
 
-def saved_weights_problem(saved: object, config: Config, spec: EnvSpec) -> str | None:
+def saved_weights_problem(saved: object, config: Config, spec: EnvSpec, ours: str = "this program") -> str | None:
     """Why weights read from a model.pt (`saved`, what torch.load gives) cannot start the learner that
     `config` and `spec` make (`Learner.load_saved`): they are another algorithm's, or the first tensor
-    whose shape differs, with the setting that likely differs. None when they fit."""
+    whose shape differs, with the setting that likely differs. None when they fit. `ours`: what the
+    message calls the networks `config` makes ("this program", "the run" for lfrl.load)."""
     expected = network_shapes(config, spec)
     if isinstance(saved, dict) and saved and all(isinstance(v, torch.Tensor) for v in saved.values()):
         return ("it holds the tensors of one network (a state dict, as `lfrl gen qlearning --save` writes), not "
@@ -67,28 +69,28 @@ def saved_weights_problem(saved: object, config: Config, spec: EnvSpec) -> str |
     if set(saved) != set(expected):
         return (f"it holds the networks {', '.join(map(str, saved)) or '(none)'}; {config.ALGO} expects "
                 f"{', '.join(expected)}: weights of another algorithm")
-    mismatch = _first_mismatch(expected, saved)
+    mismatch = _first_mismatch(expected, saved, ours)
     if mismatch is None:
         return None
-    return f"{mismatch}; {_likely_difference(saved, config, spec)}"
+    return f"{mismatch}; {_likely_difference(saved, config, spec, ours)}"
 
 
-def _first_mismatch(expected: Shapes, saved: dict[str, dict]) -> str | None:
+def _first_mismatch(expected: Shapes, saved: dict[str, dict], ours: str = "this program") -> str | None:
     for net, tensors in expected.items():
         theirs = saved[net]
         for key, shape in tensors.items():
             if key not in theirs:
-                return f"the file's {net} has no tensor {key}, which this program's has"
+                return f"the file's {net} has no tensor {key}, which {ours}'s has"
             found = tuple(theirs[key].shape) if isinstance(theirs[key], torch.Tensor) else None
             if found != shape:
-                return f"tensor {key} of {net} has shape {found} in the file and {shape} in this program"
+                return f"tensor {key} of {net} has shape {found} in the file and {shape} in {ours}"
         extra = [key for key in theirs if key not in tensors]
         if extra:
-            return f"the file's {net} has a tensor {extra[0]}, which this program's has not"
+            return f"the file's {net} has a tensor {extra[0]}, which {ours}'s has not"
     return None
 
 
-def _likely_difference(saved: dict[str, dict], config: Config, spec: EnvSpec) -> str:
+def _likely_difference(saved: dict[str, dict], config: Config, spec: EnvSpec, ours: str) -> str:
     """The setting that likely differs from the run that saved `saved`: one whose other value (read off
     the file where it can be) makes every shape fit."""
     algo, arch = config.ALGO, list(config.net_arch)  # type: ignore[attr-defined]
@@ -104,7 +106,7 @@ def _likely_difference(saved: dict[str, dict], config: Config, spec: EnvSpec) ->
     hidden = _hidden_sizes(saved)
     if hidden and hidden != arch:
         candidates.append((config.replace(net_arch=hidden), f"--net-arch differs: the file's networks have hidden layers "
-                                                 f"{','.join(map(str, hidden))}, this program's "
+                                                 f"{','.join(map(str, hidden))}, {ours}'s "
                                                  f"{','.join(map(str, arch))}"))
     for other, difference in candidates:
         try:

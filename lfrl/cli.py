@@ -282,6 +282,8 @@ def build_command_line() -> CommandLine:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one `lfrl` command; its exit status (lfpy.cli.CommandLine.main: 2 for a command line that
+    cannot be parsed, 1 for every other error)."""
     return build_command_line().main(argv)
 
 

@@ -46,6 +46,9 @@ class Check:
 
 NUMBERS_TOO = ("ent_coef", "auto_or_number")  # the checks of text values that may be numbers
 GENERATED = "generated"  # a field `lfrl gen` fills in itself (not a parameter)
+# A field the run fills in as it writes hyperparameters.json (lfrl.logs): not a parameter, and not in
+# a program's CONFIG (`to_dict` leaves it out while it is empty).
+RECORDED = "recorded"
 
 Steps = Annotated[int, Between(0, 10**10)]
 
@@ -63,7 +66,8 @@ class Family:
 @dataclass(frozen=True)
 class FieldSpec:
     """What the annotations and docstrings say of a field: its name, Python type (int, float, bool,
-    str, or list for layer sizes), default, whether it may be None, range, choices, check and help."""
+    str, list for layer sizes, dict for module folders), default, whether it may be None, range, choices,
+    check and help; `generated`: not a parameter of `lfrl gen` (it, or the run, fills it in)."""
 
     name: str
     type: type
@@ -74,6 +78,7 @@ class FieldSpec:
     choices: tuple[str, ...] = ()
     check: str | None = None
     generated: bool = False
+    recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -102,7 +107,8 @@ class Config:
     """environment steps between checkpoints in the run's folder, in checkpoints/ (0: none); lfrl run
     PROGRAM --resume FILE goes on from one, in the same folder"""
     load: Annotated[str, Check("input")] = ""
-    """start from the weights in this model.pt (relative to the program's folder); with --total-steps 0
+    """start from the weights in this model.pt, such as runs/PROGRAM_1/model.pt of an earlier run; a
+    relative path is taken from the program's folder (-o's), not the current one; with --total-steps 0
     the run only evaluates them"""
     capture_video: bool = False
     """at the end, draw one evaluation episode of the last evaluated weights into LOGDIR/episode.gif
@@ -121,6 +127,10 @@ class Config:
     """show a progress bar with the recent and the evaluation returns"""
     program: Annotated[str, GENERATED] = ""
     """the program's name (its .lf file's), which names its runs' folders"""
+    modules: Annotated[dict[str, str], RECORDED] = field(default_factory=dict)
+    """the run's own modules (its --networks module, its environment's of module:EnvId), each with the
+    folder it was imported from: lfrl.load imports them from there when they are not importable
+    otherwise"""
 
     @property
     def log_every(self) -> int:
@@ -155,7 +165,9 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         """The settings as plain values (a program's CONFIG, a run's hyperparameters.json), with the
         algorithm's name."""
-        return {"algo": self.ALGO, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}}
+        recorded = {f.name for f in self.fields() if f.recorded}
+        return {"algo": self.ALGO, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                                      if f.name not in recorded or getattr(self, f.name)}}
 
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
@@ -216,6 +228,10 @@ def _checked(spec: FieldSpec, value: Any) -> Any:
                                                            for v in value):
             raise wrong("a list of layer sizes (positive whole numbers)")
         return list(value)
+    if spec.type is dict:
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise wrong("a dict of module names and folders (strings)")
+        return dict(value)
     if spec.type in (int, float):
         number = isinstance(value, int) if spec.type is int else isinstance(value, int | float) and math.isfinite(value)
         low, high = spec.between.min, spec.between.max
@@ -254,14 +270,15 @@ def _fields(cls: type[Config]) -> tuple[FieldSpec, ...]:
     docs = _docstrings(cls)
     specs = []
     for f in dataclasses.fields(cls):
-        between, check, generated, base = Between(), None, False, None
+        between, check, generated, recorded, base = Between(), None, False, False, None
         for hint in hints[f.name]:
             if typing.get_origin(hint) is Annotated:
                 hint, *extras = typing.get_args(hint)
                 for extra in extras:
                     between = extra if isinstance(extra, Between) else between
                     check = extra.kind if isinstance(extra, Check) else check
-                    generated = generated or extra == GENERATED
+                    generated = generated or extra in (GENERATED, RECORDED)
+                    recorded = recorded or extra == RECORDED
             base = hint if base is None else base
         optional = typing.get_origin(base) in (typing.Union, types.UnionType) and type(None) in typing.get_args(base)
         if optional:
@@ -269,11 +286,11 @@ def _fields(cls: type[Config]) -> tuple[FieldSpec, ...]:
         choices: tuple[str, ...] = ()
         if typing.get_origin(base) is Literal:
             choices, base = typing.get_args(base), str
-        elif typing.get_origin(base) is list:
-            base = list
+        elif typing.get_origin(base) in (list, dict):
+            base = typing.get_origin(base)
         default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
         specs.append(FieldSpec(f.name, base, default, docs.get(f.name, ""), optional, between, choices, check,
-                               generated))
+                               generated, recorded))
     return tuple(specs)
 
 
@@ -600,7 +617,7 @@ class MAPPOConfig(OnPolicyConfig):
     share_policy: bool = True
     """one policy shared by every agent (they must observe and act alike), or one per agent"""
     critic: Literal["central", "local"] = "central"
-    """central: the value network sees every agent's observation (MAPPOConfig); local: only its agent's
+    """central: the value network sees every agent's observation (MAPPO); local: only its agent's
     (independent PPO)"""
 
     # The agents' observations are not normalised, and their actions are discrete (no log std).

@@ -4,7 +4,8 @@ Every run writes into a new folder `LOGDIR/PROGRAM_N` (LOGDIR relative to the pr
 `runs` unless `--logdir` says otherwise; N one more than the highest there, as Stable-Baselines3
 numbers its runs), so a second run never touches the first one's files:
 
-- `hyperparameters.json`: every value the run was generated with;
+- `hyperparameters.json`: every value the run was generated with, and the folders its own modules
+  were imported from (`modules`, lfrl.saved.run_modules);
 - `episodes.csv` (step, actor, return, length, time), `evaluations.csv` (step, mean_return,
   std_return, mean_length, episodes, time) and `training.csv` (step, updates, time, steps_per_s,
   updates_per_s and the learner's losses, one row per `log_every` environment steps); time is
@@ -43,9 +44,9 @@ from lfrl.board import EventFile, new_file_name
 from lfrl.config import Config
 from lfrl.curve import Curve
 from lfrl.evaluate import Evaluation
+from lfrl.saved import HYPERPARAMETERS, run_modules
 
 RECENT = 100  # episodes in the recent mean return (gymnasium's CartPole is solved at 475 over 100)
-HYPERPARAMETERS = "hyperparameters.json"
 SUMMARY = "summary.json"
 CHECKPOINTS = "checkpoints"
 
@@ -209,7 +210,8 @@ class RunLog:
         self.closed = False
         try:
             with open(os.path.join(self.folder, HYPERPARAMETERS), "w") as out:
-                json.dump(config.to_dict(), out, indent=2, sort_keys=True)
+                # With the folders its own modules come from, where lfrl.load finds them again.
+                json.dump(config.replace(modules=run_modules(config)).to_dict(), out, indent=2, sort_keys=True)
             self._open(resumed=False)
         except OSError as exc:
             raise ResultsError(f"cannot write the run's results to {self.folder}: {exc.strerror or exc}") from None

@@ -94,6 +94,18 @@ class Parameters:
         except ValueError as exc:
             self.refuse(name, str(exc))
 
+    def learner_files(self, name: str, settings: Config) -> None:
+        """What a learner reads as it starts, that its `settings` (parameter `name`) name: the networks
+        module and the weights to start from (lfrl.saved.check_learner_files, from the program's
+        folder). `lfrl gen` checked them, but they may have changed since."""
+        from lfrl import LoadError
+        from lfrl.saved import check_learner_files
+
+        try:
+            check_learner_files(settings, self.lf.source_directory())
+        except LoadError as exc:
+            self.refuse(name, f"{exc.setting}: {exc}")
+
     def env_id(self, name: str) -> str:
         """A gymnasium environment id that gymnasium knows: `ALE/...` for Atari (ale-py), or
         `module:EnvId` for one that `module` registers when imported."""

@@ -1,25 +1,42 @@
-"""A run's trained policy, used as Stable-Baselines3's models are: `lfrl.load(path).predict(obs)`.
+"""A run's trained policy, used as Stable-Baselines3's models are: `lfrl.load(path).predict(obs)`;
+and the checks of the files a learner program reads as it starts.
 
 A run writes its networks' weights to `model.pt` (`Learner.state_for_saving`) and every value it was
-generated with to `hyperparameters.json`, both in its log folder. `load` reads the two and builds the
-network the run's actors and evaluator act with (DQN's Q-network, DDPG's, TD3's or SAC's actor,
-PPO's actor-critic with its observation statistics; MAPPO's agents' policies, as a `SavedTeam`) on
-the CPU; `predict` acts as the evaluator does, with actions in the environment's space.
+generated with to `hyperparameters.json`, both in its log folder, with its own modules (`--networks`,
+the environment's of `--env-id module:EnvId`) and the folder each was imported from (`modules`,
+`run_modules`). `load` reads the two and builds the network the run's actors and evaluator act with
+(DQN's Q-network, DDPG's, TD3's or SAC's actor, PPO's actor-critic with its observation statistics;
+MAPPO's agents' policies, as a `SavedTeam`) on the CPU; `predict` acts as the evaluator does, with
+actions in the environment's space. What it cannot load is one `lfrl.LoadError` that names the file
+and says what is expected (never torch's advice to load with `weights_only=False`, which would run
+the file's code).
+
+`check_learner_files` checks what a learner program reads as it starts (`--load`, a path relative to
+the program's folder, and `--networks`): `lfrl gen` calls it before writing the program, and the
+program's learner again as the reactors are built, before anything runs or is written, since the
+files may have changed in between.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 import os
+import re
+import sys
+import warnings
+import zipfile
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import gymnasium
 import numpy as np
 import torch
 
-from lfrl import envs, mappo
-from lfrl.algorithms import ALGORITHMS, describe
+from lfrl import LoadError, envs, mappo
+from lfrl.algorithms import ALGORITHMS, builders, describe, saved_weights_problem
 from lfrl.config import Config, MAPPOConfig, of
 from lfrl.policy import Policy
 
@@ -101,34 +118,246 @@ class SavedTeam:
 
 def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy | SavedTeam:
     """The policy saved in `path`: a run's model.pt, with hyperparameters.json beside it, or the
-    run's log folder holding both. `seed` seeds predict's exploration (deterministic=False)."""
-    where = Path(path)
-    model = where / MODEL if where.is_dir() else where
+    run's log folder holding both. `seed` seeds predict's exploration (deterministic=False).
+    Raises LoadError: not a run's folder or model, a damaged model.pt or hyperparameters.json,
+    weights of another algorithm or shape, a module of the run that cannot be imported."""
+    where = Path(os.path.abspath(path))
+    expected = f"a run's folder or the {MODEL} in it ({HYPERPARAMETERS} beside it)"
+    if where.is_dir():
+        model = where / MODEL
+        if not model.is_file():
+            raise LoadError(f"lfrl.load: {where} has no {MODEL}: expected {expected}")
+    elif not where.exists():
+        raise LoadError(f"lfrl.load: no such file or folder: {where} (expected {expected})")
+    else:
+        model = where
     hyperparameters = model.parent / HYPERPARAMETERS
-    for needed in (model, hyperparameters):
-        if not needed.is_file():
-            raise FileNotFoundError(f"lfrl.load({str(path)!r}): no {needed} (a run writes {MODEL} and "
-                                    f"{HYPERPARAMETERS} to its log folder)")
-    values = json.loads(hyperparameters.read_text())
-    if not isinstance(values, dict) or values.get("algo") not in ALGORITHMS:
-        algo = values.get("algo") if isinstance(values, dict) else None
-        raise ValueError(f"lfrl.load: {hyperparameters} is not an lfrl learner's (algo {algo!r})")
     try:
-        config = of(values)
+        if model.name != MODEL and not is_torch_file(model):  # the run's hyperparameters.json, its curve, ...
+            raise LoadError(f"lfrl.load: {model} is not a model: expected {expected}")
+    except OSError as exc:
+        raise LoadError(f"lfrl.load: cannot read {model}: {exc.strerror or exc}") from None
+    if not hyperparameters.is_file():
+        raise LoadError(f"lfrl.load: no {HYPERPARAMETERS} beside {model}: expected {expected}")
+    config = run_settings(hyperparameters)
+    import_run_modules(config, hyperparameters)
+    try:
+        spec = describe(config)
+        policy = ALGORITHMS[config.ALGO][1](spec, config)  # type: ignore[call-arg]
+    except ModuleNotFoundError as exc:  # one that the run's own modules, or its environment, import
+        raise LoadError(f"lfrl.load: the run in {model.parent} ({config.ALGO} on {config.environment}) needs a "
+                        f"module that cannot be imported here ({exc}): install it, or put its folder on the Python "
+                        "path") from None
+    except gymnasium.error.Error as exc:  # a user's module that no longer registers it, say
+        raise LoadError(f"lfrl.load: the run's environment {config.environment!r} cannot be made here "
+                        f"({type(exc).__name__}: {exc})") from None
     except ValueError as exc:
-        raise ValueError(f"lfrl.load: {hyperparameters}: {exc}") from None
+        raise LoadError(f"lfrl.load: {hyperparameters}: {exc}") from None
     try:
-        policy = ALGORITHMS[config.ALGO][1](describe(config), config)  # type: ignore[call-arg]
-    except ModuleNotFoundError as exc:  # the run's own networks (--networks) or environment module
-        raise ModuleNotFoundError(f"lfrl.load: the run's module {exc.name!r} is not importable here (the networks "
-                                  f"{config.networks!r}, the environment {config.environment!r}): put its folder on "
-                                  "the Python path", name=exc.name) from None
-    saved = torch.load(model, map_location="cpu", weights_only=True)
+        saved = read_weights(model)
+    except LoadError as exc:
+        raise LoadError(f"lfrl.load: {exc}: damaged, or not a run's {MODEL}") from None
+    problem = saved_weights_problem(saved, config, spec, ours="the run")
+    if problem is not None:
+        raise LoadError(f"lfrl.load: {model} does not fit the networks of the run in {hyperparameters} "
+                        f"({config.ALGO} on {config.environment}): {problem}")
     if isinstance(policy, mappo.TeamPolicy):
         policy.load_saved(saved)
         return SavedTeam(policy, config, seed)  # type: ignore[arg-type]
-    if policy.NETWORK not in saved:
-        raise ValueError(f"lfrl.load: {model} has no {policy.NETWORK!r} network (it has {', '.join(saved)})")
     policy.load_saved(saved)
     policy.network.eval()
     return SavedPolicy(policy, config, seed)
+
+
+def run_settings(hyperparameters: Path) -> Config:
+    """The settings a run wrote to `hyperparameters` (its hyperparameters.json), typed (lfrl.config).
+    Raises LoadError."""
+    try:
+        values = json.loads(hyperparameters.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise LoadError(f"lfrl.load: {hyperparameters} is not JSON ({exc}): damaged, or not a run's "
+                        f"{HYPERPARAMETERS}") from None
+    if not isinstance(values, dict) or values.get("algo") not in ALGORITHMS:
+        algo = values.get("algo") if isinstance(values, dict) else None
+        raise LoadError(f"lfrl.load: {hyperparameters} is not an lfrl learner's (algo {algo!r}): expected the "
+                        f"settings of a run of {', '.join(ALGORITHMS)}")
+    try:
+        return of(values)
+    except ValueError as exc:
+        raise LoadError(f"lfrl.load: {hyperparameters}: {exc}") from None
+
+
+# -------------------------------------------------------------- the run's own modules
+
+
+def own_modules(config: Config) -> list[str]:
+    """The modules of a user's that `config`'s run imports: its networks module (`--networks`, unless
+    lfrl's own) and its environment's (`--env-id module:EnvId`)."""
+    names = [config.networks, str(getattr(config, "env_id", "")).rpartition(":")[0]]
+    return [name for name in dict.fromkeys(names) if name and name.partition(".")[0] != "lfrl"]
+
+
+def run_modules(config: Config) -> dict[str, str]:
+    """`config.modules` of a run as it starts: each of its own modules (`own_modules`), imported as
+    the run imports it, with the folder it was imported from (the Python path's entry); one that
+    cannot be imported is left out (the run fails on it itself)."""
+    found = {}
+    for name in own_modules(config):
+        try:
+            module = importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - reported where the run imports it
+            continue
+        folder = import_folder(module)
+        if folder is not None:
+            found[name] = folder
+    return found
+
+
+def import_folder(module: ModuleType) -> str | None:
+    """The folder on the Python path that `module` was imported from (its file's, less its package's
+    folders), or None for a module without a file."""
+    file = getattr(module, "__file__", None)
+    if not file:
+        return None
+    path = Path(os.path.abspath(file))
+    depth = module.__name__.count(".") + (path.stem == "__init__")
+    return str(path.parents[depth])
+
+
+def import_run_modules(config: Config, hyperparameters: Path) -> None:
+    """Import each of the run's own modules that cannot be imported otherwise from the folder the run
+    recorded (`config.modules`), which then stays on the Python path (the module may import its
+    neighbours later). Raises LoadError naming the module when that fails too."""
+    for name in own_modules(config):
+        if _importable(name):
+            continue
+        what = "networks (--networks)" if name == config.networks else f"environment's ({config.environment})"
+        folder = config.modules.get(name)
+        if folder is None:
+            raise LoadError(f"lfrl.load: module {name!r}, the run's {what}, cannot be imported here, and "
+                            f"{hyperparameters} does not say where the run imported it from: put its folder on "
+                            "the Python path")
+        sys.path.append(folder)
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure of the module's code is the module's
+            sys.path.remove(folder)
+            sys.modules.pop(name, None)
+            raise LoadError(f"lfrl.load: module {name!r}, the run's {what}, cannot be imported here, nor from "
+                            f"{folder}, where the run imported it from ({hyperparameters}): "
+                            f"{type(exc).__name__}: {exc}; put its folder on the Python path") from None
+
+
+def _importable(name: str) -> bool:
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a parent package that is missing
+        return False
+
+
+# -------------------------------------------------------------- what a learner program reads
+
+
+def weights_path(load: str, folder: str | os.PathLike[str]) -> Path:
+    """Where the weights `load` names are: `load` relative to the program's `folder` (or absolute),
+    absolute and normalised (a `..` taken off as written, as where the folder does not exist yet)."""
+    return Path(os.path.abspath(os.path.join(folder, load)))
+
+
+def is_torch_file(path: Path) -> bool:
+    """Whether `path` is in one of the formats of torch.save: a zip archive, or (before torch 1.6)
+    a pickle. Raises OSError."""
+    with open(path, "rb") as f:
+        if f.read(1) == b"\x80":
+            return True
+    return zipfile.is_zipfile(path)
+
+
+def read_weights(path: Path) -> Any:
+    """What `torch.load` reads from `path` as the learner does (`weights_only=True`: tensors and
+    plain containers, never code; on the CPU). Raises LoadError."""
+    try:
+        if not is_torch_file(path):
+            raise LoadError(f"{path} is not a torch file (torch.save writes a zip archive)", "load")
+    except OSError as exc:
+        raise LoadError(f"cannot read {path}: {exc.strerror or exc}", "load") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's own remarks on the file's pickle protocol
+            return torch.load(path, weights_only=True, map_location="cpu")
+    except Exception as exc:  # noqa: BLE001 - a damaged file fails anywhere in torch's reader
+        raise LoadError(f"{path} is not a file of torch weights ({_torch_failure(exc)})", "load") from None
+
+
+def _torch_failure(exc: Exception) -> str:
+    """Why torch.load(weights_only=True) failed, without torch's advice to load with weights_only=False
+    (which runs the file's code)."""
+    text = str(exc)
+    if not text.startswith("Weights only load failed"):
+        first = text.split("\n")[0].strip()
+        return f"torch.load fails with {type(exc).__name__}" + (f": {first[:120]}" if first else "")
+    found = re.search(r"Unsupported global: GLOBAL (\S+) was not an allowed global", text)
+    if found and found.group(1).isprintable():
+        return f"it holds objects other than tensors: {found.group(1)}"
+    detail = text.partition("WeightsUnpickler error:")[2].split("Check the documentation")[0].split(" Please")[0]
+    detail = "".join(c if c.isprintable() else "?" for c in " ".join(detail.split()))
+    return f"torch.load fails: {detail[:120] or 'its pickle is damaged'}"
+
+
+def check_learner_files(config: Config, folder: str | os.PathLike[str]) -> None:
+    """What the learner of a program in `folder` with settings `config` reads as it starts: its
+    networks module (`networks`), importable as the program imports it (from its folder, the current
+    folder or PYTHONPATH) with every builder function the algorithm calls; the weights to start from
+    (`load`, relative to the program's folder): torch weights of this algorithm's networks, of the
+    shapes this program's have. Raises LoadError naming the setting."""
+    if config.networks == "lfrl.networks" and not config.load:
+        return  # lfrl's own, which has them all
+    networks_module(config.networks, config.ALGO, folder)
+    if not config.load:
+        return
+    path = weights_path(config.load, folder)
+    if not path.is_file():
+        relative = "" if os.path.isabs(config.load) else \
+            f" ({config.load} is taken relative to the program's folder, {os.path.abspath(folder)})"
+        raise LoadError(f"cannot read {path}: {'a folder' if path.is_dir() else 'no such file'}{relative}", "load")
+    saved = read_weights(path)
+    try:
+        spec = describe(config)
+    except ValueError as exc:
+        raise LoadError(str(exc), "env_id") from None
+    try:
+        problem = saved_weights_problem(saved, config, spec)
+    except Exception as exc:  # noqa: BLE001 - the module's builders, called to know the networks' shapes
+        raise LoadError(f"module {config.networks!r} cannot build {config.ALGO}'s networks ({type(exc).__name__}: "
+                        f"{exc})", "networks") from None
+    if problem is not None:
+        raise LoadError(f"{path} does not fit this program's networks: {problem}", "load")
+
+
+def networks_module(name: str, algo: str, folder: str | os.PathLike[str]) -> ModuleType:
+    """Module `name` (`--networks`), imported as the program in `folder` imports it (lfpy.build: its
+    folder first, the current folder last), with every function `algo` builds its networks with.
+    Raises LoadError."""
+    path = list(sys.path)
+    sys.path.insert(0, str(folder))
+    sys.path.append(os.getcwd())
+    try:
+        try:
+            module = importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure of the module's code is the module's
+            raise LoadError(f"cannot import module {name!r} ({type(exc).__name__}: {exc}); put "
+                            f"{name.replace('.', '/')}.py beside the program, in the current folder or on "
+                            f"PYTHONPATH", "networks") from None
+    finally:
+        sys.path[:] = path
+    needed = builders(algo)
+    for function in needed:
+        if not hasattr(module, function):
+            raise LoadError(f"module {name!r} ({module.__file__}) has no function {function}; {algo} builds its "
+                            f"networks with {', '.join(needed)} (see lfrl/networks.py)", "networks")
+        if not callable(getattr(module, function)):
+            raise LoadError(f"{name}.{function} is {getattr(module, function)!r:.60}, not a function; {algo} calls "
+                            "it to build its networks", "networks")
+    return module

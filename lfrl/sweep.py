@@ -32,6 +32,7 @@ def parse_seeds(text: str) -> list[int]:
     """`0-4`, `0,3,7`, `0-2,10`: the seeds in the order given; ValueError with the reason for
     anything else (a seed out of range, a range that runs backwards, a seed given twice)."""
     found: list[int] = []
+    seen: set[int] = set()  # for the check of seeds given twice: a list's `in` is quadratic in a long range
     for part in text.split(","):
         match = re.fullmatch(r"\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?", part)
         if match is None:
@@ -42,10 +43,11 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"invalid seeds {text!r}: the range {first}-{last} runs backwards")
         if last > seeds.MAX:
             raise ValueError(f"invalid seeds {text!r}: {last} is larger than the largest seed, {seeds.MAX}")
-        for seed in range(first, last + 1):
-            if seed in found:
-                raise ValueError(f"invalid seeds {text!r}: seed {seed} is given twice")
-            found.append(seed)
+        if seen.intersection(range(first, last + 1)):
+            twice = min(seen.intersection(range(first, last + 1)))
+            raise ValueError(f"invalid seeds {text!r}: seed {twice} is given twice")
+        seen.update(range(first, last + 1))
+        found.extend(range(first, last + 1))
     return found
 
 
@@ -102,7 +104,8 @@ def describe_status(status: int) -> str:
 
 def the_error(path: str, count: int = 2) -> str:
     """What a run that failed said in `path`, its error output, on one line: its first `count`
-    error lines (`file:line:col: error: ...`, `ERROR: ...`), else its last `count` lines."""
+    error lines (`file:line:col: error: ...`, `error: ...`; `ERROR: ...` from lfc's runtime, with
+    --lfc), else its last `count` lines."""
     with open(path, errors="replace") as text:  # a progress bar's carriage returns end lines too
         lines = [line.strip() for line in re.split(r"[\r\n]+", text.read()) if line.strip()]
     errors = [line for line in lines if re.search(r"(^|: )(error|ERROR):", line)]

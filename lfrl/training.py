@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lfrl import seeds
+from lfrl import saved, seeds
 from lfrl.algorithms import describe, make_learner
 from lfrl.config import OffPolicyConfig, OnPolicyConfig
 from lfrl.learner import Gradients, combine
@@ -68,8 +68,8 @@ class Rounds:
         self.run = run
         self.spec = describe(config)
         self.learner = make_learner(config, self.spec, seeds.derive(config.seed, seeds.LEARNER))
-        if config.load:
-            self.learner.load_saved(torch.load(os.path.join(folder, config.load), weights_only=True))
+        if config.load:  # checked as the reactors were built (lfrl.saved.check_learner_files)
+            self.learner.load_saved(saved.read_weights(saved.weights_path(config.load, folder)))
         self.total = config.total_steps
         self.env_steps = 0
         self.round_steps = 0  # of the round under way

@@ -52,3 +52,13 @@ def run_lf(tmp_path: Path, source: str, *args: str, name: str = "Test.lf",
     return subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), *args], capture_output=True,
                           text=True, env=env, cwd=Path(__file__).parent.parent, timeout=120,
                           preexec_fn=default_signals)
+
+
+def reported(path: Path, call: str, severity: str, message: str) -> str:
+    """What the runtime prints when the first line of `path` that starts with `call` (after its
+    indentation) reports `message` (lf_print_error, lf_print_warning): `path:line:col: severity:
+    message`, that line, and a caret under `call`."""
+    lines = path.read_text().split("\n")
+    number, text = next((n, text) for n, text in enumerate(lines, 1) if text.lstrip().startswith(call))
+    col = text.index(call) + 1
+    return f"{path}:{number}:{col}: {severity}: {message}\n{text}\n{' ' * (col - 1)}^\n"

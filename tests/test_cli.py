@@ -204,6 +204,49 @@ def test_a_timeout_without_a_unit_is_refused_as_lf_refuses_it() -> None:
                                           "a unit, as in LF; write e.g. 10s, 10 msec or 10 min")
 
 
+def test_a_command_line_that_cannot_be_parsed_exits_2_under_its_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, error in ((["run"], "the following arguments are required: file"),
+                        (["run", "x.lf", "--jobs", "2"], "--jobs is how many seeds run at once: it needs --seeds")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2
+        assert err.startswith("usage: lfrl run [-h] ")
+        assert err.splitlines()[-1] == f"lfrl run: error: {error}"
+
+
+def test_a_value_lfrl_gen_refuses_exits_1_and_writes_nothing(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gen", "dqn", "--actors", "0", "-o", str(tmp_path / "out" / "dqn.lf")]) == 1
+    assert capsys.readouterr() == ("", "lfrl gen: error: --actors must be at least 1, got 0\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_compile_error_exits_1_at_its_place(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "Bad.lf"
+    bad.write_text("target Python\nmain reactor {\n  reaction(startup) -> nowhere {= pass =}\n}\n")
+    assert main(["compile", str(bad)]) == 1
+    assert capsys.readouterr() == ("", f"{bad}:3:24: error: unknown effect 'nowhere': no port, action or timer of "
+                                       "that name in reactor 'Bad'\n  reaction(startup) -> nowhere {= pass =}\n"
+                                       + " " * 23 + "^\n")
+    assert not (tmp_path / "src-gen").exists()
+
+
+def test_an_internal_error_exits_1_with_one_line_and_the_traceback_with_debug(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def broken(_args: argparse.Namespace) -> int:
+        raise KeyError("missing")
+
+    monkeypatch.setattr("lfpy.cli.cmd_check", broken)
+    assert main(["check", "x.lf"]) == 1
+    assert capsys.readouterr() == ("", "lfrl check: error: internal error (a bug in lfrl): KeyError: 'missing' "
+                                       "(rerun with --debug for the traceback)\n")
+    assert main(["--debug", "check", "x.lf"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):\n") and 'raise KeyError("missing")' in err
+    assert err.endswith("\nlfrl check: error: internal error (a bug in lfrl): KeyError: 'missing'\n")
+
+
 TICKING = """target Python { timeout: 60 sec }
 main reactor {
   timer t(0, 10 msec)

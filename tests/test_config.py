@@ -28,15 +28,17 @@ ROOT = Path(__file__).parent.parent
 
 @pytest.mark.parametrize("algo", list(ALGORITHMS))
 def test_the_templates_parameters_are_the_settings_fields(algo: str) -> None:
-    """Every field but the program's name is a parameter with the field's type, default, range,
-    choices and help text (its docstring); only --processes and the placement are the template's own."""
+    """Every field but the program's name and the run's modules is a parameter with the field's type,
+    default, range, choices and help text (its docstring); only --processes and the placement are the
+    template's own."""
     config, template = ALGORITHMS[algo], CATALOG[algo]
     params = {p.name: p for p in template.params}
     fields = {f.name: f for f in config.fields()}
     assert set(params) - set(fields) == {"processes", "learner_at", "agents_at" if algo == "mappo" else "actors_at"}
-    assert set(fields) - set(params) == {"program"}  # lfrl gen names it after the .lf file
+    # lfrl gen names the program after the .lf file; the run records its modules (lfrl.logs)
+    assert set(fields) - set(params) == {"program", "modules"}
     for name, spec in fields.items():
-        if name == "program":
+        if name in ("program", "modules"):
             continue
         param = params[name]
         assert spec.help and param.help == spec.help, name
@@ -123,3 +125,14 @@ def test_a_program_whose_config_was_edited_into_nonsense_stops_at_its_line(tmp_p
     assert re.search(r"ppo\.lf:\d+:\d+: error: .*config.*batch_size: must be a whole number from 1 to 10000000, "
                      r"got -1", ran.stderr), ran.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_modules_a_run_records_are_in_its_hyperparameters_only() -> None:
+    """`modules` (where the run imported its own modules from, lfrl.saved.run_modules): a program's
+    CONFIG has none, a run's hyperparameters.json reads back with them."""
+    assert "modules" not in resolve("dqn")["config"] and "modules" not in DQNConfig().to_dict()  # type: ignore[operator]
+    recorded = DQNConfig(modules={"my_env": "/home/me/envs"})
+    assert of(recorded.to_dict()) == recorded
+    with pytest.raises(ValueError, match=r"^modules: must be a dict of module names and folders \(strings\), got "
+                                         r"\['my_env'\]$"):
+        of({"algo": "dqn", "modules": ["my_env"]})

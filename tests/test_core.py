@@ -257,6 +257,27 @@ def test_both_cores_report_a_failing_reaction_alike(tmp_path: Path) -> None:
     assert "shutdown 1 3" in out
 
 
+WARNINGS = """target Python { fast: true }
+main reactor {
+  logical action a
+  reaction(startup) -> a {=
+    a.schedule(-1, "now")
+    lf_print_warning("said")
+  =}
+  reaction(a) {= print(a.value) =}
+}
+"""
+
+
+def test_both_cores_place_warnings_at_the_line_that_called(tmp_path: Path) -> None:
+    """The C core's schedule warns through lf_print_warning, as Action.schedule does."""
+    status, out, err, _trace = assert_same(tmp_path, WARNINGS)
+    assert (status, out) == (0, "now\n")
+    assert err.splitlines() == ["DIR/Test.lf:5:5: warning: schedule called with a negative extra_delay -1. Replacing "
+                                "with zero.", '    a.schedule(-1, "now")', "    ^",
+                                "DIR/Test.lf:6:5: warning: said", '    lf_print_warning("said")', "    ^"]
+
+
 def test_exit_in_a_reaction_ends_both_cores_at_once_with_its_status(tmp_path: Path) -> None:
     source = FAILURES.replace('raise ValueError("three")', "exit(7)")
     status, out, _err, _trace = assert_same(tmp_path, source)

@@ -262,8 +262,9 @@ federated reactor {
 }
 """)
     assert result.returncode == 1
-    assert "error: Test.s.out -> Test.k.inp: a value of type generator cannot be sent to another federate" \
-        in result.stderr, result.stderr
+    assert result.stderr.splitlines() == [  # at the connection's line
+        f"{tmp_path / 'Test.lf'}:13:3: error: Test.s.out -> Test.k.inp: a value of type generator cannot be sent to "
+        "another federate (process): cannot pickle 'generator' object", "  s.out -> k.inp", "  ^"]
     assert_no_federates_left(tmp_path)
 
 

@@ -3,6 +3,7 @@ values, the front end's verdict on every rendered program, and `lfrl gen`."""
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -191,6 +192,29 @@ def test_lfrl_gen_cli(tmp_path: Path) -> None:
     assert "    --workers          environment workers (the bank's width) [1..256, default 2]" in listing
     helped = lfrl("gen", "qlearning", "--help")
     assert helped.returncode == 0 and "--prioritized yes|no" in helped.stdout
+
+
+def test_templates_are_described_in_plain_words_never_by_a_class_name() -> None:
+    """What `lfrl gen --list` and `--help` show: no settings class (MAPPOConfig) in a template's
+    description or a parameter's help, though the learners' come from lfrl.config's classes."""
+    for tpl in CATALOG.values():
+        for text in (tpl.description, *(tpl.describe(p) for p in tpl.params)):
+            assert re.search(r"\b\w+Config\b", text) is None, (tpl.name, text)
+    mappo = ("MAPPO (multi-agent PPO) for a cooperative team in an mpe2 scenario: a policy shared by the agents (or "
+             "one each), a centralised critic, one reaction per agent for acting (agents in processes of their own "
+             "with --processes yes)")
+    assert f"mappo        {mappo}" in lfrl("gen", "--list").stdout.splitlines()
+    description = lfrl("gen", "mappo", "--help").stdout.split("\n\n")[1]  # after the usage, wrapped
+    assert " ".join(description.split()) == mappo
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "ALE/Pong-v5"])
+def test_lfrl_gen_prints_only_its_own_line(tmp_path: Path, env_id: str) -> None:
+    """Not ale-py's banner (A.L.E: Arcade Learning Environment ..., [Powered by Stella]), which it
+    prints as `lfrl gen` makes the environment to check it."""
+    result = lfrl("gen", "dqn", "--env-id", env_id, "-o", str(tmp_path / "x.lf"))
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0, f"wrote {tmp_path / 'x.lf'} (and its library files in {tmp_path / 'lib'})\n", "")
 
 
 def test_atari_games_take_the_zoos_dqn_hyperparameters_for_every_value_not_given() -> None:

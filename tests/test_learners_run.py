@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from generator.catalog import TemplateError, write
+from tests.lfutil import reported
 
 ROOT = Path(__file__).parent.parent
 SMALL = {"progress": False, "eval_episodes": 2}
@@ -313,7 +314,8 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
                                     "'64,,64'"),
     ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got "
                                   "'lots'"),
-    ("sac", {"load": "nothing.pt"}, "--load: cannot read {tmp}/nothing.pt: no such file"),
+    ("sac", {"load": "nothing.pt"}, "--load: cannot read {tmp}/nothing.pt: no such file (nothing.pt is taken relative "
+                                    "to the program's folder, {tmp})"),
 ])
 def test_values_that_cannot_work_are_refused_before_rendering(tmp_path: Path, algo: str, values: dict,
                                                               message: str) -> None:
@@ -393,8 +395,10 @@ def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) 
     assert result.stdout.splitlines()[-3:] == ["no episode finished", f"results in {run_folder(program)}",
                                                "no evaluation ran"]  # and no checksum
     assert result.stdout.splitlines()[1] == "stopped at step 0 of 600: the timeout (lfrl run --timeout) was reached"
-    assert result.stderr == ("ERROR: the learner never trained: the run stopped after 0 environment steps, before "
-                             "learning started (--learning-starts 100); no weights are saved\n")
+    assert result.stderr == reported(program.parent / "lib" / "Monitor.lf",
+                                     'lf_print_error_and_exit(f"the learner never trained', "error",
+                                     "the learner never trained: the run stopped after 0 environment steps, before "
+                                     "learning started (--learning-starts 100); no weights are saved")
     assert not (run_folder(program) / "model.pt").exists()
 
 
@@ -406,7 +410,8 @@ def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> N
     assert "'/proc/runs'" in program.read_text()
     result = run_status(program)
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == "ERROR: cannot write the run's results to /proc/runs: No such file or directory\n"
+    assert result.stderr == reported(program.parent / "lib" / "Monitor.lf", "lf_print_error_and_exit(exc)", "error",
+                                     "cannot write the run's results to /proc/runs: No such file or directory")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="torch finds a GPU here")
@@ -421,9 +426,11 @@ def test_cuda_without_a_gpu_is_an_error_before_anything_runs(tmp_path: Path) -> 
                            "where there is one (here it stops at its start, saying so)\n")
     result = run_status(out, "--workers", "2")
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == (f"ERROR: --device cuda: torch finds no GPU on this machine (torch {torch.__version__}, "
-                             f"{'it is a CPU-only build' if torch.version.cuda is None else 'built for CUDA ' + torch.version.cuda}"
-                             "); run the program where there is one, or generate it with --device cpu or auto\n")
+    assert result.stderr == reported(
+        out.parent / "lib" / "Learner.lf", "state device =", "error",
+        f"--device cuda: torch finds no GPU on this machine (torch {torch.__version__}, "
+        f"{'it is a CPU-only build' if torch.version.cuda is None else 'built for CUDA ' + torch.version.cuda}"
+        "); run the program where there is one, or generate it with --device cpu or auto")
     assert not (out.parent / "runs").exists()
 
 
@@ -466,7 +473,7 @@ def test_a_loaded_policy_plays_the_evaluation_episodes_as_the_run_did(tmp_path: 
     if algo == "sac":  # samples of the squashed Gaussian, not its mean
         assert len({float(a[0]) for a in explored}) == 20
     (logdir / "hyperparameters.json").unlink()
-    with pytest.raises(FileNotFoundError, match="no .*hyperparameters.json"):
+    with pytest.raises(lfrl.LoadError, match="^lfrl.load: no .*hyperparameters.json beside"):  # tests/test_saved.py
         lfrl.load(logdir / "model.pt")
 
 

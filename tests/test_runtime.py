@@ -100,8 +100,16 @@ main reactor {
     assert result.returncode == 0, result.stderr
     # The logical action after its minimum delay alone; the physical one when physical time says.
     assert sorted(result.stdout.splitlines()) == ["2ms/0 a=logical", "p=physical"]
-    assert result.stderr.splitlines() == 2 * ["WARNING: schedule called with a negative extra_delay -5000000. "
-                                              "Replacing with zero."]
+    # reactor-c's words, at the line of each call
+    path = tmp_path / "Test.lf"
+    assert result.stderr.splitlines() == [
+        f"{path}:7:5: warning: schedule called with a negative extra_delay -5000000. Replacing with zero.",
+        '    a.schedule(-MSEC(5), "logical")',
+        "    ^",
+        f"{path}:8:5: warning: schedule called with a negative extra_delay -5000000. Replacing with zero.",
+        '    p.schedule(-MSEC(5), "physical")',
+        "    ^",
+    ]
 
 
 def test_min_spacing_defer_and_drop(tmp_path: Path) -> None:
@@ -428,6 +436,85 @@ def test_exit_in_a_reaction_sets_the_status(tmp_path: Path) -> None:
              "  reaction(shutdown) {= print('not reached') =}\n}\n"
     result = run_lf(tmp_path, source)
     assert (result.returncode, result.stdout) == (3, "bye\n")
+
+
+REPORTS = """target Python { fast: true }
+preamble {=
+import reporting
+=}
+reactor Worker {
+  method check(n) {=
+    if n > 1:
+      lf_print_warning(f"n is {n}")
+  =}
+  reaction(startup) {=
+    self.check(2)
+    lf_print_error("bad, but going on")
+    reporting.complain(lf_print_error)
+    reporting.in_a_thread(lf_print_error)
+    print("after the errors")
+    lf_print_error_and_exit(f"cannot go on: {1 + 1}")
+    print("not reached")
+  =}
+  reaction(shutdown) {= print("no shutdown reactions after lf_print_error_and_exit") =}
+}
+main reactor {
+  w = new Worker()
+}
+"""
+
+REPORTING = """import threading
+
+
+def complain(report):
+    report("said by library code")
+
+
+def in_a_thread(report):
+    thread = threading.Thread(target=report, args=("said by a thread of its own",))
+    thread.start()
+    thread.join()
+"""
+
+
+def test_what_a_program_reports_is_at_the_lf_line_that_called(tmp_path: Path) -> None:
+    """lf_print_warning, lf_print_error and lf_print_error_and_exit: `file:line:col: warning|error:`
+    with the line and a caret, at the innermost `.lf` line that called (a method's; a reaction's
+    call into library code); `error:` alone where no `.lf` line called (a thread of a module's).
+    lf_print_error goes on; lf_print_error_and_exit ends the program at once with status 1."""
+    write(tmp_path, REPORTING, "reporting.py")
+    result = run_lf(tmp_path, REPORTS)
+    assert (result.returncode, result.stdout) == (1, "after the errors\n")
+    path = (tmp_path / "Test.lf").resolve()
+    assert result.stderr.splitlines() == [
+        f"{path}:8:7: warning: n is 2",
+        '      lf_print_warning(f"n is {n}")',
+        "      ^",
+        f"{path}:12:5: error: bad, but going on",
+        '    lf_print_error("bad, but going on")',
+        "    ^",
+        f"{path}:13:5: error: said by library code",
+        "    reporting.complain(lf_print_error)",
+        "    ^",
+        "error: said by a thread of its own",
+        f"{path}:16:5: error: cannot go on: 2",
+        '    lf_print_error_and_exit(f"cannot go on: {1 + 1}")',
+        "    ^",
+    ]
+
+
+def test_lf_print_error_and_exit_in_an_initial_value_stops_before_any_reaction(tmp_path: Path) -> None:
+    source = """target Python
+main reactor {
+  state ready = {= lf_print_error_and_exit("no GPU here") =}
+  reaction(startup) {= print("started") =}
+}
+"""
+    result = run_lf(tmp_path, source)
+    assert (result.returncode, result.stdout) == (1, "")
+    path = (tmp_path / "Test.lf").resolve()
+    assert result.stderr.splitlines() == [f"{path}:3:3: error: no GPU here",
+                                          '  state ready = {= lf_print_error_and_exit("no GPU here") =}', "  ^"]
 
 
 def test_ctrl_c_stops_after_the_tag_and_runs_every_shutdown_reaction(tmp_path: Path) -> None:
@@ -1007,6 +1094,8 @@ main reactor {
     if self.bar is None:
       self.bar = tqdm.tqdm(total=10, file=sys.stderr, mininterval=0)
     self.bar.update(1)
+    if self.bar.n == 2:
+      lf_print_error("two")
     if self.bar.n == 3:
       raise ValueError("boom")
   =}
@@ -1017,5 +1106,7 @@ main reactor {
     assert result.returncode == 1
     lines = result.stderr.splitlines()  # a carriage return ends a line too: a bar's redraw is a line
     assert any("3/10" in line for line in lines)  # the bar was drawn
-    (line,) = [line for line in lines if "error:" in line]
-    assert line == f"{tmp_path / 'Test.lf'}:11:7: error: reaction 'reaction_1' of Test failed: ValueError: boom"
+    assert [line for line in lines if "error:" in line] == [
+        f"{tmp_path / 'Test.lf'}:11:7: error: two",
+        f"{tmp_path / 'Test.lf'}:13:7: error: reaction 'reaction_1' of Test failed: ValueError: boom"]
+    assert '      lf_print_error("two")' in lines  # its line and caret, whole

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from generator.catalog import write
-from tests.lfutil import default_signals
+from tests.lfutil import default_signals, reported
 
 pytest.importorskip("lfpy.build", reason="lfpy.build (code generation and runtime) is not available yet")
 
@@ -258,8 +258,9 @@ def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) 
                               "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
     result = lfrl_run(out, "--timeout", "0")  # stops at startup: the first batch comes a tag later
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == ("ERROR: the learner never trained: the program stopped before the first batch reached "
-                             "it; no weights are saved\n")
+    assert result.stderr == reported(tmp_path / "lib" / "QLearner.lf", 'lf_print_error_and_exit("the learner never',
+                                     "error", "the learner never trained: the program stopped before the first "
+                                     "batch reached it; no weights are saved")
     assert not (tmp_path / "q.pt").exists()
 
 
@@ -271,7 +272,9 @@ def test_an_unwritable_weights_file_stops_the_program_before_training(tmp_path: 
     out.write_text(out.read_text().replace('save = "q.pt"', 'save = "blocker/q.pt"'))
     result = lfrl_run(out)
     assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == f"ERROR: cannot write the weights to {tmp_path / 'blocker' / 'q.pt'}: File exists\n"
+    assert result.stderr == reported(tmp_path / "lib" / "QLearner.lf", 'lf_print_error_and_exit(f"cannot write',
+                                     "error", f"cannot write the weights to {tmp_path / 'blocker' / 'q.pt'}: File "
+                                     "exists")
 
 
 def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:

@@ -8,9 +8,10 @@ with its lock when more than one worker runs.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
-from lfpy.runtime.failure import print_message
+from lfpy.runtime.failure import report_message
 from lfpy.runtime.tag import Tag
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ class Action:
         """Schedule this action `delay` ns (plus its minimum delay) from now, with `value`."""
         delay = int(delay)
         if delay < 0:  # as reactor-c does
-            print_message(f"WARNING: schedule called with a negative extra_delay {delay}. Replacing with zero.")
+            report_message("warning", f"schedule called with a negative extra_delay {delay}. Replacing with zero.",
+                           sys._getframe(1))
             delay = 0
         if self.physical:
             self._sched.schedule_physical(self, delay, value)

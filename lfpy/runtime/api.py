@@ -7,9 +7,10 @@ The generated module star-imports the constants; `lf` and `request_stop` are bou
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
-from lfpy.runtime.failure import print_message
+from lfpy.runtime.failure import report_message
 from lfpy.runtime.reactor import ReactorBase
 from lfpy.runtime.tag import BILLION, FOREVER, NEVER, UNIT_FUNCTIONS, Tag, tag_compare
 
@@ -44,15 +45,18 @@ def lf_print(*args: object) -> None:
 
 
 def lf_print_warning(message: object) -> None:
-    print_message(f"WARNING: {message}")
+    """`file:line:col: warning: message` at the `.lf` line that called (lfpy.runtime.failure)."""
+    report_message("warning", message, sys._getframe(1))
 
 
 def lf_print_error(message: object) -> None:
-    print_message(f"ERROR: {message}")
+    """`file:line:col: error: message` at the `.lf` line that called; the program goes on."""
+    report_message("error", message, sys._getframe(1))
 
 
 def lf_print_error_and_exit(message: object) -> None:
-    lf_print_error(message)
+    """`lf_print_error`, then the program ends at once with status 1, as `exit(1)` does."""
+    report_message("error", message, sys._getframe(1))
     raise SystemExit(1)
 
 

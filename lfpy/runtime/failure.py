@@ -1,19 +1,32 @@
-"""How a failure in user code is reported, wherever it happened (a reaction, entering a mode with
-reset, a preamble, an initial value): `file:line:col: error: what: Type: message` at the innermost
-line of a `.lf` file that raised, then the traceback from the first frame of user code on, with
-lines of generated code shown at their `.lf` lines."""
+"""How errors in user code are reported, wherever they happened (a reaction, entering a mode with
+reset, a preamble, an initial value):
+- a failure: `file:line:col: error: what: Type: message` at the innermost line of a `.lf` file that
+  raised, then the traceback from the first frame of user code on, with lines of generated code
+  shown at their `.lf` lines;
+- what the program says (`lf_print_error`, `lf_print_warning`): `file:line:col: error|warning:
+  message`, the line and a caret, at the innermost line of a `.lf` file that called.
+Where no line of a `.lf` file applies, the message is `error: message` (or `warning:`)."""
 
 from __future__ import annotations
 
+import itertools
 import linecache
 import os
 import select
 import sys
 import traceback
+from types import FrameType
+
+from lfpy.ast import Loc
+from lfpy.diagnostics import Diagnostic, Diagnostics
 
 _LFPY_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 Position = tuple[str, int, int]  # (.lf file, line, column), 1-based
+
+# The name under which a generated module's namespace holds its SourceMap (lfpy.build.load_module),
+# so that code running in it, relocated or not, can be placed at its `.lf` lines.
+SOURCE_MAP = "_lf_source_map"
 
 
 class SourceMap:
@@ -61,6 +74,49 @@ def print_message(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
+def place_of_call(frame: FrameType | None) -> Position | None:
+    """The `.lf` line and column of the innermost frame from `frame` outwards that has one (a
+    reaction, method, initial value or preamble that called, maybe through library code); None
+    where there is none (code that no `.lf` file holds called)."""
+    while frame is not None:
+        code, line = frame.f_code, frame.f_lineno or 0
+        source_map = frame.f_globals.get(SOURCE_MAP)
+        if not isinstance(source_map, SourceMap):
+            source_map = None
+        mapped = source_map.line(code.co_filename, line) if source_map is not None else None
+        file, lf_line = mapped or (code.co_filename, line)
+        if file.endswith(".lf"):  # mapped here, or compiled to its `.lf` lines (lfpy.build)
+            if source_map is None:
+                return (file, lf_line, 1)
+            return (file, lf_line, source_map.column(code.co_filename, line, file, lf_line, _column(frame)))
+        frame = frame.f_back
+    return None
+
+
+def _column(frame: FrameType) -> int | None:
+    """The 0-based column of what `frame` runs (the call it is in), as a traceback finds it: one
+    position per 2-byte code unit; None where Python does not know it."""
+    if frame.f_lasti < 0:
+        return None
+    return next(itertools.islice(frame.f_code.co_positions(), frame.f_lasti // 2, None), (None,) * 4)[2]
+
+
+def report_message(severity: str, message: object, frame: FrameType | None) -> None:
+    """Print what the program says (`severity`: "error" or "warning") at the `.lf` line that called
+    from `frame` (`place_of_call`), with the line and a caret as lfpy.diagnostics renders them;
+    without a place, `error: message`."""
+    print_message(placed(severity, message, place_of_call(frame)))
+
+
+def placed(severity: str, message: object, where: Position | None) -> str:
+    """`file:line:col: severity: message`, the line and a caret (as lfpy.diagnostics renders them);
+    `severity: message` where there is no place."""
+    if where is None:
+        return f"{severity}: {message}"
+    diags = Diagnostics(sources={where[0]: "".join(linecache.getlines(where[0]))})
+    return diags.render(Diagnostic(severity, str(message), Loc(*where)))
+
+
 def report_failure(fallback: Position | None, what: str, exc: BaseException, source_map: SourceMap | None,
                    reported: set[tuple[str, str, str]] | None = None) -> None:
     """Print the report to stderr, placed at the innermost frame in a `.lf` file (where the error
@@ -83,14 +139,14 @@ def report_failure(fallback: Position | None, what: str, exc: BaseException, sou
             innermost = (file, line, col)
         shown.append((file, line, frame.name))
     where = innermost or fallback
-    place = f"{where[0]}:{where[1]}:{where[2]}" if where is not None else "<unknown>"
+    place = f"{where[0]}:{where[1]}:{where[2]}: " if where is not None else ""
     key = (place, type(exc).__name__, str(exc))
     if reported is not None:
         if key in reported:
-            print_message(f"{place}: error: {what}: {type(exc).__name__}, the same failure as above")
+            print_message(f"{place}error: {what}: {type(exc).__name__}, the same failure as above")
             return
         reported.add(key)
-    lines = [f"{place}: error: {what}: {type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
+    lines = [f"{place}error: {what}: {type(exc).__name__}: {exc}", "Traceback (most recent call last):"]
     for file, line, name in shown:
         lines.append(f'  File "{file}", line {line}, in {name}')
         text = linecache.getline(file, line).strip()

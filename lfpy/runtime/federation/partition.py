@@ -6,11 +6,11 @@ in every process, so that messages name them by number."""
 from __future__ import annotations
 
 import pickle
-import sys
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from lfpy.runtime.actions import Action
+from lfpy.runtime.failure import placed, print_message
 from lfpy.runtime.modes import ModeHandle, ModeState
 from lfpy.runtime.ports import ContainedPorts, Port
 
@@ -112,10 +112,12 @@ def report_unsendable(env: Environment, table: list[Port | Action], values: Iter
             pickle.dumps(value, protocol=5)
         except Exception as error:  # noqa: BLE001 - whatever pickling raises is the reason
             what = table[slot]
-            links = [link.describe() for link in env.graph.links
-                     if (id(link.src), link.src_channel) == keys.get(id(what))]
-            where = links[0] if links else what.name
-            print(f"error: {where}: a value of type {type(value).__name__} cannot be sent to another federate "
-                  f"(process): {error}", file=sys.stderr, flush=True)
+            links = [link for link in env.graph.links if (id(link.src), link.src_channel) == keys.get(id(what))]
+            problem = f"a value of type {type(value).__name__} cannot be sent to another federate (process): {error}"
+            if links:  # at the connection's line
+                loc = links[0].decl.loc
+                print_message(placed("error", f"{links[0].describe()}: {problem}", (loc.file, loc.line, loc.col)))
+            else:
+                print_message(f"error: {what.name}: {problem}")
             return
-    print(f"error: a value cannot be sent to another federate (process): {exc}", file=sys.stderr, flush=True)
+    print_message(f"error: a value cannot be sent to another federate (process): {exc}")
