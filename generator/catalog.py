@@ -553,7 +553,7 @@ def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> N
     (lfrl.saved.check_learner_files): a module the program can import with every builder function
     the algorithm calls; torch weights of this algorithm's networks, of the shapes this program's
     have (a relative path taken from the program's folder)."""
-    from lfrl import LoadError
+    from lfrl.errors import LoadError
     from lfrl.saved import check_learner_files as check
 
     given = template(algo).merged(values)

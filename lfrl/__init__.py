@@ -12,6 +12,7 @@ import: their reactors in `lf/lib/` only move messages; everything they compute 
 - `training`: the learner reactor's rounds; `logs`: CSV, TensorBoard, learning curve, progress bar
 - `seeds`: every random stream of a run, derived from its one seed
 - `qlearning`: synchronized parallel Q-learning's actors and learner (`lfrl gen qlearning`)
+- `errors`: `LoadError`, what `lfrl.load` raises (re-exported as `lfrl.LoadError`)
 - `saved`: a run's trained policy, `lfrl.load(path).predict(obs)` as Stable-Baselines3's (a team's for MAPPO),
   and the checks of what a learner program reads as it starts (`--load`, `--networks`)
 
@@ -24,22 +25,12 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from lfrl.errors import LoadError
+
 if TYPE_CHECKING:
     from lfrl.saved import SavedPolicy
 
-
-class LoadError(ValueError):
-    """What cannot be loaded: raised by `lfrl.load`, and by the checks of what a learner program
-    reads as it starts (lfrl.saved.check_learner_files, which `lfrl gen` and the program's learner
-    run). One kind of error for every kind of wrong input: a path that is not a run's folder or
-    model, a damaged model.pt or hyperparameters.json, weights of another algorithm or shape, a
-    module the run imported (its `--networks`, its environment's) that cannot be imported. The
-    message names the file or module and says what is expected; `setting` names the setting whose
-    value is refused (load, networks, env_id) where there is one."""
-
-    def __init__(self, message: str, setting: str | None = None) -> None:
-        super().__init__(message)
-        self.setting = setting
+__all__ = ["LoadError", "load"]
 
 
 def load(path: str | os.PathLike[str], seed: int | None = None) -> SavedPolicy:

@@ -98,7 +98,7 @@ class Parameters:
         """What a learner reads as it starts, that its `settings` (parameter `name`) name: the networks
         module and the weights to start from (lfrl.saved.check_learner_files, from the program's
         folder). `lfrl gen` checked them, but they may have changed since."""
-        from lfrl import LoadError
+        from lfrl.errors import LoadError
         from lfrl.saved import check_learner_files
 
         try:

@@ -35,9 +35,10 @@ import gymnasium
 import numpy as np
 import torch
 
-from lfrl import LoadError, envs, mappo
+from lfrl import envs, mappo
 from lfrl.algorithms import ALGORITHMS, builders, describe, saved_weights_problem
 from lfrl.config import Config, MAPPOConfig, of
+from lfrl.errors import LoadError
 from lfrl.policy import Policy
 
 MODEL = "model.pt"
