@@ -23,9 +23,12 @@ import: their reactors in `lf/lib/` only move messages; everything they compute 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from lfrl.errors import LoadError
+
+# typing.TYPE_CHECKING without importing typing: what `import lfrl` (the `lfrl` script's first line)
+# imports is done before lfrl's own Ctrl-C handling starts (lfrl.__main__), so it is kept short.
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from lfrl.saved import SavedPolicy
