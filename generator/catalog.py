@@ -366,8 +366,6 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
 
 def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
     """Observation and action sizes of the agents (in these scenarios, the same for every agent)."""
-    import importlib
-
     name = str(values["env_name"])  # one of lfrl.config's AlikeScenario
     try:
         module = importlib.import_module(f"mpe2.{name}")
