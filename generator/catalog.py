@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 
@@ -44,6 +45,11 @@ from lfrl.config import (
     checked,
     of,
 )
+
+if TYPE_CHECKING:
+    import gymnasium
+
+    from lfrl.envs import EnvSpec
 
 
 def _data(package: str) -> Path:
@@ -197,7 +203,7 @@ def whole_number(text: str) -> int | None:
         return int(number) if math.isfinite(number) and number.is_integer() else None
 
 
-def make_env(env_id: str):  # -> gymnasium.Env
+def make_env(env_id: str) -> gymnasium.Env:
     """The environment `env_id` names, made as the sampling and Q-learning programs make it
     (`gymnasium.make`), its id checked first (lfrl.envs.check_id): every way that fails is one
     TemplateError naming --env-id."""
@@ -215,7 +221,7 @@ def make_env(env_id: str):  # -> gymnasium.Env
         raise TemplateError(f"--env-id: gymnasium cannot make {env_id!r}: {type(exc).__name__}: {exc}") from None
 
 
-def env_spec(env_id: str):  # -> lfrl.envs.EnvSpec
+def env_spec(env_id: str) -> EnvSpec:
     """The spaces of the environment `env_id` names, as the learners see them (lfrl.envs.describe,
     which makes it once), its id checked first (lfrl.envs.check_id); TemplateError naming --env-id."""
     from lfrl.envs import check_id, describe
