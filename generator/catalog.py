@@ -1,12 +1,20 @@
-"""Program templates and their parameter schemas; rendering with validated values.
+"""Program templates and their parameters; rendering with validated values.
 
 Templates live in `templates/*.lf.j2` and import reusable reactors from `lf/lib/`; a rendered
 program is written with the library files it imports copied to `lib/` beside it, so that the
 program and its imports stand on their own (for lfpy and for the real lfc alike).
+
+A template's parameters are the fields of its settings' dataclass in lfrl.config (`SETTINGS`: the
+name, type, default, range, choices, check, families' defaults and help of each), and every value
+is checked there (`lfrl.config.checked`); here a flag's text only becomes a value (`Param.parse`).
+What shapes a program rather than configuring its workload is declared here, once for every
+template that has it: `--processes` (members in processes of their own) and the placement of those
+members and of the learner on a cluster's nodes (`--MEMBERS-at`, `--learner-at`).
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.resources
 import math
@@ -17,12 +25,31 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import jinja2
 
 from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze
-from lfrl.config import ALGORITHMS, SCENARIOS, Config, MAPPOConfig, OffPolicyConfig, PPOConfig, of
+from lfrl.config import (
+    ALGORITHMS,
+    PATHS,
+    SCENARIOS,
+    SETTINGS,
+    Config,
+    FieldSpec,
+    MAPPOConfig,
+    OffPolicyConfig,
+    PPOConfig,
+    Settings,
+    checked,
+    of,
+)
+
+if TYPE_CHECKING:
+    import gymnasium
+
+    from lfrl.envs import EnvSpec
 
 
 def _data(package: str) -> Path:
@@ -38,30 +65,48 @@ TEMPLATES = _data("generator.templates")
 LIBRARY = _data("generator.library")
 
 
-# Checks of values that name paths (relative to the program's folder), all written into string
-# literals as given: a file the program writes, a folder it writes into, a file it reads.
-PATHS = ("file", "folder", "input")
-
-
 class TemplateError(Exception):
     """A bad template name or parameter value; the message says which and why."""
 
 
 @dataclass(frozen=True)
 class Param:
-    name: str
-    type: type
-    default: object
-    help: str
-    min: float | None = None
-    max: float | None = None
-    # 'env_id' (a gymnasium environment id), one of PATHS ('file', 'folder', 'input'), 'hosts' (node names
-    # for `at`, separated by commas), 'net_arch' (layer
-    # sizes such as 256,256), 'auto_or_number' ("auto" or a number), 'ent_coef' (SAC's: auto, auto_X or a
-    # number), 'module' (a Python module name)
-    check: str | None = None
-    default_text: str | None = None  # how --help shows a default computed from other values
-    choices: tuple[str, ...] = ()  # the values a text parameter takes (none: any)
+    """A flag of `lfrl gen`: a setting of its template (a field of lfrl.config's dataclass), or what
+    shapes the program; `spec` says its name, type, default, range, choices, check and help."""
+
+    spec: FieldSpec
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def type(self) -> type:
+        return self.spec.type
+
+    @property
+    def default(self) -> object:
+        return self.spec.default
+
+    @property
+    def help(self) -> str:
+        return self.spec.help
+
+    @property
+    def min(self) -> float | None:
+        return self.spec.between.min
+
+    @property
+    def max(self) -> float | None:
+        return self.spec.between.max
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        return self.spec.choices
+
+    @property
+    def check(self) -> str | None:
+        return self.spec.check
 
     @property
     def flag(self) -> str:
@@ -73,14 +118,16 @@ class Param:
             return "|".join(self.choices)
         if self.check == "input":
             return "FILE"
-        return {int: "N", float: "X", bool: "yes|no"}.get(self.type, "TEXT")
+        return {int: "N", float: "X", bool: "yes|no", list: "N,N|none"}.get(self.type, "TEXT")
 
     def shown(self, value: object) -> str:
-        """A value as --help writes it."""
+        """A value as --help writes it (layer sizes as --net-arch takes them: 64,64, or none)."""
         if value is None or value == "":
             return "none"
         if self.type is bool:
             return "yes" if value else "no"
+        if isinstance(value, list):
+            return ",".join(map(str, value)) or "none"
         if self.type in (int, float):
             return ("{:_}" if self.type is int else "{:g}").format(value)
         return str(value)
@@ -88,7 +135,7 @@ class Param:
     def describe(self, others: dict[str, object] | None = None) -> str:
         """The help text with the type, range and default, as `--list` and `--help` show them;
         `others`: the defaults of environment families, by name ("default 64 (Atari: 32)")."""
-        default = self.shown(self.default) if self.default_text is None else self.default_text
+        default = self.shown(self.default)
         default += "".join(f" ({family}: {self.shown(value)})" for family, value in (others or {}).items())
         if self.type is bool:
             kind = f"yes or no, default {default}"
@@ -103,74 +150,44 @@ class Param:
         return f"{self.help} [{kind}]"
 
     def parse(self, text: str) -> object:
-        """The value of `--flag text`, validated."""
-        if self.type is bool:
-            lowered = text.lower()
-            if lowered not in ("true", "false", "1", "0", "yes", "no"):
-                raise TemplateError(f"{self.flag}: expected yes or no, got {text!r}")
-            return lowered in ("true", "1", "yes")
-        if self.type is int:
-            value: object = whole_number(text)
-            if value is None:
-                raise TemplateError(f"{self.flag}: expected a whole number, got {text!r}")
-        elif self.type is float:
-            try:
-                value = float(text)
-            except ValueError:
-                raise TemplateError(f"{self.flag}: expected a number, got {text!r}") from None
-        else:
-            value = text
-        self.validate(value)
-        return value
+        """The value of `--flag text`: the text read as the setting's type (`from_text`), then
+        checked as any value of it is (`validate`)."""
+        return self.validate(from_text(self.spec, text))
 
-    def validate(self, value: object) -> None:
-        if self.type is bool and not isinstance(value, bool):
-            raise TemplateError(f"{self.flag}: expected yes or no, got {value!r}")
-        if self.type is int:
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TemplateError(f"{self.flag}: expected a whole number, got {value!r}")
-        if self.type is float and value is not None:
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise TemplateError(f"{self.flag}: expected a finite number, got {value!r}")
-        if self.type in (int, float) and value is not None:
-            shown = str if self.type is int else "{:g}".format
-            if self.min is not None and value < self.min:  # type: ignore[operator]
-                raise TemplateError(f"{self.flag} must be at least {shown(self.min)}, got {shown(value)}")
-            if self.max is not None and value > self.max:  # type: ignore[operator]
-                raise TemplateError(f"{self.flag} must be at most {shown(self.max)}, got {shown(value)}")
-        if self.choices and value not in self.choices:
-            raise TemplateError(f"{self.flag}: expected {', '.join(self.choices[:-1])} or {self.choices[-1]}, "
-                                f"got {value!r}")
-        if self.check == "env_id":
-            check_env_id(str(value), self.flag)
-        if self.check in PATHS and (set(str(value)) & {'"', "\\"} or not str(value).isprintable()):
-            # It goes into an LF (and Python) string literal as it is written.
-            raise TemplateError(f"{self.flag}: a file name without quotes, backslashes or control characters, "
-                                f"got {value!r}")
-        if self.check == "net_arch" and not re.fullmatch(r"none|[1-9][0-9]{0,5}(,[1-9][0-9]{0,5})*", str(value)):
-            raise TemplateError(f"{self.flag}: hidden layer sizes separated by commas, such as 256,256, got {value!r}")
-        if self.check == "auto_or_number" and value != "auto":
-            number = finite_number(str(value))
-            if number is None:
-                raise TemplateError(f"{self.flag}: expected auto or a number, got {value!r}")
-        if self.check == "ent_coef":
-            # Stable-Baselines3's forms: a fixed coefficient, auto (tuned from 1), auto_X (tuned from X).
-            text = str(value)
-            number = finite_number(text[5:] if text.startswith("auto_") else text) if text != "auto" else 1.0
-            if number is None:
-                raise TemplateError(f"{self.flag}: expected auto, auto_X (tuned, starting at X) or a number, got "
-                                    f"{value!r}")
-            if number <= 0:
-                raise TemplateError(f"{self.flag}: the entropy coefficient must be positive, got {value!r}")
-        if self.check == "hosts" and value and not all(HOST.fullmatch(name) for name in str(value).split(",")):
-            raise TemplateError(f"{self.flag}: node names (a node's lfrl-host label, address or hostname) separated "
-                                f"by commas, such as a,b, got {value!r}")
-        if self.check == "module" and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", str(value)):
-            raise TemplateError(f"{self.flag}: expected a Python module name such as my_networks, got {value!r}")
+    def validate(self, value: object) -> object:
+        """`value` as the setting takes it (lfrl.config.checked), or TemplateError naming the flag."""
+        try:
+            return checked(self.spec, value)
+        except ValueError as exc:
+            raise TemplateError(f"{self.flag}: {exc}") from None
 
 
-# What LF's `at` takes as a host (without user@ and :port): a name with dots and dashes, an IPv4 address.
-HOST = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(-[A-Za-z0-9_]+)*(\.[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*)*|\d{1,3}(\.\d{1,3}){3}")
+YES = {"yes": True, "true": True, "1": True, "no": False, "false": False, "0": False}
+SIZES = re.compile(r"[0-9]+(,[0-9]+)*")
+
+
+def from_text(spec: FieldSpec, text: str) -> object:
+    """A flag's text as a value of setting `spec`: yes or no (true, false, 1, 0), a whole number
+    (also written as a float, 1e5, as users type Stable-Baselines3's budgets), a number, layer sizes
+    (64,64; none: no layers), none for a setting that may be None. A text that does not read as one
+    stays the text, which the check then refuses, saying what the value must be."""
+    if spec.optional and text.lower() == "none":
+        return None
+    if spec.type is bool:
+        return YES.get(text.lower(), text)
+    if spec.type is int:
+        number = whole_number(text)
+        return text if number is None else number
+    if spec.type is float:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    if spec.type is list:
+        if text == "none":
+            return []
+        return [int(size) for size in text.split(",")] if SIZES.fullmatch(text) else text
+    return text
 
 
 def whole_number(text: str) -> int | None:
@@ -179,66 +196,43 @@ def whole_number(text: str) -> int | None:
     try:
         return int(text)
     except ValueError:
-        number = finite_number(text)
-        return int(number) if number is not None and number.is_integer() else None
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return int(number) if math.isfinite(number) and number.is_integer() else None
 
 
-def finite_number(text: str) -> float | None:
-    try:
-        number = float(text)
-    except ValueError:
-        return None
-    return number if math.isfinite(number) else None
-
-
-def check_env_id(env_id: str, flag: str) -> None:
-    """Refuse an environment id that gymnasium (with ale_py's Atari games) does not know, or cannot
-    make (a missing optional dependency, such as Box2D for LunarLander-v3). gymnasium's
-    `module:EnvId` form names a user's module that registers the environment when imported."""
-    make_env(env_id, flag).close()
-
-
-def make_env(env_id: str, flag: str):  # -> gymnasium.Env
-    """`gymnasium.make(env_id)` with every way it can fail turned into one TemplateError."""
+def make_env(env_id: str) -> gymnasium.Env:
+    """The environment `env_id` names, made as the sampling and Q-learning programs make it
+    (`gymnasium.make`), its id checked first (lfrl.envs.check_id): every way that fails is one
+    TemplateError naming --env-id."""
     import gymnasium
 
-    module, _, name = env_id.rpartition(":")
-    if not re.fullmatch(r"[\w/.:-]+", env_id) or not name:
-        raise TemplateError(f"{flag}: unknown environment id {env_id!r}")
-    if module:
-        # Where the program will import it from: beside the program, or anywhere `lfrl run`'s
-        # Python looks (its path, and the current folder).
-        sys.path.append(os.getcwd())
-        try:
-            importlib.import_module(module)
-        except Exception as exc:
-            raise TemplateError(f"{flag}: cannot import module {module!r} of {env_id!r} ({type(exc).__name__}: "
-                                f"{exc}); put {module.replace('.', '/')}.py in the current folder or on "
-                                f"PYTHONPATH") from None
-        finally:
-            sys.path.remove(os.getcwd())
-    if name.startswith("ALE/"):
-        try:
-            import ale_py
-        except ImportError:
-            raise TemplateError(f"{flag}: {env_id!r} is an Atari game, which needs ale-py "
-                                "(pip install ale-py)") from None
-        # ale-py's banner ("A.L.E: Arcade Learning Environment ...", "[Powered by Stella]"), which
-        # its C++ logger prints as an environment is made, at its Info level: `lfrl gen` prints only
-        # its own lines. Its warnings and errors still show.
-        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
-        gymnasium.register_envs(ale_py)
-    if name not in gymnasium.registry:
-        close = sorted(k for k in gymnasium.registry if k.lower().startswith(name.split("-")[0].lower()))[:5]
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        where = f" (module {module!r} does not register it)" if module else ""
-        raise TemplateError(f"{flag}: unknown environment id {env_id!r}{where}{hint}")
+    from lfrl.envs import check_id
+
     try:
-        return gymnasium.make(name)
-    except gymnasium.error.DependencyNotInstalled as exc:
-        raise TemplateError(f"{flag}: {env_id!r} needs a package that is not installed: {exc}") from None
-    except Exception as exc:
-        raise TemplateError(f"{flag}: gymnasium cannot make {env_id!r}: {type(exc).__name__}: {exc}") from None
+        check_id(env_id)
+    except ValueError as exc:
+        raise TemplateError(f"--env-id: {exc}") from None
+    try:
+        return gymnasium.make(env_id.rpartition(":")[2])
+    except Exception as exc:  # noqa: BLE001 - a user's environment may fail in any way
+        raise TemplateError(f"--env-id: gymnasium cannot make {env_id!r}: {type(exc).__name__}: {exc}") from None
+
+
+def env_spec(env_id: str) -> EnvSpec:
+    """The spaces of the environment `env_id` names, as the learners see them (lfrl.envs.describe,
+    which makes it once), its id checked first (lfrl.envs.check_id); TemplateError naming --env-id."""
+    from lfrl.envs import check_id, describe
+
+    try:
+        check_id(env_id)
+        return describe(env_id)
+    except ValueError as exc:
+        raise TemplateError(f"--env-id: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - a user's environment may fail in any way
+        raise TemplateError(f"--env-id: gymnasium cannot make {env_id!r}: {type(exc).__name__}: {exc}") from None
 
 
 ENVIRONMENT = ("env_id", "env_name")  # the parameters that name a template's environment, where it has one
@@ -249,15 +243,19 @@ def env_of(values: dict[str, object]) -> str:
     return next((str(values[key]) for key in ENVIRONMENT if key in values), "")
 
 
-@dataclass(frozen=True)
-class EnvDefaults:
-    """Defaults of a family of environments (Atari games, mpe2's scenarios with agents of their
-    own): for environment ids (or scenarios) that start with `prefix`, they replace the template's
-    own defaults of the values a user does not give."""
+# The parameters --help lists first, where a template has them: what the program runs and how long.
+LEADING = ("env_id", "env_name", "agents", "max_cycles", "total_steps", "actors", "envs_per_actor", "envs")
 
-    family: str  # as --help names it: "default 64 (Atari: 32)"
-    prefix: str
-    values: dict[str, object]
+
+def template_params(settings: type[Settings], shaping: tuple[FieldSpec, ...]) -> tuple[Param, ...]:
+    """A template's parameters: the fields of its `settings` (lfrl.config) but those `lfrl gen` fills
+    in itself, LEADING first and (learners) those every learner has last; then what `shaping` the
+    program declares (--processes and the placement)."""
+    common = {f.name for f in Config.fields()} if issubclass(settings, Config) else set()
+    fields = [f for f in settings.fields() if not f.generated]
+    ordered = sorted(fields, key=lambda f: (LEADING.index(f.name), False) if f.name in LEADING
+                     else (len(LEADING), f.name in common))
+    return tuple(Param(spec) for spec in (*ordered, *shaping))
 
 
 @dataclass(frozen=True)
@@ -265,7 +263,7 @@ class Template:
     name: str
     file: str
     description: str
-    params: tuple[Param, ...]
+    settings: type[Settings]  # its settings (lfrl.config), which its parameters are
     libraries: tuple[str, ...] = field(default_factory=tuple)
     # Values computed from the parameters (and checks across them); raises TemplateError.
     derive: Callable[[dict[str, object]], dict[str, object]] | None = None
@@ -274,18 +272,19 @@ class Template:
     # Checks of what the values name that the program will import or read, from its folder (called
     # with the template's name, the values given and the folder); raises TemplateError.
     check_files: Callable[[str, dict[str, object], Path], None] | None = None
-    env_defaults: tuple[EnvDefaults, ...] = ()
+    shaping: tuple[FieldSpec, ...] = ()  # what shapes the program: --processes, the placement
+    params: tuple[Param, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", template_params(self.settings, self.shaping))
 
     def defaults(self, env: str | None = None) -> dict[str, object]:
         """Every parameter's default for environment `env` (an environment id, or mappo's scenario;
-        None: the template's default one)."""
+        None: the template's default one), with those of the family it belongs to."""
         values = {p.name: p.default for p in self.params}
         env = env_of(values) if env is None else env
-        for family in self.env_defaults:
-            if env.startswith(family.prefix):
-                values.update(family.values)
-                break
-        return values
+        values.update({k: v for k, v in self.settings.defaults(env).items() if k in values})
+        return copy.deepcopy(values)  # layer sizes are lists: the program's own
 
     def merged(self, values: dict[str, object]) -> dict[str, object]:
         """`values` over the defaults of their environment: what a user gives always wins."""
@@ -294,20 +293,25 @@ class Template:
 
     def describe(self, param: Param) -> str:
         """`param`'s help text, with the defaults environment families give it."""
-        return param.describe({f.family: f.values[param.name] for f in self.env_defaults
+        return param.describe({f.name: f.values[param.name] for f in self.settings.FAMILIES
                                if f.values.get(param.name, param.default) != param.default})
 
 
-def placement(members: str, which: str, learner: bool, note: str = "") -> tuple[Param, ...]:
+def processes(help: str) -> FieldSpec:
+    """--processes: the template's members (workers, actors, agents) in processes of their own."""
+    return FieldSpec("processes", bool, False, help)
+
+
+def placement(members: str, which: str, learner: bool, note: str = "") -> tuple[FieldSpec, ...]:
     """The parameters that place a template's `members` (its federates with --processes yes) on the
     nodes of a Ray cluster, and (`learner`) the learner, which runs in lfrl's process."""
-    params = (Param(f"{members}_at", str, "", f"with --processes yes, for `lfrl run --cluster`: the Ray node of each "
-                    f"{which} (its lfrl-host label, address or hostname), one name for all or one per {which}, such "
-                    f"as a,b; none: Ray spreads them{note} (docs/cluster.md)", check="hosts"),)
+    params = (FieldSpec(f"{members}_at", str, "", f"with --processes yes, for `lfrl run --cluster`: the Ray node of "
+                        f"each {which} (its lfrl-host label, address or hostname), one name for all or one per "
+                        f"{which}, such as a,b; none: Ray spreads them{note} (docs/cluster.md)", check="hosts"),)
     if learner:
-        params += (Param("learner_at", str, "", "with --processes yes, for `lfrl run --cluster`: the node the learner "
-                         "(lfrl's own process, which coordinates) must run on; `lfrl run` refuses to start elsewhere",
-                         check="hosts"),)
+        params += (FieldSpec("learner_at", str, "", "with --processes yes, for `lfrl run --cluster`: the node the "
+                             "learner (lfrl's own process, which coordinates) must run on; `lfrl run` refuses to start "
+                             "elsewhere", check="hosts"),)
     return params
 
 
@@ -329,13 +333,14 @@ def placed(values: dict[str, object], members: str, count: int) -> list[str]:
 
 def derive_sampling(values: dict[str, object]) -> dict[str, object]:
     """Each worker steps its environments together, so the samples must split into whole vector
-    steps."""
+    steps; the environment must be one the workers can make."""
     steps, envs = int(values["steps"]), int(values["envs_per_worker"])  # type: ignore[call-overload]
     if steps % envs:
         below, above = steps - steps % envs, steps - steps % envs + envs
         instead = f"{below} or {above}" if below else str(above)
         raise TemplateError(f"--steps {steps} is not a multiple of --envs-per-worker {envs}: each worker steps its "
                             f"{envs} environments together; {instead} would split exactly")
+    make_env(str(values["env_id"])).close()
     return {"placed": placed(values, "workers", int(values["workers"]) - 1)}  # type: ignore[call-overload]
 
 
@@ -344,7 +349,7 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     round must fill a batch, and the buffer must hold one."""
     import gymnasium
 
-    env = make_env(str(values["env_id"]), "--env-id")
+    env = make_env(str(values["env_id"]))
     try:
         if not isinstance(env.action_space, gymnasium.spaces.Discrete):
             raise TemplateError(f"--env-id: Q-learning needs discrete actions; {values['env_id']!r} has "
@@ -365,20 +370,9 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     return {"obs_dim": obs_dim, "placed": placed(values, "actors", int(values["actors"]))}  # type: ignore[call-overload]
 
 
-# mpe2's scenarios with simple_spread's parallel API: N agents (`N=`), all with the same observations
-# and discrete actions, so that one policy shape serves every agent. The others have a fixed number
-# of agents, or agents of two kinds (adversaries, speakers and listeners).
-MULTIAGENT_ENVS = ("simple_spread_v3", "simple_formation_v1", "simple_line_v1")
-
-
 def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
     """Observation and action sizes of the agents (in these scenarios, the same for every agent)."""
-    import importlib
-
-    name = str(values["env_name"])
-    if name not in MULTIAGENT_ENVS:
-        raise TemplateError(f"--env-name: {name!r} is not supported; choose one of: {', '.join(MULTIAGENT_ENVS)} "
-                            "(mpe2's scenarios of N agents that all observe and act alike)")
+    name = str(values["env_name"])  # one of lfrl.config's AlikeScenario
     try:
         module = importlib.import_module(f"mpe2.{name}")
     except ImportError as exc:
@@ -389,64 +383,20 @@ def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
         spaces = {(env.observation_space(a).shape, int(env.action_space(a).n)) for a in env.agents}
     finally:
         env.close()
-    if len(spaces) != 1:  # pragma: no cover - guarded by MULTIAGENT_ENVS
+    if len(spaces) != 1:  # pragma: no cover - guarded by the scenarios MultiAgentSettings takes
         raise TemplateError(f"--env-name: the agents of {name!r} observe or act differently")
     ((shape, n_actions),) = spaces
     return {"obs_dim": int(shape[0]), "n_actions": n_actions}
 
 
-PROCESSES = ("a federated program: every actor collects in a process of its own (the learner, evaluator, monitor "
-             "and replay buffer share lfrl's); pays when stepping the environments and acting cost more than a "
-             "round's updates")
-
-# The parameters --help lists first, where a template has them: what the program runs and how long.
-LEADING = ("env_id", "env_name", "agents", "max_cycles", "total_steps", "actors", "envs_per_actor", "envs")
-
-
-def arch_text(layers: list[int]) -> str:
-    """Layer sizes as --net-arch writes them: 64,64, or none."""
-    return ",".join(map(str, layers)) or "none"
-
-
-def arch_layers(text: str) -> list[int]:
-    return [] if text == "none" else [int(x) for x in text.split(",")]
-
-
-def as_text(name: str, value: object) -> object:
-    """A setting's value (lfrl.config) as its parameter takes it."""
-    return arch_text(value) if name == "net_arch" else value  # type: ignore[arg-type]
-
-
-def learner_params(config: type[Config], members: str = "actors", which: str = "actor",
-                   processes: str = PROCESSES) -> tuple[Param, ...]:
-    """A learner template's parameters: the settings of its algorithm (lfrl.config: their types,
-    defaults, ranges, choices and help texts) but those `lfrl gen` fills in itself, LEADING first and
-    those every learner has last; then what shapes the program: --processes, with which `members`
-    (each a `which`) run in processes of their own, as `processes` says, and their placement."""
-    common = {f.name for f in Config.fields()}
-    fields = [f for f in config.fields() if not f.generated]
-    ordered = sorted(fields, key=lambda f: (LEADING.index(f.name), False) if f.name in LEADING
-                     else (len(LEADING), f.name in common))
-    params = tuple(Param(f.name, str if f.type is list else f.type, as_text(f.name, f.default), f.help,
-                         f.between.min, f.between.max, f.check, choices=f.choices) for f in ordered)
-    return params + (Param("processes", bool, False, processes), *placement(members, which, learner=True))
-
-
 def template_settings(algo: str, values: dict[str, object]) -> Config:
     """A learner program's settings (lfrl.config) from its template's values: those of the
-    algorithm's fields (not what only shapes the program: processes, placement), `net_arch` as layer
-    sizes, the runs' folder (default runs) and the program's name that names them (the .lf file's)."""
+    algorithm's fields (not what only shapes the program: processes, placement), the runs' folder
+    (default runs) and the program's name that names them (the .lf file's)."""
     config = ALGORITHMS[algo]
     given = {f.name: values[f.name] for f in config.fields() if f.name in values}
-    given.update(net_arch=arch_layers(str(values["net_arch"])), logdir=str(values["logdir"]) or "runs",
-                 program=str(values.get("program") or algo))
+    given.update(logdir=str(values["logdir"]) or "runs", program=str(values.get("program") or algo))
     return config(**given)
-
-
-def families(config: type[Config]) -> tuple[EnvDefaults, ...]:
-    """The defaults `config` has for families of environments, as its parameters take them."""
-    return tuple(EnvDefaults(f.name, f.prefix, {k: as_text(k, v) for k, v in f.values.items()})
-                 for f in config.FAMILIES)
 
 
 def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]]:
@@ -454,13 +404,8 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
     program's CONFIG and the replay buffer's fields."""
 
     def derive(values: dict[str, object]) -> dict[str, object]:
-        from lfrl.envs import describe
-
         env_id = str(values["env_id"])
-        try:
-            spec = describe(env_id)
-        except ValueError as exc:
-            raise TemplateError(f"--env-id: {exc}") from None
+        spec = env_spec(env_id)
         if algo == "dqn" and not spec.discrete:
             raise TemplateError(f"--env-id: dqn needs discrete actions; {env_id!r} has continuous ones "
                                 "(use sac, td3 or ddpg)")
@@ -500,13 +445,7 @@ def check_budget(config: Config) -> None:
 
 def derive_ppo(values: dict[str, object]) -> dict[str, object]:
     """Checks of PPO's values against its environment and each other; the program's CONFIG."""
-    from lfrl.envs import describe
-
-    env_id = str(values["env_id"])
-    try:
-        describe(env_id)
-    except ValueError as exc:
-        raise TemplateError(f"--env-id: {exc}") from None
+    env_spec(str(values["env_id"]))
     config = template_settings("ppo", values)
     assert isinstance(config, PPOConfig)
     nodes = placed(values, "actors", config.actors)
@@ -571,13 +510,19 @@ def check_learner_files(algo: str, values: dict[str, object], folder: Path) -> N
             sys.modules.pop(name, None)
 
 
+PROCESSES = ("a federated program: every actor collects in a process of its own (the learner, evaluator, monitor "
+             "and replay buffer share lfrl's); pays when stepping the environments and acting cost more than a "
+             "round's updates")
+
+
 def learner_template(algo: str, file: str, description: str, libraries: tuple[str, ...],
                      derive: Callable[[dict[str, object]], dict[str, object]], quick: dict[str, object],
-                     params: tuple[Param, ...] | None = None) -> Template:
-    """A learner's template: its parameters from its algorithm's settings (lfrl.config)."""
-    config = ALGORITHMS[algo]
-    return Template(algo, file, description, params or learner_params(config), libraries, derive,
-                    {"progress": False, "eval_episodes": 2, **quick}, check_learner_files, families(config))
+                     shaping: tuple[FieldSpec, ...] | None = None) -> Template:
+    """A learner's template: its parameters from its algorithm's settings (lfrl.config), then
+    --processes and the placement of its actors (`shaping`: of other members)."""
+    return Template(algo, file, description, ALGORITHMS[algo], libraries, derive,
+                    {"progress": False, "eval_episodes": 2, **quick}, check_learner_files,
+                    shaping or (processes(PROCESSES), *placement("actors", "actor", learner=True)))
 
 
 LEARNER_LIBRARIES = ("Actor.lf", "ReplayBuffer.lf", "Learner.lf", "GradientLearner.lf", "Evaluator.lf", "Monitor.lf")
@@ -587,69 +532,24 @@ CATALOG: dict[str, Template] = {
     t.name: t for t in (
         Template(
             "sampling", "sampling.lf.j2",
-            "N environment workers in a bank, stepped in lockstep by a driver; counts samples/s",
-            (
-                Param("env_id", str, "CartPole-v1", "gymnasium environment id (ALE/Pong-v5 for Atari)",
-                      check="env_id"),
-                Param("workers", int, 2, "environment workers (the bank's width)", min=1, max=256),
-                Param("envs_per_worker", int, 1, "environments each worker steps together as a vector (cheap "
-                      "environments amortise the runtime's cost per round; --steps must be a multiple)",
-                      min=1, max=4096),
-                Param("steps", int, 10_000, "samples in total", min=1, max=10**9),
-                Param("sync_every", int, 1, "steps (of all its environments) each worker takes between "
-                      "synchronisations", min=1, max=10**6),
-                Param("seed", int, 0, "seed; worker i's is derived from (seed, i)", min=0, max=2**31 - 1),
-                Param("processes", bool, False, "a federated program: every worker but the first steps in a "
-                      "process of its own (parallel even when stepping holds the GIL, as ale-py's does)"),
-                *placement("workers", "worker", learner=False,
-                           note="; worker 0 steps next to the driver, in lfrl's process, so name workers 1.."),
-                Param("progress", bool, True, "show a progress bar"),
-            ),
-            ("EnvWorker.lf", "SampleDriver.lf"),
-            derive_sampling,
-        ),
+            "N environment workers in a bank, stepped in lockstep by a driver; counts samples/s", SETTINGS["sampling"],
+            ("EnvWorker.lf", "SampleDriver.lf"), derive_sampling,
+            shaping=(processes("a federated program: every worker but the first steps in a process of its own "
+                               "(parallel even when stepping holds the GIL, as ale-py's does)"),
+                     *placement("workers", "worker", learner=False,
+                                note="; worker 0 steps next to the driver, in lfrl's process, so name workers 1.."))),
         Template(
             "qlearning", "qlearning.lf.j2",
             "synchronized parallel Q-learning: N actors, a pyreplay buffer, a torch learner broadcasting weights",
-            (
-                Param("env_id", str, "CartPole-v1", "gymnasium environment id (discrete actions)", check="env_id"),
-                Param("actors", int, 2, "actors collecting in parallel", min=1, max=256),
-                Param("rounds", int, 500, "learning rounds (epsilon falls from 1 over the first fifth)", min=1,
-                      max=10**7),
-                Param("steps_per_round", int, 32, "steps each actor collects per round", min=1, max=10**6),
-                Param("batch_size", int, 64, "transitions per learner batch", min=1, max=10**6),
-                Param("updates", int, 16, "gradient steps per round", min=1, max=10**4),
-                Param("hidden", int, 64, "hidden units of the Q-network", min=1, max=65536),
-                Param("capacity", int, 100_000, "replay capacity", min=1, max=10**8),
-                Param("prioritized", bool, True, "prioritized replay (priorities = |TD error|); uniform if false"),
-                Param("seed", int, 0, "seed; actor i's is derived from (seed, i)", min=0, max=2**31 - 1),
-                Param("processes", bool, False, "a federated program: every actor collects in a process of its own "
-                      "(the learner and the buffer share lfrl's); pays when stepping the environments costs more "
-                      "than the learner's updates"),
-                *placement("actors", "actor", learner=True),
-                Param("progress", bool, True, "show a progress bar with the recent mean episode return"),
-                Param("save", str, "", "at the end, write the Q-network's weights (torch.save of its state_dict) to "
-                                       "this file, relative to the program's folder; where an earlier run's file is "
-                                       "there, to its first free numbered name (q_2.pt for q.pt), never over it",
-                      check="file"),
-            ),
-            ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"),
-            derive_qlearning,
-        ),
+            SETTINGS["qlearning"], ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"), derive_qlearning,
+            shaping=(processes("a federated program: every actor collects in a process of its own (the learner and "
+                               "the buffer share lfrl's); pays when stepping the environments costs more than the "
+                               "learner's updates"),
+                     *placement("actors", "actor", learner=True))),
         Template(
             "multiagent", "multiagent.lf.j2",
             "multi-agent inference: M agents with their own MLP policies in a PettingZoo (mpe2) environment",
-            (
-                Param("env_name", str, "simple_spread_v3", "mpe2 scenario of N agents that all observe and act "
-                      "alike (parallel API): " + ", ".join(MULTIAGENT_ENVS)),
-                Param("agents", int, 3, "agents, each with its own policy", min=1, max=64),
-                Param("steps", int, 200, "environment steps", min=1, max=10**9),
-                Param("hidden", int, 64, "hidden units of each policy", min=1, max=65536),
-                Param("seed", int, 0, "seed; agent i's policy's is derived from (seed, i)", min=0, max=2**31 - 1),
-            ),
-            ("MultiAgentEnv.lf", "AgentPolicy.lf"),
-            derive_multiagent,
-        ),
+            SETTINGS["multiagent"], ("MultiAgentEnv.lf", "AgentPolicy.lf"), derive_multiagent),
         learner_template(
             "dqn", "learner.lf.j2", "double DQN (dueling heads, n-step returns, prioritized replay optional): actors, "
             "a pyreplay buffer, a learner, an evaluator; CartPole-v1's defaults reach a return of 475; Atari games "
@@ -674,9 +574,10 @@ CATALOG: dict[str, Template] = {
             "with --processes yes)",
             ("MAPPOTeam.lf", "MAPPOAgent.lf", "PPOLearner.lf", "Evaluator.lf", "Monitor.lf"), derive_mappo,
             {"total_steps": 400, "eval_every": 200, "envs": 2, "n_steps": 25, "batch_size": 50},
-            learner_params(MAPPOConfig, "agents", "agent", "a federated program: every agent chooses its actions in a "
-                           "process of its own (the environments, learner, evaluator and monitor share lfrl's); pays "
-                           "when the policies' inference costs more than a round trip between processes")),
+            (processes("a federated program: every agent chooses its actions in a process of its own (the "
+                       "environments, learner, evaluator and monitor share lfrl's); pays when the policies' inference "
+                       "costs more than a round trip between processes"),
+             *placement("agents", "agent", learner=True))),
     )
 }
 
@@ -722,13 +623,14 @@ def resolve(name: str, values: dict[str, object] | None = None, program: str | N
     """`values` for template `name`, validated, with the defaults of the others and the derived ones
     (`program`: as `render` takes it)."""
     tpl = template(name)
+    given = {}
     for key, value in (values or {}).items():
         param = next((p for p in tpl.params if p.name == key), None)
         if param is None:
             raise TemplateError(f"template {name!r} has no parameter {key!r}; it has: "
                                 f"{', '.join(p.name for p in tpl.params)}")
-        param.validate(value)
-    merged = {"program": program or name, **tpl.merged(values or {})}
+        given[key] = param.validate(value)
+    merged = {"program": program or name, **tpl.merged(given)}
     if tpl.derive is not None:
         merged.update(tpl.derive(merged))
     return merged

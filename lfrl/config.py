@@ -1,11 +1,19 @@
-"""The learners' settings: one frozen dataclass per algorithm, with a docstring under every field.
+"""Every template's settings: one frozen dataclass per template (one per learner algorithm), with a
+docstring under every field; and `checked`, the one check of a setting's value.
 
-They are the one place where a learner's settings are declared. `lfrl gen` (generator/catalog.py)
-derives each learner template's parameters from them: the flag, type, default, range or choices and
-the help text (the field's docstring). A generated program holds its settings as plain values, in
-the `CONFIG` dict of its preamble (which `lfrl run --seed` and `lfrl.load` read without running
-it); each library reactor turns that dict into its algorithm's dataclass (`of`), checked, and the
-learners, actors and evaluators read typed attributes from it.
+They are the one place where a template's settings are declared. `lfrl gen` (generator/catalog.py)
+derives each template's parameters from them: the flag, type, default, range or choices and the
+help text (the field's docstring). A learner's program holds its settings as plain values, in the
+`CONFIG` dict of its preamble (which `lfrl run --seed` and `lfrl.load` read without running it);
+each library reactor turns that dict into its algorithm's dataclass (`of`), checked, and the
+learners, actors and evaluators read typed attributes from it. The other templates' programs hold
+their settings as the parameters of their library reactors, which check them (lfrl.parameters).
+
+Wherever a value enters (a flag of `lfrl gen`, a program's CONFIG, a reactor's parameter, a run's
+hyperparameters.json) it is checked by `checked`, which refuses it with one text, "must be ...,
+got ...", that each place puts after the setting's name as it calls it (`--workers: `, `workers: `,
+`parameter workers of ...: `). It checks the value itself; what the value names out there (an
+environment: lfrl.envs.check_id; a file to read or write) is checked where it is used.
 
 A subclass redeclares a field to give it another default (or help text); its range and checks come
 from the class that declared it first. Defaults for families of environments (Atari, Pendulum-v1,
@@ -20,6 +28,8 @@ import dataclasses
 import functools
 import inspect
 import math
+import numbers
+import re
 import textwrap
 import types
 import typing
@@ -30,27 +40,33 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 @dataclass(frozen=True)
 class Between:
-    """A number's range (either end None: open)."""
+    """A number's range (either end None: open; `exclusive`: `min` itself is refused, as a learning
+    rate's 0). On a list of layer sizes: each size's."""
 
     min: float | None = None
     max: float | None = None
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)
 class Check:
-    """What a text value must name, as `lfrl gen` checks it (generator.catalog.Param.validate):
-    env_id, module, folder, input (a file to read), net_arch, ent_coef, auto_or_number."""
+    """What a text value must be, beyond a string (`checked` says each in its message): an
+    environment id (env_id), a Python module name (module), a path to write (file), to write into
+    (folder) or to read (input), node names (hosts), a non-empty string (nonempty), SAC's entropy
+    coefficient (ent_coef), "auto" or a number (auto_or_number)."""
 
     kind: str
 
 
 NUMBERS_TOO = ("ent_coef", "auto_or_number")  # the checks of text values that may be numbers
+PATHS = ("file", "folder", "input")  # the checks of values that name paths (relative to the program's folder)
 GENERATED = "generated"  # a field `lfrl gen` fills in itself (not a parameter)
 # A field the run fills in as it writes hyperparameters.json (lfrl.logs): not a parameter, and not in
 # a program's CONFIG (`to_dict` leaves it out while it is empty).
 RECORDED = "recorded"
 
 Steps = Annotated[int, Between(0, 10**10)]
+Seed = Annotated[int, Between(0, 2**31 - 1)]
 
 
 @dataclass(frozen=True)
@@ -81,14 +97,243 @@ class FieldSpec:
     recorded: bool = False
 
 
+# What LF's `at` takes as a host (without user@ and :port): a name with dots and dashes, an IPv4 address.
+HOST = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(-[A-Za-z0-9_]+)*(\.[A-Za-z0-9_]+(-[A-Za-z0-9_]+)*)*|\d{1,3}(\.\d{1,3}){3}")
+MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+# gymnasium's id, or module:EnvId (what it names is checked by lfrl.envs.check_id)
+ENV_ID = re.compile(r"[\w/.:-]*[\w/.-]")
+
+# What a text value of each check must be, as the refusals say it.
+EXPECTED = {
+    "env_id": "a gymnasium environment id such as CartPole-v1 (module:EnvId for your own)",
+    "module": "a Python module name such as my_networks",
+    "file": "a file name without quotes, backslashes or control characters",
+    "input": "a file name without quotes, backslashes or control characters",
+    "folder": "a folder name without quotes, backslashes or control characters",
+    "hosts": "node names (a node's lfrl-host label, address or hostname) separated by commas, such as a,b",
+    "nonempty": "a non-empty string",
+    "ent_coef": "auto, auto_X (tuned, starting at X > 0) or a number > 0",
+    "auto_or_number": "auto or a finite number",
+}
+
+
+def checked(spec: FieldSpec, value: Any) -> Any:
+    """`value` as setting `spec` takes it (a whole number as int, a number as float, layer sizes as a
+    list, a number given for a text setting as its text), or ValueError "must be ..., got ..." saying
+    what it must be (its type, range, choices, check): the one check of a setting's value, wherever
+    it enters. The message leaves out the setting's name, which each caller puts before it as it
+    calls it."""
+    if value is None and spec.optional:
+        return None
+    given = value
+    if spec.type is bool:
+        ok = isinstance(value, bool)
+    elif spec.type is list:
+        ok = isinstance(value, list | tuple) and all(_number(size, int, spec.between) for size in value)
+        value = [int(size) for size in value] if ok else value
+    elif spec.type is dict:
+        ok = isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+        value = dict(value) if ok else value
+    elif spec.type in (int, float):
+        ok = _number(value, spec.type, spec.between)
+        value = spec.type(value) if ok else value
+    else:
+        if spec.check in NUMBERS_TOO and isinstance(value, numbers.Real) and not isinstance(value, bool):
+            value = str(value)  # "auto" or a number, given as a number
+        ok = isinstance(value, str) and (value in spec.choices if spec.choices else _text(spec.check, value))
+    if not ok:
+        raise ValueError(f"must be {expected(spec)}, got {given!r}")
+    return value
+
+
+def expected(spec: FieldSpec) -> str:
+    """What a value of setting `spec` must be, as `checked`'s refusals say it."""
+    if spec.type is bool:
+        return "True or False"
+    if spec.type is list:
+        sizes = _range("whole numbers", spec.between).removeprefix("whole numbers ")
+        return f"a list of layer sizes {sizes} (as a flag 64,64, or none for no layers)"
+    if spec.type is dict:
+        return "a dict of module names and folders (strings)"
+    if spec.type in (int, float):
+        return _range("a whole number" if spec.type is int else "a finite number", spec.between)
+    if spec.choices:
+        return f"one of {', '.join(spec.choices)}"
+    return EXPECTED.get(spec.check or "", "a string")
+
+
+def _number(value: Any, kind: type, between: Between) -> bool:
+    """Whether `value` is a number of `kind` (int: whole; float: finite; never a bool) in range."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral if kind is int else numbers.Real):
+        return False
+    if kind is float and not math.isfinite(value):
+        return False
+    low, high = between.min, between.max
+    return not (low is not None and (value <= low if between.exclusive else value < low)
+                or high is not None and value > high)
+
+
+def _text(check: str | None, value: str) -> bool:
+    """Whether text `value` is what `check` asks for (any string without one)."""
+    if check == "env_id":
+        return ENV_ID.fullmatch(value) is not None
+    if check == "module":
+        return MODULE.fullmatch(value) is not None
+    if check in PATHS:  # it goes into an LF (and Python) string literal as it is written
+        return not set(value) & {'"', "\\"} and value.isprintable()
+    if check == "hosts":
+        return not value or all(HOST.fullmatch(name) for name in value.split(","))
+    if check == "nonempty":
+        return bool(value)
+    if check == "auto_or_number":
+        return value == "auto" or _finite(value) is not None
+    if check == "ent_coef":
+        # Stable-Baselines3's forms: a fixed coefficient, auto (tuned from 1), auto_X (tuned from X).
+        number = 1.0 if value == "auto" else _finite(value.removeprefix("auto_"))
+        return number is not None and number > 0
+    return True
+
+
+def _finite(text: str) -> float | None:
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _range(kind: str, between: Between) -> str:
+    low, high = between.min, between.max
+    if between.exclusive:
+        return f"{kind} above {_shown(low)}" + ("" if high is None else f" and at most {_shown(high)}")  # type: ignore[arg-type]
+    if low is not None and high is not None:
+        return f"{kind} from {_shown(low)} to {_shown(high)}"
+    if low == 1 and kind == "a whole number":
+        return "a positive whole number"
+    if low is not None:
+        return f"{kind} >= {_shown(low)}"
+    if high is not None:
+        return f"{kind} <= {_shown(high)}"
+    return kind
+
+
+def _shown(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
 @dataclass(frozen=True)
-class Config:
+class Settings:
+    """What every template's settings have: their fields described (`fields`: name, type, default,
+    range, choices, check, help), their defaults, with those of families of environments. Each
+    template's class declares its own fields; `Config` is the learners' base."""
+
+    FAMILIES: ClassVar[tuple[Family, ...]] = ()
+
+    @classmethod
+    def fields(cls) -> tuple[FieldSpec, ...]:
+        """Every field, in declaration order (the base class's first)."""
+        return _fields(cls)
+
+    @classmethod
+    def defaults(cls, env_id: str | None = None) -> dict[str, Any]:
+        """Every field's default, with those of the family `env_id` (MAPPO: the scenario) belongs to."""
+        values = {f.name: f.default for f in cls.fields()}
+        for family in cls.FAMILIES:
+            if env_id is not None and env_id.startswith(family.prefix):
+                values.update(family.values)
+                break
+        return values
+
+    def replace(self, **changes: Any) -> Self:
+        return dataclasses.replace(self, **changes)
+
+
+# --- The templates that are not learners (their programs hold these as reactor parameters) ---
+
+@dataclass(frozen=True)
+class SamplingSettings(Settings):
+    """sampling: N environment workers in a bank, stepped in lockstep by a driver."""
+
+    env_id: Annotated[str, Check("env_id")] = "CartPole-v1"
+    """gymnasium environment id (ALE/Pong-v5 for Atari)"""
+    workers: Annotated[int, Between(1, 256)] = 2
+    """environment workers (the bank's width)"""
+    envs_per_worker: Annotated[int, Between(1, 4096)] = 1
+    """environments each worker steps together as a vector (cheap environments amortise the runtime's
+    cost per round; --steps must be a multiple)"""
+    steps: Annotated[int, Between(1, 10**9)] = 10_000
+    """samples in total"""
+    sync_every: Annotated[int, Between(1, 10**6)] = 1
+    """steps (of all its environments) each worker takes between synchronisations"""
+    seed: Seed = 0
+    """seed; worker i's is derived from (seed, i)"""
+    progress: bool = True
+    """show a progress bar"""
+
+
+@dataclass(frozen=True)
+class QLearningSettings(Settings):
+    """qlearning: synchronized parallel Q-learning, actors, a replay buffer and a learner."""
+
+    env_id: Annotated[str, Check("env_id")] = "CartPole-v1"
+    """gymnasium environment id (discrete actions)"""
+    actors: Annotated[int, Between(1, 256)] = 2
+    """actors collecting in parallel"""
+    rounds: Annotated[int, Between(1, 10**7)] = 500
+    """learning rounds (epsilon falls from 1 over the first fifth)"""
+    steps_per_round: Annotated[int, Between(1, 10**6)] = 32
+    """steps each actor collects per round"""
+    batch_size: Annotated[int, Between(1, 10**6)] = 64
+    """transitions per learner batch"""
+    updates: Annotated[int, Between(1, 10**4)] = 16
+    """gradient steps per round"""
+    hidden: Annotated[int, Between(1, 65536)] = 64
+    """hidden units of the Q-network"""
+    capacity: Annotated[int, Between(1, 10**8)] = 100_000
+    """replay capacity"""
+    prioritized: bool = True
+    """prioritized replay (priorities = |TD error|); uniform if false"""
+    seed: Seed = 0
+    """seed; actor i's is derived from (seed, i)"""
+    progress: bool = True
+    """show a progress bar with the recent mean episode return"""
+    save: Annotated[str, Check("file")] = ""
+    """at the end, write the Q-network's weights (torch.save of its state_dict) to this file, relative
+    to the program's folder; where an earlier run's file is there, to its first free numbered name
+    (q_2.pt for q.pt), never over it"""
+
+
+# mpe2's scenarios with simple_spread's parallel API: N agents (`N=`), all with the same observations
+# and discrete actions, so that one policy shape serves every agent. The others have a fixed number
+# of agents, or agents of two kinds (adversaries, speakers and listeners).
+AlikeScenario = Literal["simple_spread_v3", "simple_formation_v1", "simple_line_v1"]
+
+
+@dataclass(frozen=True)
+class MultiAgentSettings(Settings):
+    """multiagent: M agents with their own MLP policies in a PettingZoo (mpe2) environment."""
+
+    env_name: AlikeScenario = "simple_spread_v3"
+    """mpe2 scenario of N agents that all observe and act alike (parallel API)"""
+    agents: Annotated[int, Between(1, 64)] = 3
+    """agents, each with its own policy"""
+    steps: Annotated[int, Between(1, 10**9)] = 200
+    """environment steps"""
+    hidden: Annotated[int, Between(1, 65536)] = 64
+    """hidden units of each policy"""
+    seed: Seed = 0
+    """seed; agent i's policy's is derived from (seed, i)"""
+
+
+# --- The learners ---
+
+@dataclass(frozen=True)
+class Config(Settings):
     """What every learner's run has: evaluation, results, checkpoints, weights to start from,
     networks, threads and device. The fields below are in every algorithm's class."""
 
     ALGO: ClassVar[str] = ""  # the algorithm's name, as templates and `lfrl.algorithms` name it
     TITLE: ClassVar[str] = ""
-    FAMILIES: ClassVar[tuple[Family, ...]] = ()
 
     total_steps: Steps = 0
     """environment steps in all (the budget)"""
@@ -98,7 +343,7 @@ class Config:
     """deterministic episodes per evaluation"""
     stop_at: float | None = None
     """stop once an evaluation's mean return reaches this"""
-    seed: Annotated[int, Between(0, 2**31 - 1)] = 0
+    seed: Seed = 0
     """seed of every random stream of the run (learner, actors, evaluator, buffer)"""
     logdir: Annotated[str, Check("folder")] = "runs"
     """the folder of the runs' folders, relative to the program's: each run writes into a new one,
@@ -147,30 +392,12 @@ class Config:
         """The environment's name, as titles show it."""
         return str(getattr(self, "env_id", "") or getattr(self, "env_name", ""))
 
-    @classmethod
-    def fields(cls) -> tuple[FieldSpec, ...]:
-        """Every field, in declaration order (the base class's first)."""
-        return _fields(cls)
-
-    @classmethod
-    def defaults(cls, env_id: str | None = None) -> dict[str, Any]:
-        """Every field's default, with those of the family `env_id` (MAPPO: the scenario) belongs to."""
-        values = {f.name: f.default for f in cls.fields()}
-        for family in cls.FAMILIES:
-            if env_id is not None and env_id.startswith(family.prefix):
-                values.update(family.values)
-                break
-        return values
-
     def to_dict(self) -> dict[str, Any]:
         """The settings as plain values (a program's CONFIG, a run's hyperparameters.json), with the
         algorithm's name."""
         recorded = {f.name for f in self.fields() if f.recorded}
         return {"algo": self.ALGO, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                                       if f.name not in recorded or getattr(self, f.name)}}
-
-    def replace(self, **changes: Any) -> Self:
-        return dataclasses.replace(self, **changes)
 
     def as_algorithm(self, algo: str) -> Config:
         """These settings for algorithm `algo`: those it has, its defaults for the others."""
@@ -197,7 +424,10 @@ def of(values: Mapping[str, Any] | Config) -> Config:
         if key == "algo":
             continue
         if key in specs:
-            given[key] = _checked(specs[key], value)
+            try:
+                given[key] = checked(specs[key], value)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
         elif isinstance(getattr(cls, key, None), int | float | property):
             # What the class computes or fixes (log_every, DDPG's policy_delay, ...), which programs
             # generated before the settings were typed held too: it must agree.
@@ -212,53 +442,8 @@ def of(values: Mapping[str, Any] | Config) -> Config:
     return config
 
 
-def _checked(spec: FieldSpec, value: Any) -> Any:
-    """`value` for field `spec`, or ValueError: its type, range and choices."""
-    def wrong(what: str) -> ValueError:
-        return ValueError(f"{spec.name}: must be {what}, got {value!r}")
-
-    if value is None and spec.optional:
-        return None
-    if spec.type is bool:
-        if not isinstance(value, bool):
-            raise wrong("True or False")
-        return value
-    if spec.type is list:
-        if not isinstance(value, list | tuple) or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
-                                                           for v in value):
-            raise wrong("a list of layer sizes (positive whole numbers)")
-        return list(value)
-    if spec.type is dict:
-        if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-            raise wrong("a dict of module names and folders (strings)")
-        return dict(value)
-    if spec.type in (int, float):
-        number = isinstance(value, int) if spec.type is int else isinstance(value, int | float) and math.isfinite(value)
-        low, high = spec.between.min, spec.between.max
-        what = "a whole number" if spec.type is int else "a finite number"
-        if low is not None and high is not None:
-            what += f" from {_shown(low)} to {_shown(high)}"
-        elif low is not None:
-            what += f" >= {_shown(low)}"
-        if isinstance(value, bool) or not number or low is not None and value < low \
-                or high is not None and value > high:
-            raise wrong(what)
-        return spec.type(value)
-    if spec.check in NUMBERS_TOO and isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)  # "auto" or a number, given as a number
-    if not isinstance(value, str):
-        raise wrong("a string")
-    if spec.choices and value not in spec.choices:
-        raise wrong(f"one of {', '.join(spec.choices)}")
-    return value
-
-
-def _shown(number: float) -> str:
-    return str(int(number)) if float(number).is_integer() else f"{number:g}"
-
-
 @functools.cache
-def _fields(cls: type[Config]) -> tuple[FieldSpec, ...]:
+def _fields(cls: type[Settings]) -> tuple[FieldSpec, ...]:
     hints = {}
     for klass in reversed(cls.__mro__):  # a field's range and checks: from the class that declared it first
         if klass is object:
@@ -333,7 +518,7 @@ class OffPolicyConfig(Config):
     """environment steps per round, all actors together"""
     gradient_steps: Annotated[int, Between(0, 10**6)] = 1
     """updates per round"""
-    net_arch: Annotated[list[int], Check("net_arch")] = field(default_factory=lambda: [64, 64])
+    net_arch: Annotated[list[int], Between(1, 999_999)] = field(default_factory=lambda: [64, 64])
     """hidden layer sizes of every network, after the convolutions' 512 features for images (none: no
     hidden layer)"""
     n_step: Annotated[int, Between(1, 1000)] = 1
@@ -499,7 +684,7 @@ class OnPolicyConfig(Config):
     normalize_reward: bool = False
     """divide rewards by the running standard deviation of the discounted return (VecNormalize's
     norm_reward)"""
-    net_arch: Annotated[list[int], Check("net_arch")] = field(default_factory=lambda: [64, 64])
+    net_arch: Annotated[list[int], Between(1, 999_999)] = field(default_factory=lambda: [64, 64])
     """hidden layer sizes of the policy and of the value network (each its own), after the
     convolutions' 512 shared features for images (none: no hidden layer)"""
     activation: Literal["tanh", "relu"] = "tanh"
@@ -630,3 +815,7 @@ class MAPPOConfig(OnPolicyConfig):
 
 
 ALGORITHMS: dict[str, type[Config]] = {cls.ALGO: cls for cls in (DQNConfig, DDPGConfig, TD3Config, SACConfig, PPOConfig, MAPPOConfig)}
+
+# Every template's settings, by the template's name (`lfrl gen`'s).
+SETTINGS: dict[str, type[Settings]] = {"sampling": SamplingSettings, "qlearning": QLearningSettings,
+                                       "multiagent": MultiAgentSettings, **ALGORITHMS}

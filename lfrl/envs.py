@@ -10,6 +10,9 @@ gymnasium's wrapper would then restart the whole game, where SB3's plays on with
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
 from dataclasses import dataclass
 
 import gymnasium
@@ -20,14 +23,58 @@ def is_atari(env_id: str) -> bool:
     return env_id.startswith("ALE/")
 
 
+def check_id(env_id: str) -> None:
+    """Refuse, with ValueError saying why, an environment id that gymnasium does not know or cannot
+    make here: `module:EnvId` imports the user's `module` (from the current folder too), which must
+    register EnvId; `ALE/...` needs ale-py, whose games it registers; an unknown id names the close
+    ones; an environment whose module needs a package not installed (Box2D for LunarLander-v3) names
+    it. The one check of what an environment id names (`lfrl gen`'s, the library reactors')."""
+    module, _, name = env_id.rpartition(":")
+    if module:
+        # Where the program will import it from: beside the program, or anywhere `lfrl run`'s
+        # Python looks (its path, and the current folder).
+        sys.path.append(os.getcwd())
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any failure of the module's code is the module's
+            raise ValueError(f"cannot import module {module!r} of {env_id!r} ({type(exc).__name__}: {exc}); put "
+                             f"{module.replace('.', '/')}.py in the current folder or on PYTHONPATH") from None
+        finally:
+            sys.path.remove(os.getcwd())
+    if is_atari(name):
+        try:
+            register_atari()
+        except ImportError:
+            raise ValueError(f"{env_id!r} is an Atari game, which needs ale-py (pip install ale-py)") from None
+    if name not in gymnasium.registry:
+        close = sorted(k for k in gymnasium.registry if k.lower().startswith(name.split("-")[0].lower()))[:5]
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        where = f" (module {module!r} does not register it)" if module else ""
+        raise ValueError(f"unknown environment id {env_id!r}{where}{hint}")
+    entry = gymnasium.spec(name).entry_point
+    try:
+        if isinstance(entry, str):  # its module, which imports what the environment needs
+            gymnasium.envs.registration.load_env_creator(entry)
+    except (gymnasium.error.DependencyNotInstalled, ImportError) as exc:
+        raise ValueError(f"{env_id!r} needs a package that is not installed: {exc}") from None
+
+
+def register_atari() -> None:
+    """Register ale-py's games with gymnasium (ImportError without ale-py), its banner silenced: its
+    C++ logger prints "A.L.E: Arcade Learning Environment ..." and "[Powered by Stella]" as a game is
+    made, at its Info level, among lfrl's own lines. Its warnings and errors still show."""
+    import ale_py
+
+    ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Warning)
+    gymnasium.register_envs(ale_py)
+
+
 def make(env_id: str, training: bool = True, render_mode: str | None = None) -> gymnasium.Env:
     """A new environment; `training` clips Atari rewards; `render_mode` as gymnasium takes it (given
     only when asked for: a user's environment need not take it)."""
     extra = {} if render_mode is None else {"render_mode": render_mode}
     if is_atari(env_id):
-        import ale_py
-
-        gymnasium.register_envs(ale_py)
+        register_atari()
         env = gymnasium.make(env_id, frameskip=1, **extra)
         env = gymnasium.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
                                                     grayscale_obs=True)

@@ -10,18 +10,16 @@ class: there the refusal is a ValueError naming the parameter.
 
 from __future__ import annotations
 
-import importlib
-import math
-import numbers
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from lfrl.config import Config, of
+from lfrl.config import Between, Config, FieldSpec, checked, of
 
 
 class Parameters:
     """The checks of one reactor's parameters: `lf` is the program's `lf` object, `reactor` the
-    reactor (`self` in its `check_parameters` method). Each check returns the value it accepted."""
+    reactor (`self` in its `check_parameters` method). Each check returns the value it accepted;
+    a value's own checks are lfrl.config's (`checked`), whose message says what it must be."""
 
     def __init__(self, lf: Any, reactor: Any) -> None:
         self.lf = lf
@@ -37,43 +35,32 @@ class Parameters:
     def value(self, name: str) -> Any:
         return getattr(self.reactor, name)
 
+    def setting(self, spec: FieldSpec) -> Any:
+        """The value of parameter `spec.name`, as lfrl.config's one check of a setting's value takes it
+        (`checked`), or refused with its message."""
+        try:
+            return checked(spec, self.value(spec.name))
+        except ValueError as exc:
+            self.refuse(spec.name, str(exc))
+
     def whole(self, name: str, minimum: int | None = None, maximum: int | None = None,
               allow_none: bool = False) -> int | None:
         """A whole number (not a bool) from `minimum` to `maximum`; with `allow_none`, also None."""
-        value = self.value(name)
-        if value is None and allow_none:
-            return None
-        what = _range("a whole number", minimum, maximum)
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-                or minimum is not None and value < minimum or maximum is not None and value > maximum:
-            self.refuse(name, f"must be {what}, got {value!r}")
-        return int(value)
+        return self.setting(FieldSpec(name, int, None, "", allow_none, Between(minimum, maximum)))
 
     def number(self, name: str, minimum: float | None = None, maximum: float | None = None,
                above: float | None = None) -> float:
-        """A finite number (not a bool) from `minimum` to `maximum`, greater than `above`."""
-        value = self.value(name)
-        what = _range("a finite number", minimum, maximum) if above is None else \
-            f"a finite number above {_shown(above)}"
-        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
-        if not ok or minimum is not None and value < minimum or maximum is not None and value > maximum \
-                or above is not None and value <= above:
-            self.refuse(name, f"must be {what}, got {value!r}")
-        return float(value)
+        """A finite number (not a bool) from `minimum` to `maximum`, or greater than `above`."""
+        between = Between(minimum, maximum) if above is None else Between(above, maximum, exclusive=True)
+        return self.setting(FieldSpec(name, float, None, "", between=between))
 
     def flag(self, name: str) -> bool:
         """True or False (a string such as "no" would count as true)."""
-        value = self.value(name)
-        if not isinstance(value, bool):
-            self.refuse(name, f"must be True or False, got {value!r}")
-        return value
+        return self.setting(FieldSpec(name, bool, None, ""))
 
     def text(self, name: str, empty: bool = True) -> str:
         """A string; with `empty` False, not an empty one."""
-        value = self.value(name)
-        if not isinstance(value, str) or not empty and not value:
-            self.refuse(name, f"must be {'a' if empty else 'a non-empty'} string, got {value!r}")
-        return value
+        return self.setting(FieldSpec(name, str, None, "", check=None if empty else "nonempty"))
 
     def mapping(self, name: str, what: str) -> Mapping:
         """A dict of `what` ("the learner's settings")."""
@@ -107,39 +94,13 @@ class Parameters:
             self.refuse(name, f"{exc.setting}: {exc}")
 
     def env_id(self, name: str) -> str:
-        """A gymnasium environment id that gymnasium knows: `ALE/...` for Atari (ale-py), or
-        `module:EnvId` for one that `module` registers when imported."""
-        value = self.text(name, empty=False)
-        import gymnasium
+        """A gymnasium environment id that gymnasium knows (lfrl.envs.check_id): `ALE/...` for Atari
+        (ale-py), or `module:EnvId` for one that `module` registers when imported."""
+        value = self.setting(FieldSpec(name, str, None, "", check="env_id"))
+        from lfrl.envs import check_id
 
-        module, _, env = value.rpartition(":")
         try:
-            if module:
-                importlib.import_module(module)
-            if env.startswith("ALE/"):
-                import ale_py
-
-                gymnasium.register_envs(ale_py)
-            gymnasium.spec(env)
-        except ImportError as exc:
-            self.refuse(name, f"{value!r} needs module {exc.name or module!r}, which cannot be imported ({exc})")
-        except gymnasium.error.Error as exc:
-            self.refuse(name, f"unknown environment {value!r}: {exc}")
+            check_id(value)
+        except ValueError as exc:
+            self.refuse(name, str(exc))
         return value
-
-
-def _range(kind: str, minimum: float | None, maximum: float | None) -> str:
-    if minimum is not None and maximum is not None:
-        return f"{kind} from {_shown(minimum)} to {_shown(maximum)}"
-    if minimum == 1 and kind == "a whole number":
-        return "a positive whole number"
-    if minimum is not None:
-        return f"{kind} >= {_shown(minimum)}"
-    if maximum is not None:
-        return f"{kind} <= {_shown(maximum)}"
-    return kind
-
-
-def _shown(number: float) -> str:
-    return f"{number:g}" if isinstance(number, float) else str(number)
-

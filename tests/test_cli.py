@@ -218,7 +218,7 @@ def test_a_command_line_that_cannot_be_parsed_exits_2_under_its_usage(capsys: py
 def test_a_value_lfrl_gen_refuses_exits_1_and_writes_nothing(tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["gen", "dqn", "--actors", "0", "-o", str(tmp_path / "out" / "dqn.lf")]) == 1
-    assert capsys.readouterr() == ("", "lfrl gen: error: --actors must be at least 1, got 0\n")
+    assert capsys.readouterr() == ("", "lfrl gen: error: --actors: must be a whole number from 1 to 256, got 0\n")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,6 +1,7 @@
-"""lfrl.config: one typed settings class per algorithm. `lfrl gen` takes every learner template's
-parameters from it (names, types, defaults, families' defaults, ranges, choices, help texts); a
-program's CONFIG becomes it, checked, in the reactors; DDPG's difference from TD3 lives there."""
+"""lfrl.config: one typed settings class per template (per algorithm for the learners). `lfrl gen`
+takes every template's parameters from it (names, types, defaults, families' defaults, ranges,
+choices, help texts); a program's CONFIG becomes it, checked, in the reactors; DDPG's difference
+from TD3 lives there."""
 
 import dataclasses
 import re
@@ -10,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.catalog import CATALOG, arch_text, resolve
+from generator.catalog import CATALOG, resolve
 from lfrl.config import (
     ALGORITHMS,
+    SETTINGS,
     Config,
     DDPGConfig,
     DQNConfig,
@@ -26,27 +28,57 @@ from lfrl.config import (
 ROOT = Path(__file__).parent.parent
 
 
-@pytest.mark.parametrize("algo", list(ALGORITHMS))
-def test_the_templates_parameters_are_the_settings_fields(algo: str) -> None:
-    """Every field but the program's name and the run's modules is a parameter with the field's type,
-    default, range, choices and help text (its docstring); only --processes and the placement are the
-    template's own."""
-    config, template = ALGORITHMS[algo], CATALOG[algo]
+# What shapes each template's program (declared once in generator.catalog), not its settings.
+SHAPING = {"sampling": {"processes", "workers_at"}, "qlearning": {"processes", "actors_at", "learner_at"},
+           "multiagent": set(), "mappo": {"processes", "agents_at", "learner_at"},
+           **{algo: {"processes", "actors_at", "learner_at"} for algo in ("dqn", "ddpg", "td3", "sac", "ppo")}}
+
+
+@pytest.mark.parametrize("name", list(SETTINGS))
+def test_the_templates_parameters_are_the_settings_fields(name: str) -> None:
+    """Every template's parameters are its settings' fields (but the learners' program name and
+    modules), each with the field's type, default, range, choices, check and help text (its
+    docstring); only --processes and the placement are the template's own."""
+    settings, template = SETTINGS[name], CATALOG[name]
+    assert list(SETTINGS) == list(CATALOG) and template.settings is settings
     params = {p.name: p for p in template.params}
-    fields = {f.name: f for f in config.fields()}
-    assert set(params) - set(fields) == {"processes", "learner_at", "agents_at" if algo == "mappo" else "actors_at"}
+    fields = {f.name: f for f in settings.fields()}
+    assert set(params) - set(fields) == SHAPING[name]
     # lfrl gen names the program after the .lf file; the run records its modules (lfrl.logs)
-    assert set(fields) - set(params) == {"program", "modules"}
-    for name, spec in fields.items():
-        if name in ("program", "modules"):
+    assert set(fields) - set(params) == ({"program", "modules"} if name in ALGORITHMS else set())
+    for field, spec in fields.items():
+        if field in ("program", "modules"):
             continue
-        param = params[name]
-        assert spec.help and param.help == spec.help, name
-        assert param.default == (arch_text(spec.default) if name == "net_arch" else spec.default), name
-        assert (param.min, param.max, param.choices, param.check) == (spec.between.min, spec.between.max,
-                                                                      spec.choices, spec.check), name
-        assert param.type is (str if spec.type is list else spec.type), name
-    assert [p.name for p in template.params][0] == ("env_name" if algo == "mappo" else "env_id")
+        param = params[field]
+        assert spec.help and param.help == spec.help and param.spec is spec, field
+        assert (param.default, param.type, param.min, param.max, param.choices, param.check) == \
+            (spec.default, spec.type, spec.between.min, spec.between.max, spec.choices, spec.check), field
+    assert [p.name for p in template.params][0] == ("env_name" if name in ("mappo", "multiagent") else "env_id")
+
+
+def test_the_non_learner_templates_keep_their_parameters() -> None:
+    """The sampling, qlearning and multiagent templates' settings, as their programs take them."""
+    assert CATALOG["sampling"].defaults() == {
+        "env_id": "CartPole-v1", "workers": 2, "envs_per_worker": 1, "steps": 10_000, "sync_every": 1, "seed": 0,
+        "progress": True, "processes": False, "workers_at": ""}
+    assert CATALOG["qlearning"].defaults() == {
+        "env_id": "CartPole-v1", "actors": 2, "rounds": 500, "steps_per_round": 32, "batch_size": 64, "updates": 16,
+        "hidden": 64, "capacity": 100_000, "prioritized": True, "seed": 0, "progress": True, "save": "",
+        "processes": False, "actors_at": "", "learner_at": ""}
+    assert CATALOG["multiagent"].defaults() == {"env_name": "simple_spread_v3", "agents": 3, "steps": 200,
+                                                "hidden": 64, "seed": 0}
+    ranges = {(t, p.name): (p.min, p.max) for t in ("sampling", "qlearning", "multiagent")
+              for p in CATALOG[t].params if p.type is int}
+    assert ranges == {
+        ("sampling", "workers"): (1, 256), ("sampling", "envs_per_worker"): (1, 4096), ("sampling", "steps"): (1, 10**9),
+        ("sampling", "sync_every"): (1, 10**6), ("sampling", "seed"): (0, 2**31 - 1),
+        ("qlearning", "actors"): (1, 256), ("qlearning", "rounds"): (1, 10**7), ("qlearning", "steps_per_round"): (1, 10**6),
+        ("qlearning", "batch_size"): (1, 10**6), ("qlearning", "updates"): (1, 10**4), ("qlearning", "hidden"): (1, 65536),
+        ("qlearning", "capacity"): (1, 10**8), ("qlearning", "seed"): (0, 2**31 - 1),
+        ("multiagent", "agents"): (1, 64), ("multiagent", "steps"): (1, 10**9), ("multiagent", "hidden"): (1, 65536),
+        ("multiagent", "seed"): (0, 2**31 - 1)}
+    save = next(p for p in CATALOG["qlearning"].params if p.name == "save")
+    assert save.check == "file" and save.help.startswith("at the end, write the Q-network's weights")
 
 
 def test_a_field_redeclared_for_its_default_keeps_its_range_and_help() -> None:
@@ -92,7 +124,13 @@ def test_ddpg_is_td3_without_its_three_additions_fixed_in_its_settings() -> None
     ({"algo": "dqn", "double": "no"}, "double: must be True or False, got 'no'"),
     ({"algo": "ppo", "gamma": float("nan")}, "gamma: must be a finite number from 0 to 1, got nan"),
     ({"algo": "ppo", "lr_schedule": "cosine"}, "lr_schedule: must be one of constant, linear, got 'cosine'"),
-    ({"algo": "sac", "net_arch": "64,64"}, "net_arch: must be a list of layer sizes (positive whole numbers), got '64,64'"),
+    ({"algo": "sac", "net_arch": "64,64"}, "net_arch: must be a list of layer sizes from 1 to 999999 (as a flag 64,64, "
+                                           "or none for no layers), got '64,64'"),
+    ({"algo": "sac", "ent_coef": -1}, "ent_coef: must be auto, auto_X (tuned, starting at X > 0) or a number > 0, "
+                                      "got -1"),
+    ({"algo": "dqn", "networks": "my nets"}, "networks: must be a Python module name such as my_networks, got 'my nets'"),
+    ({"algo": "dqn", "logdir": 'a"b'}, "logdir: must be a folder name without quotes, backslashes or control "
+                                       "characters, got 'a\"b'"),
     ({"algo": "sac", "batch_sise": 64}, "batch_sise: sac has no such setting (it has total_steps, eval_every"),
     ({"algo": "a2c"}, "algo: expected one of dqn, ddpg, td3, sac, ppo, mappo, got 'a2c'"),
 ])

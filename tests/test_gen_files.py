@@ -58,7 +58,7 @@ def test_load_refuses_another_algorithms_networks(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("saved", "message"), [
-    ({"net_arch": "256,256"}, "tensor body.w0 of q has shape (256, 4) in the file and (64, 4) in this program; "
+    ({"net_arch": [256, 256]}, "tensor body.w0 of q has shape (256, 4) in the file and (64, 4) in this program; "
                               "--net-arch differs: the file's networks have hidden layers 256,256, this program's "
                               "64,64"),
     ({"dueling": True}, "tensor body.w2 of q has shape (3, 64) in the file and (2, 64) in this program; --dueling "

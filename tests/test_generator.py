@@ -23,17 +23,17 @@ def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(("values", "message"), [
-    ({"workers": 0}, "--workers must be at least 1, got 0"),
-    ({"workers": 257}, "--workers must be at most 256, got 257"),
-    ({"steps": "ten"}, "--steps: expected a whole number, got 'ten'"),
-    ({"processes": 1}, "--processes: expected yes or no, got 1"),
+    ({"workers": 0}, "--workers: must be a whole number from 1 to 256, got 0"),
+    ({"workers": 257}, "--workers: must be a whole number from 1 to 256, got 257"),
+    ({"steps": "ten"}, "--steps: must be a whole number from 1 to 1000000000, got 'ten'"),
+    ({"processes": 1}, "--processes: must be True or False, got 1"),
     ({"env_id": "CartPol-v1"}, "--env-id: unknown environment id 'CartPol-v1'; did you mean CartPole-v0, CartPole-v1?"),
     ({"env_id": "NoSuchGame"}, "--env-id: unknown environment id 'NoSuchGame'"),
     ({"env_id": "ALE/Pongg-v5"}, "--env-id: unknown environment id 'ALE/Pongg-v5'"),
     ({"speed": 3}, "template 'sampling' has no parameter 'speed'; it has: env_id, workers, envs_per_worker, steps, "
-                   "sync_every, seed, processes, workers_at, progress"),
-    ({"envs_per_worker": 0}, "--envs-per-worker must be at least 1, got 0"),
-    ({"envs_per_worker": 4097}, "--envs-per-worker must be at most 4096, got 4097"),
+                   "sync_every, seed, progress, processes, workers_at"),
+    ({"envs_per_worker": 0}, "--envs-per-worker: must be a whole number from 1 to 4096, got 0"),
+    ({"envs_per_worker": 4097}, "--envs-per-worker: must be a whole number from 1 to 4096, got 4097"),
     ({"envs_per_worker": 4, "steps": 101}, "--steps 101 is not a multiple of --envs-per-worker 4: each worker steps "
                                            "its 4 environments together; 100 or 104 would split exactly"),
     ({"envs_per_worker": 8, "steps": 5}, "--steps 5 is not a multiple of --envs-per-worker 8: each worker steps its 8 "
@@ -41,8 +41,8 @@ def lfrl(*args: str) -> subprocess.CompletedProcess[str]:
     ({"workers_at": "a"}, "--workers-at places federates on a cluster: it needs --processes yes"),
     ({"workers": 3, "processes": True, "workers_at": "a,b,c"}, "--workers-at names 3 nodes for 2 worker(s): give one "
                                                                 "for all or one for each"),
-    ({"processes": True, "workers_at": "a b"}, "--workers-at: node names (a node's lfrl-host label, address or "
-                                               "hostname) separated by commas, such as a,b, got 'a b'"),
+    ({"processes": True, "workers_at": "a b"}, "--workers-at: must be node names (a node's lfrl-host label, address "
+                                               "or hostname) separated by commas, such as a,b, got 'a b'"),
 ])
 def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None:
     with pytest.raises(TemplateError) as info:
@@ -51,14 +51,27 @@ def test_bad_values_are_refused_with_reasons(values: dict, message: str) -> None
 
 
 @pytest.mark.parametrize(("template", "flag", "text", "message"), [
-    ("sampling", "workers", "two", "--workers: expected a whole number, got 'two'"),
-    ("sampling", "workers", "0", "--workers must be at least 1, got 0"),
-    ("sampling", "progress", "maybe", "--progress: expected yes or no, got 'maybe'"),
-    ("sac", "total_steps", "12.5", "--total-steps: expected a whole number, got '12.5'"),
-    ("sac", "total_steps", "inf", "--total-steps: expected a whole number, got 'inf'"),
-    ("sac", "ent_coef", "-0.1", "--ent-coef: the entropy coefficient must be positive, got '-0.1'"),
-    ("sac", "ent_coef", "auto_-1", "--ent-coef: the entropy coefficient must be positive, got 'auto_-1'"),
-    ("sac", "ent_coef", "auto_", "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got 'auto_'"),
+    ("sampling", "workers", "two", "--workers: must be a whole number from 1 to 256, got 'two'"),
+    ("sampling", "workers", "0", "--workers: must be a whole number from 1 to 256, got 0"),
+    ("sampling", "progress", "maybe", "--progress: must be True or False, got 'maybe'"),
+    ("sac", "total_steps", "12.5", "--total-steps: must be a whole number from 0 to 10000000000, got '12.5'"),
+    ("sac", "total_steps", "inf", "--total-steps: must be a whole number from 0 to 10000000000, got 'inf'"),
+    ("sac", "learning_rate", "fast", "--learning-rate: must be a finite number from 1e-08 to 1, got 'fast'"),
+    ("sac", "learning_rate", "nan", "--learning-rate: must be a finite number from 1e-08 to 1, got nan"),
+    ("sac", "stop_at", "high", "--stop-at: must be a finite number, got 'high'"),
+    ("sac", "net_arch", "64,,64", "--net-arch: must be a list of layer sizes from 1 to 999999 (as a flag 64,64, or "
+                                  "none for no layers), got '64,,64'"),
+    ("sac", "net_arch", "64,0", "--net-arch: must be a list of layer sizes from 1 to 999999 (as a flag 64,64, or "
+                                "none for no layers), got [64, 0]"),
+    ("sac", "ent_coef", "-0.1", "--ent-coef: must be auto, auto_X (tuned, starting at X > 0) or a number > 0, got "
+                                "'-0.1'"),
+    ("sac", "ent_coef", "auto_-1", "--ent-coef: must be auto, auto_X (tuned, starting at X > 0) or a number > 0, got "
+                                   "'auto_-1'"),
+    ("sac", "ent_coef", "auto_", "--ent-coef: must be auto, auto_X (tuned, starting at X > 0) or a number > 0, got "
+                                 "'auto_'"),
+    ("sac", "networks", "my-nets", "--networks: must be a Python module name such as my_networks, got 'my-nets'"),
+    ("sac", "env_id", "Cart Pole", "--env-id: must be a gymnasium environment id such as CartPole-v1 (module:EnvId "
+                                   "for your own), got 'Cart Pole'"),
 ])
 def test_flag_texts_are_parsed_and_checked(template: str, flag: str, text: str, message: str) -> None:
     param = next(p for p in CATALOG[template].params if p.name == flag)
@@ -70,6 +83,8 @@ def test_flag_texts_are_parsed_and_checked(template: str, flag: str, text: str, 
 @pytest.mark.parametrize(("template", "flag", "text", "value"), [
     ("sac", "total_steps", "1e5", 100_000), ("sac", "total_steps", "2000.0", 2000), ("sac", "total_steps", "1_000", 1000),
     ("sac", "ent_coef", "auto_0.1", "auto_0.1"), ("sac", "ent_coef", "0.2", "0.2"), ("sac", "ent_coef", "auto", "auto"),
+    ("sac", "net_arch", "256,128", [256, 128]), ("sac", "net_arch", "none", []), ("sac", "stop_at", "none", None),
+    ("sac", "stop_at", "-150", -150.0), ("sac", "prioritized", "Yes", True), ("sac", "prioritized", "0", False),
 ])
 def test_stable_baselines3_spellings_are_accepted(template: str, flag: str, text: str, value: object) -> None:
     param = next(p for p in CATALOG[template].params if p.name == flag)
@@ -144,9 +159,12 @@ def test_rendered_values_reach_the_program(tmp_path: Path) -> None:
     ({"capacity": 10, "rounds": 50},
      "--capacity 10 is less than --batch-size 64: the buffer could never fill a batch, and the learner would never "
      "train"),
-    ({"save": 'q"1.pt'}, "--save: a file name without quotes, backslashes or control characters, got 'q\"1.pt'"),
-    ({"save": "q\\1.pt"}, "--save: a file name without quotes, backslashes or control characters, got 'q\\\\1.pt'"),
-    ({"save": "q\n.pt"}, "--save: a file name without quotes, backslashes or control characters, got 'q\\n.pt'"),
+    ({"save": 'q"1.pt'}, "--save: must be a file name without quotes, backslashes or control characters, got "
+                         "'q\"1.pt'"),
+    ({"save": "q\\1.pt"}, "--save: must be a file name without quotes, backslashes or control characters, got "
+                          "'q\\\\1.pt'"),
+    ({"save": "q\n.pt"}, "--save: must be a file name without quotes, backslashes or control characters, got "
+                        "'q\\n.pt'"),
 ])
 def test_qlearning_checks_across_parameters(values: dict, message: str) -> None:
     with pytest.raises(TemplateError) as info:
@@ -158,9 +176,8 @@ def test_multiagent_refuses_unknown_environments() -> None:
     for name in ("pong", "simple_adversary_v3"):  # the latter's adversaries observe otherwise than its agents
         with pytest.raises(TemplateError) as info:
             render("multiagent", {"env_name": name})
-        assert str(info.value) == (f"--env-name: {name!r} is not supported; choose one of: simple_spread_v3, "
-                                   "simple_formation_v1, simple_line_v1 (mpe2's scenarios of N agents that all "
-                                   "observe and act alike)")
+        assert str(info.value) == (f"--env-name: must be one of simple_spread_v3, simple_formation_v1, "
+                                   f"simple_line_v1, got {name!r}")
 
 
 def test_a_program_the_front_end_rejects_is_not_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -178,7 +195,7 @@ def test_lfrl_gen_cli(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (0, f"wrote {tmp_path / 'S.lf'} (and its library files in "
                                                      f"{tmp_path / 'lib'})\n"), result.stderr
     assert "new[3] EnvWorker" in (tmp_path / "S.lf").read_text()
-    for args, message in [(("--workers", "0"), "--workers must be at least 1, got 0"),
+    for args, message in [(("--workers", "0"), "--workers: must be a whole number from 1 to 256, got 0"),
                           (("--env-id", "Nope-v0"), "--env-id: unknown environment id 'Nope-v0'")]:
         bad = lfrl("gen", "sampling", *args, "-o", str(tmp_path / "T.lf"))
         assert (bad.returncode, bad.stderr) == (1, f"lfrl gen: error: {message}\n")
@@ -227,11 +244,11 @@ def test_atari_games_take_the_zoos_dqn_hyperparameters_for_every_value_not_given
              "eval_episodes": 5}
     config = dqn.derive(dqn.merged({"env_id": "ALE/Pong-v5"}))["config"]  # type: ignore[misc]
     assert {k: config[k] for k in atari} == atari and config["gamma"] == 0.99 and config["device"] == "cpu"
-    given = dqn.derive(dqn.merged({"env_id": "ALE/Breakout-v5", "batch_size": 64, "net_arch": "256"}))["config"]  # type: ignore[misc]
+    given = dqn.derive(dqn.merged({"env_id": "ALE/Breakout-v5", "batch_size": 64, "net_arch": [256]}))["config"]  # type: ignore[misc]
     assert (given["batch_size"], given["net_arch"], given["train_freq"]) == (64, [256], 4)
     cartpole = dqn.derive(dqn.merged({}))["config"]  # type: ignore[misc]
     assert (cartpole["batch_size"], cartpole["net_arch"], cartpole["train_freq"]) == (64, [64, 64], 256)
-    for family in dqn.env_defaults:  # every family's value passes its parameter's checks
+    for family in dqn.settings.FAMILIES:  # every family's value passes its parameter's checks
         for name, value in family.values.items():
             next(p for p in dqn.params if p.name == name).validate(value)
     assert "ALE/Pong-v5" in render("dqn", {"env_id": "ALE/Pong-v5", "progress": False})
@@ -244,7 +261,7 @@ def test_atari_games_take_the_zoos_dqn_hyperparameters_for_every_value_not_given
 def test_device_is_one_of_auto_cpu_cuda() -> None:
     with pytest.raises(TemplateError) as info:
         render("sac", {"device": "gpu"})
-    assert str(info.value) == "--device: expected auto, cpu or cuda, got 'gpu'"
+    assert str(info.value) == "--device: must be one of auto, cpu, cuda, got 'gpu'"
     assert "'device': 'cuda'" in render("td3", {"device": "cuda"}).replace('"device": ', "'device': ")
 
 

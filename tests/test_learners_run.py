@@ -20,8 +20,8 @@ from tests.lfutil import reported
 ROOT = Path(__file__).parent.parent
 SMALL = {"progress": False, "eval_episodes": 2}
 DQN = {**SMALL, "total_steps": 1200, "learning_starts": 200, "train_freq": 100, "gradient_steps": 20,
-       "batch_size": 32, "net_arch": "32,32", "eval_every": 600}
-SAC = {**SMALL, "total_steps": 600, "learning_starts": 100, "batch_size": 32, "net_arch": "32,32",
+       "batch_size": 32, "net_arch": [32, 32], "eval_every": 600}
+SAC = {**SMALL, "total_steps": 600, "learning_starts": 100, "batch_size": 32, "net_arch": [32, 32],
        "eval_every": 300}
 
 
@@ -310,9 +310,9 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
     ("sac", {"learning_starts": 20_000}, "--learning-starts 20000 is not below --total-steps 20000: the learner "
                                          "would never learn"),
     ("sac", {"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
-    ("sac", {"net_arch": "64,,64"}, "--net-arch: hidden layer sizes separated by commas, such as 256,256, got "
-                                    "'64,,64'"),
-    ("sac", {"ent_coef": "lots"}, "--ent-coef: expected auto, auto_X (tuned, starting at X) or a number, got "
+    ("sac", {"net_arch": "64,64"}, "--net-arch: must be a list of layer sizes from 1 to 999999 (as a flag 64,64, or "
+                                   "none for no layers), got '64,64'"),
+    ("sac", {"ent_coef": "lots"}, "--ent-coef: must be auto, auto_X (tuned, starting at X > 0) or a number > 0, got "
                                   "'lots'"),
     ("sac", {"load": "nothing.pt"}, "--load: cannot read {tmp}/nothing.pt: no such file (nothing.pt is taken relative "
                                     "to the program's folder, {tmp})"),
@@ -333,7 +333,8 @@ def test_the_cli_refuses_with_the_reason_and_no_traceback(tmp_path: Path) -> Non
                                      "continuous ones (use sac, td3 or ddpg)")
     result = subprocess.run(command("gen", "sac", "--learning-rate", "fast", "-o", str(tmp_path / "x.lf")),
                             capture_output=True, text=True, cwd=ROOT)
-    assert result.stderr.strip() == "lfrl gen: error: --learning-rate: expected a number, got 'fast'"
+    assert result.stderr.strip() == ("lfrl gen: error: --learning-rate: must be a finite number from 1e-08 to 1, "
+                                     "got 'fast'")
 
 
 def test_the_networks_come_from_the_module_named_with_networks(tmp_path: Path) -> None:

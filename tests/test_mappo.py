@@ -20,7 +20,7 @@ from lfrl import mappo, seeds
 from lfrl.config import SCENARIOS, MAPPOConfig, of
 from tests.test_learners_run import check_resumed_as_uninterrupted, generate, last_lines, run, run_folder
 
-SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": "16,16", "total_steps": 400,
+SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": [16, 16], "total_steps": 400,
          "envs": 2, "n_steps": 50, "batch_size": 100, "eval_every": 200}
 
 

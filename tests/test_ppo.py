@@ -25,7 +25,7 @@ from tests.test_learners_run import (
     run_folder,
 )
 
-SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": "16,16"}
+SMALL = {"progress": False, "eval_episodes": 2, "n_epochs": 2, "net_arch": [16, 16]}
 CARTPOLE = {**SMALL, "total_steps": 1024, "envs_per_actor": 4, "n_steps": 64, "batch_size": 64, "eval_every": 512}
 # Two actors with two environments each, both normalisations, a time limit within the run (Pendulum's
 # episodes are truncated at 200 steps).

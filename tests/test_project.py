@@ -83,7 +83,7 @@ def test_bad_values_stop_with_the_reason(tmp_path: Path) -> None:
     made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--workers", "0", "-o", str(tmp_path)],
                ROOT)
     assert made.returncode == 1
-    assert "--workers must be at least 1, got 0" in made.stderr
+    assert "--workers: must be a whole number from 1 to 256, got 0" in made.stderr
     assert "Traceback" not in made.stderr
     made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--processes", "maybe", "-o",
                 str(tmp_path)], ROOT)
@@ -126,7 +126,7 @@ def new(tmp_path: Path, *args: str, answers: str | None = None) -> subprocess.Co
      "--env-id is not an option of template 'multiagent' (its options: --template, --workers, --seed)"),
     (["--template", "multiagent", "--processes", "yes"],
      "--processes is not an option of template 'multiagent' (its options: --template, --workers, --seed)"),
-    (["--template", "qlearning", "--workers", "0"], "--workers must be at least 1, got 0"),
+    (["--template", "qlearning", "--workers", "0"], "--workers: must be a whole number from 1 to 256, got 0"),
 ])
 def test_new_refuses_what_cannot_be_a_project(tmp_path: Path, args: list[str], message: str) -> None:
     result = new(tmp_path, "--no-input", *args)
@@ -160,8 +160,8 @@ def test_interactive_new_checks_each_answer_when_it_is_given(tmp_path: Path) -> 
         "lfrl new: error: --project-name '!!!' has no letter or digit to name the project's folder with",
         "lfrl new: error: unknown template 'nope'; choose one of: sampling, qlearning, multiagent, dqn, ddpg, td3, "
         "sac, ppo, mappo",
-        "lfrl new: error: --workers must be at least 1, got 0",
-        "lfrl new: error: --seed: expected a whole number, got 'x'"]
+        "lfrl new: error: --workers: must be a whole number from 1 to 64, got 0",
+        "lfrl new: error: --seed: must be a whole number from 0 to 2147483647, got 'x'"]
     assert "new[3] AgentPolicy" in (tmp_path / "my_agents" / "src" / "Main.lf").read_text()
     ended = new(tmp_path / "more", answers="Other\n")
     assert (ended.returncode, ended.stderr) == (1, "lfrl new: error: no answer (end of input); give the values as "

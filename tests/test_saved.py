@@ -101,7 +101,7 @@ def test_weights_of_another_algorithm_or_shape(tmp_path: Path) -> None:
     assert refusal(run) == (f"lfrl.load: {run}/model.pt does not fit the networks of the run in {run}/hyperparameters"
                             ".json (dqn on CartPole-v1): it holds the networks actor, critics, temperature; dqn expects "
                             "q: weights of another algorithm")
-    shutil.copy(run_like(tmp_path / "wide", net_arch="128,128") / "model.pt", run / "model.pt")
+    shutil.copy(run_like(tmp_path / "wide", net_arch=[128, 128]) / "model.pt", run / "model.pt")
     assert refusal(run) == (f"lfrl.load: {run}/model.pt does not fit the networks of the run in {run}/hyperparameters"
                             ".json (dqn on CartPole-v1): tensor body.w0 of q has shape (128, 4) in the file and (64, 4) "
                             "in the run; --net-arch differs: the file's networks have hidden layers 128,128, the run's "

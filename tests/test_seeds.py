@@ -24,7 +24,7 @@ from tests.lfutil import default_signals
 
 ROOT = Path(__file__).parent.parent
 DQN = {"progress": False, "eval_episodes": 2, "total_steps": 1200, "learning_starts": 200, "train_freq": 100,
-       "gradient_steps": 20, "batch_size": 32, "net_arch": "32,32", "eval_every": 600}
+       "gradient_steps": 20, "batch_size": 32, "net_arch": [32, 32], "eval_every": 600}
 
 
 def lfrl(*args: str) -> subprocess.CompletedProcess[str]:

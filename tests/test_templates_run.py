@@ -202,17 +202,41 @@ def test_a_second_run_saves_beside_the_first_runs_weights(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
-def test_an_environment_that_cannot_be_made_is_one_error_and_no_summary(tmp_path: Path) -> None:
-    # `lfrl gen` refuses LunarLander-v3 without Box2D; a program edited afterwards fails at startup.
+def test_an_environment_that_needs_a_missing_package_is_refused_at_its_line(tmp_path: Path) -> None:
+    # `lfrl gen` refuses LunarLander-v3 without Box2D; a program edited afterwards is refused as it
+    # starts, by the same check (lfrl.envs.check_id), at the line that gives the value.
     out = write("sampling", {"progress": False, "workers": 3, "steps": 30}, tmp_path / "S.lf")
     out.write_text(out.read_text().replace("CartPole-v1", "LunarLander-v3"))
+    result = lfrl_run(out)
+    assert (result.returncode, result.stdout) == (1, "")
+    line, text = next((n, text) for n, text in enumerate(out.read_text().splitlines(), 1)
+                      if "new[3] EnvWorker(" in text)
+    col = text.index("env_id") + 1
+    assert result.stderr.splitlines() == [
+        f"{out}:{line}:{col}: error: parameter env_id of S.envs[0] (EnvWorker): 'LunarLander-v3' needs a package "
+        "that is not installed: Box2D is not installed, you can install it by run `pip install swig` followed by "
+        "`pip install \"gymnasium[box2d]\"`", text, " " * (col - 1) + "^"]
+
+
+# An environment of a user's module whose id every check accepts, but which cannot be made where the
+# program runs (as one whose package is missing there would).
+UNMAKEABLE = ("import gymnasium\n\n\n"
+              "class Unmakeable(gymnasium.Env):\n"
+              "    def __init__(self):\n"
+              "        raise gymnasium.error.DependencyNotInstalled('its package is not installed here')\n\n\n"
+              "gymnasium.register('Unmakeable-v0', entry_point=Unmakeable)\n")
+
+
+def test_an_environment_that_cannot_be_made_is_one_error_and_no_summary(tmp_path: Path) -> None:
+    out = write("sampling", {"progress": False, "workers": 3, "steps": 30}, tmp_path / "S.lf")
+    (tmp_path / "unmakeable.py").write_text(UNMAKEABLE)
+    out.write_text(out.read_text().replace("CartPole-v1", "unmakeable:Unmakeable-v0"))
     result = lfrl_run(out)
     assert (result.returncode, result.stdout) == (1, "")
     headers = [line for line in result.stderr.splitlines() if ": error: " in line]
     where = f"{tmp_path / 'lib' / 'EnvWorker.lf'}:"
     assert headers[0].startswith(where) and headers[0].endswith(
-        "of S.envs[0] failed: DependencyNotInstalled: Box2D is not installed, you can install it by run "
-        "`pip install swig` followed by `pip install \"gymnasium[box2d]\"`")
+        "of S.envs[0] failed: DependencyNotInstalled: its package is not installed here"), result.stderr
     assert [h.split(": error: ")[1] for h in headers[1:]] == [
         f"reaction 'reaction_1' of S.envs[{i}] failed: DependencyNotInstalled, the same failure as above"
         for i in (1, 2)]
@@ -325,17 +349,19 @@ def test_a_failing_worker_process_is_one_error_and_the_summary_still_prints(tmp_
     source = out.read_text()
     line = 'envs = new[1] EnvWorker(first = 1, env_id = "CartPole-v1"'
     assert line in source
-    # Worker 1's process cannot make its environment (Box2D is not installed; an id gymnasium does not
-    # know would be refused before the program runs); worker 0 steps CartPole in lfrl's process.
-    out.write_text(source.replace(line, line.replace("CartPole-v1", "LunarLander-v3")))
+    # Worker 1's process cannot make its environment (an id gymnasium does not know, or one that needs
+    # a package that is not installed, would be refused before the program runs); worker 0 steps
+    # CartPole in lfrl's process.
+    (tmp_path / "unmakeable.py").write_text(UNMAKEABLE)
+    out.write_text(source.replace(line, line.replace("CartPole-v1", "unmakeable:Unmakeable-v0")))
     result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if ": error: " in line]
     assert len(errors) == 1, result.stderr
     assert errors[0].startswith(f"{tmp_path / 'lib' / 'EnvWorker.lf'}:")
-    assert "error: reaction 'reaction_1' of Sampling.envs[0] failed: DependencyNotInstalled: Box2D is not " \
-           "installed" in errors[0], errors[0]
+    assert errors[0].endswith("error: reaction 'reaction_1' of Sampling.envs[0] failed: DependencyNotInstalled: its "
+                              "package is not installed here"), errors[0]
     # The error stops the program at the next microstep, before the next round (rounds start at
     # later logical times): the warm-up round of no steps was all.
     assert result.stdout.splitlines()[0].startswith("0 samples from 2 workers in ")
