@@ -1,5 +1,5 @@
-"""What every learner (DQN, TD3/DDPG, SAC) shares: its parameters in a fixed order, one optimizer,
-and an update split in two halves, `grads` and `apply`.
+"""What every learner (DQN, TD3/DDPG, SAC, and PPO, with which MAPPO trains its policies) shares: its
+parameters in a fixed order, one optimizer, and an update split in two halves, `grads` and `apply`.
 
 The split is what parallel learners need (PAAL's, Zhang et al. 2021): with `--learners L`, each of L
 learner reactors computes `grads` on its slice of a batch, scaled by the slice's share of the batch,
@@ -7,8 +7,8 @@ so that the slices' gradients add up to the whole batch's; one of them adds them
 (`combine`) and applies the sum. The order is fixed, so the result is the same for any number of
 runtime threads. With one learner, `update` does both halves.
 
-Randomness (target policy noise, SAC's action samples) comes from the learner's own torch generator,
-never torch's global one, which reactions running in parallel share.
+Randomness (target policy noise, SAC's action samples, PPO's minibatch order) comes from the
+learner's own torch generator, never torch's global one, which reactions running in parallel share.
 
 Devices (`--device`): a learner's networks, optimizer and batches live on its device; everything it
 hands out leaves as CPU tensors (the actors' and the evaluator's weights, saved weights, checkpoints),
