@@ -3,7 +3,7 @@ computes (the same kernels on the same values), only faster:
 
 - `keep_freed_memory`: glibc's malloc keeps freed memory for the next update (nothing elsewhere);
 - `Passes`: an update's independent passes on two threads (or, plain, torch.autograd on one);
-- `Adam`: torch's fused Adam kernel called directly (torch.optim.Adam(fused=True)'s numbers).
+- `Adam`: torch's fused Adam kernel called directly (or torch.optim.Adam(fused=True) itself).
 
 `lfrl.learner.Learner` sets them up; an algorithm's `grads` calls `Passes` where it has passes to
 overlap (DQN on frames).
@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
+from typing import Any
 
 import torch
 
@@ -129,24 +130,57 @@ def _no_grad(network: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -
         return network(x)
 
 
+# The signature `Adam` calls torch's fused Adam kernel with: torch 2.13's (the Makefile pins it). The
+# kernel is private to torch and may change in any release; where its signature is not this one,
+# `Adam` takes torch.optim.Adam's public path instead.
+FUSED_ADAM_SCHEMA = (
+    "aten::_fused_adam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] exp_avg_sqs, "
+    "Tensor(e!)[] max_exp_avg_sqs, Tensor[] state_steps, *, float lr, float beta1, float beta2, float weight_decay, "
+    "float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? found_inf=None) -> ()")
+
+
+def fused_adam_kernel() -> Callable[..., None] | None:
+    """torch._fused_adam_ where this torch has it with the signature FUSED_ADAM_SCHEMA gives; else None."""
+    kernel = getattr(torch, "_fused_adam_", None)
+    try:
+        schema = str(torch.ops.aten._fused_adam_.default._schema)
+    except (AttributeError, RuntimeError):
+        return None
+    return kernel if kernel is not None and schema == FUSED_ADAM_SCHEMA else None
+
+
 class Adam:
-    """Adam (Kingma and Ba 2015) as torch.optim.Adam(fused=True) computes it, with the same kernel,
-    without torch.optim's per-step bookkeeping, which costs more than the arithmetic for the small
-    networks of RL (about 0.2 ms a step here). A parameter whose gradient is None is left as it is
-    (TD3's actor between its delayed updates), its step count too."""
+    """Adam (Kingma and Ba 2015) as torch.optim.Adam(fused=True) computes it. A parameter whose
+    gradient is None is left as it is (TD3's actor between its delayed updates), its step count too.
+
+    Two paths over the same state (moments and step counts, in `params` order), with the same numbers:
+    where `fused_adam_kernel` finds the kernel (on torch 2.13, the Makefile's: this path runs), it is
+    called directly, without torch.optim's per-step bookkeeping, which costs more than the arithmetic
+    for the small networks of RL (about 0.1 ms a step here); elsewhere torch.optim.Adam(fused=True)
+    steps, holding this object's state tensors as its own. Either way a checkpoint (a pickled
+    learner) keeps the state and resumes on whichever path the resuming torch offers."""
 
     def __init__(self, params: list[torch.nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8) -> None:
         self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
         self.exp_avgs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
         self.exp_avg_sqs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
-        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in params]
+        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in params]  # as torch's fused Adam's
+        self._choose_path()
+
+    def _choose_path(self) -> None:
+        self.kernel = fused_adam_kernel()  # None: torch.optim.Adam's path
+        self._public: torch.optim.Adam | None = None  # that path's optimizer, made at its first step
 
     def tensors(self) -> list[torch.Tensor]:
         """The optimizer's state: moments and step counts."""
         return [*self.exp_avgs, *self.exp_avg_sqs, *self.steps]
 
     def step(self, grads: list[torch.Tensor | None]) -> None:
+        """One step with a gradient per parameter (in `params` order; None: leave that one alone)."""
+        if self.kernel is None:
+            self._public_step(grads)
+            return
         if all(g is not None for g in grads):
             picked = (self.params, grads, self.exp_avgs, self.exp_avg_sqs, self.steps)
         else:
@@ -155,6 +189,30 @@ class Adam:
                            (self.params, grads, self.exp_avgs, self.exp_avg_sqs, self.steps))
         params, present, exp_avgs, exp_avg_sqs, steps = picked
         with torch.no_grad():
-            torch._foreach_add_(steps, 1)
-            torch._fused_adam_(params, present, exp_avgs, exp_avg_sqs, [], steps, lr=self.lr, beta1=self.betas[0],
-                               beta2=self.betas[1], weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False)
+            torch._foreach_add_(steps, 1)  # as torch.optim.Adam does before the kernel
+            self.kernel(params, present, exp_avgs, exp_avg_sqs, [], steps, lr=self.lr, beta1=self.betas[0],
+                         beta2=self.betas[1], weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False)
+
+    def _public_step(self, grads: list[torch.Tensor | None]) -> None:
+        if self._public is None:
+            self._public = torch.optim.Adam(self.params, lr=self.lr, betas=self.betas, eps=self.eps, fused=True)
+            for p, exp_avg, exp_avg_sq, step in zip(self.params, self.exp_avgs, self.exp_avg_sqs, self.steps,
+                                                     strict=True):
+                self._public.state[p] = {"step": step, "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+        self._public.param_groups[0]["lr"] = self.lr  # PPO anneals it
+        for p, g in zip(self.params, grads, strict=True):
+            p.grad = g
+        try:
+            self._public.step()  # skips parameters whose .grad is None, as the kernel path does
+        finally:
+            for p in self.params:
+                p.grad = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["kernel"], state["_public"]  # this torch's; the resuming one chooses again
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._choose_path()

@@ -17,7 +17,7 @@ the CPU (from the CPU generator) and then moved, so every device starts from the
 
 Speed (lfrl.fastpath, each path computing exactly what its plain fallback computes): a learner of
 frames keeps the memory it frees and, on the CPU, runs its update's passes on two threads (`passes`);
-every learner's Adam calls torch's fused kernel directly.
+every learner's Adam calls torch's fused kernel directly where it can.
 """
 
 from __future__ import annotations
