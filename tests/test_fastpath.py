@@ -112,14 +112,18 @@ def test_a_checkpoint_resumes_on_the_other_adam_path_with_the_optimizers_state(
 # ---------------------------------------------------------------------------------------- passes
 
 
-def small_network() -> torch.nn.Module:
-    torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+def small_network(seed: int) -> torch.nn.Module:
+    network = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in network.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator))
+    return network
 
 
 @pytest.mark.parametrize("two_threads", [False, True])
 def test_passes_give_autograds_values_on_one_or_two_threads(two_threads: bool) -> None:
-    network, target = small_network(), small_network()
+    network, target = small_network(0), small_network(1)
     x = torch.randn(5, 4, generator=torch.Generator().manual_seed(1))
     passes = fastpath.Passes(two_threads)
     grad_modes: list[bool] = []
