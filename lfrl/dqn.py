@@ -13,15 +13,13 @@ linearly from `exploration_initial_eps` to `exploration_final_eps` over the firs
 
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from lfrl.config import DQNConfig
 from lfrl.envs import EnvSpec
-from lfrl.learner import Batch, Gradients, Learner, frozen_copy, layer_outputs, networks_module
+from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module
 from lfrl.policy import Policy as BasePolicy
 
 
@@ -90,15 +88,14 @@ class DQN(Learner):
     def grads(self, batch: Batch, share: float) -> Gradients:
         obs, next_obs = batch["obs"], batch["next_obs"]
         # The target network's pass does not depend on the others: with two threads, it runs meanwhile.
-        target_pass = self.beside(self.q_target, next_obs) if self.two_threads else None
-        with layer_outputs(self.q) if self.two_threads else nullcontext([]) as layers:
+        target_pass = self.passes.beside(self.q_target, next_obs)
+        with self.passes.layers(self.q) as layers:
             q = self.q(obs)
         with torch.no_grad():
             online_next = self.q(next_obs) if self.double else None
-            target_next = self.q_target(next_obs) if target_pass is None else target_pass.result()
-            target = td_targets(target_next, online_next, batch["reward"], batch["done"], batch["discount"])
+            target = td_targets(target_pass(), online_next, batch["reward"], batch["done"], batch["discount"])
         loss, td = dqn_loss(q, batch["action"], target, self.importance(batch), share / len(obs))
-        grads = self.gradients(loss, self.params, layers)
+        grads = self.passes.gradients(loss, self.params, layers)
         return Gradients(grads, {"loss": float(loss.detach())}, td.cpu().numpy() if self.prioritized else None)
 
     def acting_params(self) -> list[torch.nn.Parameter]:

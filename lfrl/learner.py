@@ -1,5 +1,5 @@
-"""What every learner (DQN, TD3/DDPG, SAC) shares: its parameters in a fixed order, one optimizer,
-and an update split in two halves, `grads` and `apply`.
+"""What every learner (DQN, TD3/DDPG, SAC, and PPO, with which MAPPO trains its policies) shares: its
+parameters in a fixed order, one optimizer, and an update split in two halves, `grads` and `apply`.
 
 The split is what parallel learners need (PAAL's, Zhang et al. 2021): with `--learners L`, each of L
 learner reactors computes `grads` on its slice of a batch, scaled by the slice's share of the batch,
@@ -7,23 +7,24 @@ so that the slices' gradients add up to the whole batch's; one of them adds them
 (`combine`) and applies the sum. The order is fixed, so the result is the same for any number of
 runtime threads. With one learner, `update` does both halves.
 
-Randomness (target policy noise, SAC's action samples) comes from the learner's own torch generator,
-never torch's global one, which reactions running in parallel share.
+Randomness (target policy noise, SAC's action samples, PPO's minibatch order) comes from the
+learner's own torch generator, never torch's global one, which reactions running in parallel share.
 
 Devices (`--device`): a learner's networks, optimizer and batches live on its device; everything it
 hands out leaves as CPU tensors (the actors' and the evaluator's weights, saved weights, checkpoints),
 so that actors act on the CPU and what a run saves loads on any machine. Networks are initialised on
 the CPU (from the CPU generator) and then moved, so every device starts from the same weights.
+
+Speed (lfrl.fastpath, each path computing exactly what its plain fallback computes): a learner of
+frames keeps the memory it frees and, on the CPU, runs its update's passes on two threads (`passes`);
+every learner's Adam calls torch's fused kernel directly where it can.
 """
 
 from __future__ import annotations
 
 import copy
-import ctypes
 import importlib
-import sys
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -35,6 +36,7 @@ import torch
 from lfrl import settings
 from lfrl.config import Config, OffPolicyConfig, OnPolicyConfig
 from lfrl.envs import EnvSpec
+from lfrl.fastpath import Adam, Passes, keep_freed_memory
 
 Batch = dict[str, torch.Tensor]
 
@@ -104,24 +106,6 @@ def networks_module(config: Config) -> ModuleType:
     return importlib.import_module(config.networks or "lfrl.networks")
 
 
-def keep_freed_memory() -> None:
-    """Have glibc's malloc keep the memory it frees for the next allocation, instead of returning
-    blocks of more than 128 KiB to the system at once: every CNN update allocates and frees megabytes of
-    activations and gradients, which the system would otherwise hand back page by page (thousands of
-    page faults, a tenth of an Atari update's time). A setting of the process, as torch's threads are;
-    nothing where malloc is not glibc's."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    m_trim_threshold, m_top_pad, m_mmap_threshold = -1, -2, -3  # malloc.h
-    mallopt(m_mmap_threshold, 32 << 20)  # glibc's largest: smaller blocks come from the heap
-    mallopt(m_trim_threshold, 1 << 30)  # the heap's free top stays (up to 1 GiB)
-    mallopt(m_top_pad, 64 << 20)
-
-
 class Learner:
     """Base class: subclasses build their networks, set `params` (the order of gradients) and
     `online` (the networks whose weights the checksum sums), and define `grads` and `after_step`."""
@@ -135,21 +119,28 @@ class Learner:
         self.spec = spec
         self.config = config
         self.device = resolve_device(config.device)
-        if spec.image:  # large batches of frames through convolutions (Atari)
-            keep_freed_memory()
+        self.set_up_fast_paths()
         self.generator = torch.Generator().manual_seed(seed)  # on the CPU: the same draws on every device
         self.updates = 0  # optimizer steps so far
         self.max_grad_norm = config.max_grad_norm
         self.prioritized = isinstance(config, OffPolicyConfig) and config.prioritized
-        self._second: ThreadPoolExecutor | None = None  # `beside`'s thread, made when first needed
+
+    def set_up_fast_paths(self) -> None:
+        """lfrl.fastpath's paths for this learner's inputs and device (again where a checkpoint resumes,
+        in a new process, perhaps on another device): for large batches of frames through convolutions
+        (Atari), the freed memory kept, and on the CPU, whose passes then take milliseconds, the
+        update's passes on two threads."""
+        if self.spec.image:
+            keep_freed_memory()
+        self.passes = Passes(two_threads=self.spec.image and self.device.type == "cpu")
 
     def importance(self, batch: Batch) -> torch.Tensor | None:
         """Prioritized replay's importance weights of a batch; None for uniform replay (all 1)."""
         return batch["weights"].to(torch.float32) if self.prioritized else None
 
-    def make_optimizer(self) -> None:
+    def make_optimizer(self, eps: float = 1e-8) -> None:
         """One Adam over every parameter, in `params` order (one learning rate for all)."""
-        self.optimizer = Adam(self.params, self.config.learning_rate)
+        self.optimizer = Adam(self.params, self.config.learning_rate, eps=eps)
 
     def place(self, module: torch.nn.Module) -> torch.nn.Module:
         """A network, built (and initialised) on the CPU, moved to this learner's device."""
@@ -162,51 +153,6 @@ class Learner:
         if self.device.type == "cpu":
             return tensors
         return {k: v.to(self.device, non_blocking=True) for k, v in tensors.items()}
-
-    @property
-    def two_threads(self) -> bool:
-        """Whether independent parts of an update run side by side on two threads (`beside`,
-        `gradients`): for convolutions on the CPU, whose passes take milliseconds (torch releases
-        the GIL in its kernels). Each op runs with the same kernels and threads either way, so the
-        values are the same."""
-        return self.spec.image and self.device.type == "cpu"
-
-    def second(self) -> ThreadPoolExecutor:
-        if self._second is None:
-            self._second = ThreadPoolExecutor(1, thread_name_prefix="learner")
-        return self._second
-
-    def beside(self, network: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> Future[torch.Tensor]:
-        """`network(x)` without gradients, started on this learner's second thread: a pass that the
-        next ones do not depend on runs meanwhile."""
-        return self.second().submit(_no_grad, network, x)
-
-    def gradients(self, loss: torch.Tensor, params: list[torch.nn.Parameter],
-                  layers: list[tuple[torch.Tensor, list[torch.nn.Parameter]]] | None = None) -> list[torch.Tensor]:
-        """torch.autograd.grad(loss, params). Given `layers` (`layer_outputs` of the forward pass that
-        made `loss`) that hold every parameter once, in two steps: first the gradients at the layers'
-        outputs (the backward pass from layer to layer, no weight gradients), then each layer's weight
-        gradients from its output's, the largest part on this thread and the rest on the second one.
-        Every value is autograd's own (its backward of each layer, asked for a part of its gradients)."""
-        owned = [p for _, ps in layers or [] for p in ps]
-        if (not layers or len(owned) != len(params) or {id(p) for p in owned} != {id(p) for p in params}
-                or not all(isinstance(out, torch.Tensor) for out, _ in layers)):
-            return list(torch.autograd.grad(loss, params))
-        at_outputs = torch.autograd.grad(loss, [out for out, _ in layers], retain_graph=True)
-        # Largest first, each to the thread with less to do; a layer's weight gradients cost about its
-        # output's size times a weight row's.
-        jobs = sorted(((out.numel() * max(p[0].numel() if p.dim() > 1 else 1 for p in ps), (out, ps), g)
-                       for (out, ps), g in zip(layers, at_outputs, strict=True)), key=lambda job: -job[0])
-        parts: tuple[list, list] = ([], [])
-        loads = [0, 0]
-        for cost, layer, at_output in jobs:
-            side = 0 if loads[0] <= loads[1] else 1
-            parts[side].append((layer, at_output))
-            loads[side] += cost
-        there = self.second().submit(_layer_gradients, parts[1])
-        found = _layer_gradients(parts[0])
-        found.update(there.result())
-        return [found[id(p)] for p in params]
 
     def noise(self, shape: tuple[int, ...]) -> torch.Tensor:
         """Standard normal noise from this learner's generator (drawn on the CPU), on its device."""
@@ -308,7 +254,7 @@ class Learner:
         # Checkpoints pickle learners: tensors on a GPU go as CPU copies, so that a checkpoint loads
         # on any machine (the copies keep the tensors' sharing, as pickle's memo does).
         state = self.__dict__.copy()
-        state["_second"] = None  # a thread is not state
+        del state["passes"]  # threads are not state; `__setstate__` sets up the resuming machine's
         if self.device.type == "cpu":
             return state
         memo: dict[int, Any] = {}
@@ -320,76 +266,15 @@ class Learner:
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Back from a checkpoint: this process runs networks again, with the run's settings, on the
         device the config asks for where the checkpoint is resumed (auto: this machine's)."""
-        # checkpoints written before devices and threads have neither
-        self.__dict__.update({"_second": None, **state})
+        self.__dict__.update(state)
+        self.__dict__.pop("_second", None)  # the second thread of checkpoints written before `passes`
         settings.apply(self.config)
         self.device = resolve_device(self.config.device)
         if self.device.type != "cpu":
             with torch.no_grad():
                 for t in self.placed():
                     t.data = t.data.to(self.device)  # in place: the optimizer's references stay valid
-
-
-def _layer_gradients(jobs: list) -> dict[int, torch.Tensor]:
-    """The gradients of each job's parameters from the gradient at its layer's output, by id."""
-    found = {}
-    for (output, params), at_output in jobs:
-        for p, g in zip(params, torch.autograd.grad(output, params, at_output, retain_graph=True), strict=True):
-            found[id(p)] = g
-    return found
-
-
-@contextmanager
-def layer_outputs(network: torch.nn.Module) -> Iterator[list[tuple[torch.Tensor, list[torch.nn.Parameter]]]]:
-    """While inside, the output of every module of `network` that holds parameters of its own, with
-    those parameters, as forward passes make them (for `Learner.gradients`)."""
-    layers: list[tuple[torch.Tensor, list[torch.nn.Parameter]]] = []
-    hooks = []
-    for module in network.modules():
-        own = [p for p in module.parameters(recurse=False) if p.requires_grad]
-        if own:
-            hooks.append(module.register_forward_hook(lambda _m, _i, out, own=own: layers.append((out, own))))
-    try:
-        yield layers
-    finally:
-        for hook in hooks:
-            hook.remove()
-
-
-def _no_grad(network: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor) -> torch.Tensor:
-    with torch.no_grad():  # grad mode is the thread's own
-        return network(x)
-
-
-class Adam:
-    """Adam (Kingma and Ba 2015) as torch.optim.Adam(fused=True) computes it, with the same kernel,
-    without torch.optim's per-step bookkeeping, which costs more than the arithmetic for the small
-    networks of RL (about 0.2 ms a step here). A parameter whose gradient is None is left as it is
-    (TD3's actor between its delayed updates), its step count too."""
-
-    def __init__(self, params: list[torch.nn.Parameter], lr: float, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8) -> None:
-        self.params, self.lr, self.betas, self.eps = params, lr, betas, eps
-        self.exp_avgs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
-        self.exp_avg_sqs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in params]
-        self.steps = [torch.zeros((), dtype=torch.float32, device=p.device) for p in params]
-
-    def tensors(self) -> list[torch.Tensor]:
-        """The optimizer's state: moments and step counts."""
-        return [*self.exp_avgs, *self.exp_avg_sqs, *self.steps]
-
-    def step(self, grads: list[torch.Tensor | None]) -> None:
-        if all(g is not None for g in grads):
-            picked = (self.params, grads, self.exp_avgs, self.exp_avg_sqs, self.steps)
-        else:
-            keep = [i for i, g in enumerate(grads) if g is not None]
-            picked = tuple([values[i] for i in keep] for values in  # type: ignore[assignment]
-                           (self.params, grads, self.exp_avgs, self.exp_avg_sqs, self.steps))
-        params, present, exp_avgs, exp_avg_sqs, steps = picked
-        with torch.no_grad():
-            torch._foreach_add_(steps, 1)
-            torch._fused_adam_(params, present, exp_avgs, exp_avg_sqs, [], steps, lr=self.lr, beta1=self.betas[0],
-                               beta2=self.betas[1], weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False)
+        self.set_up_fast_paths()
 
 
 def clip_grad_norm(grads: list[torch.Tensor], max_norm: float) -> None:

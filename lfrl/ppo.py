@@ -36,7 +36,7 @@ import torch
 from lfrl import envs, seeds
 from lfrl.config import MAPPOConfig, PPOConfig
 from lfrl.envs import EnvSpec
-from lfrl.learner import Adam, Gradients, Learner, networks_module
+from lfrl.learner import Gradients, Learner, networks_module
 from lfrl.policy import Policy as BasePolicy
 
 CLIP = 10.0  # VecNormalize's clip_obs and clip_reward
@@ -145,7 +145,7 @@ class PPO(Learner):
         self.ret_norm = Normalizer(())
         self.params = list(self.net.parameters())
         self.online = [self.net]
-        self.optimizer = Adam(self.params, config.learning_rate, eps=1e-5)  # SB3's PPO: eps 1e-5
+        self.make_optimizer(eps=1e-5)  # SB3's PPO: eps 1e-5
         self.gamma, self.lam = config.gamma, config.gae_lambda
         self.returns: np.ndarray | None = None  # each environment's discounted return (reward normalisation)
 

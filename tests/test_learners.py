@@ -110,24 +110,6 @@ def test_polyak_moves_targets_by_tau() -> None:
     assert target[0].tolist() == pytest.approx([0.1, 0.2])
 
 
-def test_adam_is_torchs_fused_adam_and_leaves_parameters_without_gradients_alone() -> None:
-    from lfrl.learner import Adam
-
-    params = [torch.nn.Parameter(torch.randn(3, generator=torch.Generator().manual_seed(i))) for i in range(2)]
-    theirs = [torch.nn.Parameter(p.detach().clone()) for p in params]
-    reference = torch.optim.Adam(theirs, lr=0.01, fused=True)
-    mine = Adam(params, 0.01)
-    for step in range(3):
-        grads = [torch.full((3,), float(step + 1)), torch.full((3,), -2.0) if step != 1 else None]
-        mine.step([g.clone() if g is not None else None for g in grads])
-        for p, g in zip(theirs, grads, strict=True):
-            p.grad = g
-        reference.step()
-        reference.zero_grad(set_to_none=True)
-        assert all(torch.equal(a, b) for a, b in zip(params, theirs, strict=True))
-    assert [float(s) for s in mine.steps] == [3.0, 2.0]
-
-
 def test_clipping_scales_gradients_to_the_norm() -> None:
     from lfrl.learner import clip_grad_norm
 
@@ -239,7 +221,7 @@ def test_a_dqn_update_on_frames_on_two_threads_computes_what_one_thread_does(due
     torch.autograd's on one thread, and the learner still pickles (for checkpoints) without its thread."""
     spec = envs.describe("ALE/Pong-v5")
     learner = make_learner(config("dqn", env_id="ALE/Pong-v5", net_arch=[], dueling=dueling), spec, 0)
-    assert learner.two_threads
+    assert learner.passes.two_threads
     rng = np.random.default_rng(2)
     batch = {"obs": rng.integers(0, 256, (8, 4, 84, 84), dtype=np.uint8),
              "next_obs": rng.integers(0, 256, (8, 4, 84, 84), dtype=np.uint8), "action": rng.integers(6, size=8),
@@ -259,6 +241,7 @@ def test_a_dqn_update_on_frames_on_two_threads_computes_what_one_thread_does(due
                                                      strict=True))
     learner.update(batch)
     copy = pickle.loads(pickle.dumps(learner))
+    assert copy.passes.two_threads and copy.passes is not learner.passes
     learner.update(batch)
     copy.update(batch)
     assert copy.checksum() == learner.checksum()
