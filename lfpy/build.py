@@ -24,6 +24,7 @@ from lfpy.diagnostics import Diagnostics
 from lfpy.frontend import analyze_program
 from lfpy.graph import Elaborated
 from lfpy.loader import package_root
+from lfpy.overrides import Override, as_arguments, parse_override
 from lfpy.runtime import checkpoint, core
 from lfpy.runtime.cluster import Cluster, ClusterError, ClusterOptions
 from lfpy.runtime.environment import Environment, ParameterRefused
@@ -40,12 +41,19 @@ FEDERATE_ENTRY = "lfpy.federate"
 
 
 class Built:
-    """A compiled program: the generated module's path and source, its line map, and the graph."""
+    """A compiled program: the generated module's path and source, its line map, and the graph,
+    elaborated with the values `overrides` gives the main reactor's parameters (`run --param`)."""
 
     def __init__(self, module: Path, source: str, line_map: dict[int, tuple[str, int]],
-                 class_names: dict[int, str], elaborated: Elaborated, code: CodeType) -> None:
+                 class_names: dict[int, str], elaborated: Elaborated, code: CodeType,
+                 overrides: dict[str, Override] | None = None) -> None:
         self.module, self.source, self.line_map = module, source, line_map
         self.class_names, self.elaborated, self.code = class_names, elaborated, code
+        self.overrides = overrides or {}
+
+    def program_args(self) -> list[str]:
+        """What a federate's process builds the same program with (lfpy.federate's arguments)."""
+        return as_arguments(self.overrides)
 
     def source_map(self) -> SourceMap:
         """Where the lines of the generated module came from."""
@@ -57,11 +65,13 @@ def _lfc_missing(path: str, diags: Diagnostics) -> None:
                                  "install it or run without --lfc to use lfpy's own toolchain")
 
 
-def build(path: str, diags: Diagnostics, write: bool = True) -> Built | None:
+def build(path: str, diags: Diagnostics, write: bool = True, overrides: dict[str, Override] | None = None
+          ) -> Built | None:
     """Check, elaborate and generate; writes the module and returns it, or None on errors or when
     the file has no main reactor (then a warning says so: like lfc, nothing is generated).
-    `write=False`: the module is written already (a federate process builds it again)."""
-    program, elaborated = analyze_program(path, diags, require_main=False)
+    `write=False`: the module is written already (a federate process builds it again).
+    `overrides`: values for the main reactor's parameters (`run --param`)."""
+    program, elaborated = analyze_program(path, diags, require_main=False, overrides=overrides)
     if program is None or elaborated is None:
         if program is not None and not diags.has_errors:
             diags.warning(program.main.loc, "no main reactor: nothing to generate or run")
@@ -95,7 +105,7 @@ def build(path: str, diags: Diagnostics, write: bool = True) -> Built | None:
         diags.error(Loc(file, line, 1), f"lfpy generated Python that does not compile ({exc}); this is a bug in "
                                         f"lfpy: please report it with the program")
         return None
-    return Built(module, source, line_map, class_names, elaborated, code)
+    return Built(module, source, line_map, class_names, elaborated, code, dict(overrides or {}))
 
 
 def _compile_protobufs(lf_file: str, value: object, out_dir: Path, diags: Diagnostics,
@@ -157,8 +167,11 @@ def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path |
 
 def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_ns: int | None = None,
              fast: bool | None = None, use_lfc: bool = False, resume: str | None = None,
-             cluster: ClusterOptions | None = None, relocate: Callable[[str], str] | None = None) -> int:
+             cluster: ClusterOptions | None = None, relocate: Callable[[str], str] | None = None,
+             overrides: dict[str, Override] | None = None) -> int:
     """`lfrl run`: compile, then run; returns the program's exit status (1 on compile errors).
+    `overrides`: values for the main reactor's parameters (`run --param`), in every process of the
+    program; a resumed run takes those of the run that wrote its checkpoint.
     `resume`: a checkpoint file to go on from (checked before any of the program's code runs).
     `cluster`: run the federates of a federated program in actors of that Ray cluster.
     `relocate(resume)`: once the checkpoint has been read and the program's state restored from it,
@@ -176,7 +189,9 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     except core.CoreChoiceError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
-    built = build(path, diags)
+    if resume is not None and not overrides:
+        overrides = {name: parse_override(f"{name}={text}") for name, text in checkpoint.overrides(resume).items()}
+    built = build(path, diags, overrides=overrides)
     if built is None:
         return 1 if diags.has_errors else 0
     # A federated program's other processes (a federated reactor of one federate has none) build and
@@ -229,7 +244,7 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     program."""
     main = built.elaborated.main.reactor
     nodes: Cluster | None = None
-    launcher: Launcher = functools.partial(launch, FEDERATE_ENTRY)
+    launcher: Launcher = functools.partial(launch, FEDERATE_ENTRY, built.program_args())
     launched: dict[int, StartedFederate] = {}
     try:
         if cluster is not None:
@@ -270,7 +285,8 @@ def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics, resuming
     """Connect to the Ray cluster and place the federates; None when that cannot be done (reported)."""
     try:
         lf_path = built.elaborated.main.reactor.loc.file
-        return Cluster(options, built.elaborated, lf_path, package_root(Path(lf_path)), FEDERATE_ENTRY, resuming)
+        return Cluster(options, built.elaborated, lf_path, package_root(Path(lf_path)), FEDERATE_ENTRY,
+                       built.program_args(), resuming)
     except ClusterError as exc:
         _cluster_error(exc, diags)
         return None
@@ -298,7 +314,8 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
                relocate: Callable[[str], str] | None = None) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
-    identity = checkpoint.program_identity(built.source, _parameters(built.elaborated))
+    identity = checkpoint.program_identity(built.source, _parameters(built.elaborated),
+                                           {name: o.text for name, o in built.overrides.items()})
     saved: bytes | None = None  # the checkpoint's payload (it holds the tag too: Environment.restore)
     if resume is not None:
         try:

@@ -15,9 +15,12 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lfpy.diagnostics import Diagnostics
+
+if TYPE_CHECKING:
+    from lfpy.overrides import Override
 
 
 def parse_duration(text: str) -> int:
@@ -62,6 +65,16 @@ def resources_arg(text: str) -> tuple[str, Any]:
 
     try:
         return parse_resources(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def param_arg(text: str) -> Override:
+    """--param NAME=VALUE, read as argparse reads it (lfpy.overrides)."""
+    from lfpy.overrides import parse_override
+
+    try:
+        return parse_override(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -133,6 +146,17 @@ def run_program(args: argparse.Namespace, prepare: Callable[[argparse.Namespace,
         status = prepare(args, diags)
         if status is not None:
             return status
+    from lfpy.overrides import overrides_by_name
+
+    try:
+        overrides = overrides_by_name(args.param)
+    except ValueError as exc:
+        args.run_parser.error(str(exc))
+    if overrides and args.resume is not None:
+        args.run_parser.error("--param and --resume: a resumed run goes on with the values its checkpoint was "
+                              "written with; give one of them")
+    if overrides and args.lfc:
+        args.run_parser.error("--param sets parameters in lfpy's runtime; lfc's generated programs take no --param")
     cluster = None
     if args.cluster is not None:
         from lfpy.runtime.cluster import ClusterOptions
@@ -143,7 +167,7 @@ def run_program(args: argparse.Namespace, prepare: Callable[[argparse.Namespace,
         args.run_parser.error(f"{flag} on a cluster: it needs --cluster")
     status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
                       fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster,
-                      relocate=relocate)
+                      relocate=relocate, overrides=overrides)
     report(diags)
     return 1 if diags.has_errors and status == 0 else status
 
@@ -238,6 +262,10 @@ def add_run(cli: CommandLine, func: Callable[[argparse.Namespace], int] = cmd_ru
                                                            "logical time follows physical time")
     run.add_argument("--fast", action="store_true", help="do not wait for physical time")
     run.add_argument("--lfc", action="store_true", help="build with the real LF compiler (lfc) found on PATH")
+    run.add_argument("--param", metavar="NAME=VALUE", action="append", default=[], type=param_arg,
+                     help="give the main reactor's parameter NAME this value instead of its default, as LF writes "
+                          "it (3, 2.5, 1e-3, 10 sec, true, \"text\", {= [64, 64] =}; other text is a string); "
+                          "repeatable; a resumed run takes its checkpoint's"),
     run.add_argument("--resume", metavar="CHECKPOINT",
                      help="go on from a checkpoint the program wrote (lf.request_checkpoint): same results as "
                           "the uninterrupted run")

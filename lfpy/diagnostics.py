@@ -18,6 +18,8 @@ class Diagnostic:
     loc: Loc
 
     def header(self) -> str:
+        if self.loc.line == 0:  # not a place in a file: what `file` names (a flag, `--param seed=x`)
+            return f"{self.loc.file}: {self.severity}: {self.message}"
         return f"{self.loc.file}:{self.loc.line}:{self.loc.col}: {self.severity}: {self.message}"
 
 

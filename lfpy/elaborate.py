@@ -27,6 +27,7 @@ from lfpy.graph import (
     TimerInst,
 )
 from lfpy.loader import Program
+from lfpy.overrides import Override
 from lfpy.runtime.tag import NS_PER_UNIT
 
 FOREVER_NS = (1 << 63) - 1
@@ -80,7 +81,10 @@ class Elaborator:
         if isinstance(expr, ast.ParamRef):
             if expr.name not in scope:
                 raise self.fail(expr.loc, f"unknown parameter '{expr.name}'")
-            return scope[expr.name]
+            value = scope[expr.name]
+            if isinstance(value, Deferred):  # the parent's value once the runtime has it, not its code again
+                return Deferred(expr.name, expr.loc, value.reason)
+            return value
         if isinstance(expr, ast.CodeExpr):
             code = expr.code.text.strip()
             names = {k: v for k, v in scope.items() if not isinstance(v, Deferred)}
@@ -166,6 +170,16 @@ class Elaborator:
         if isinstance(expr, ast.ParamRef) and expr.name in origins:
             return origins[expr.name]
         return loc
+
+    def overridden(self, main: ast.Reactor, overrides: dict[str, Override]) -> dict[str, tuple[object, ast.Loc]]:
+        """The values `overrides` give the main reactor's parameters, with where each was given."""
+        known = self.info(main).parameters
+        for override in overrides.values():
+            if override.name not in known:
+                has = f"its parameters: {', '.join(known)}" if known else "it has none"
+                raise self.fail(override.loc, f"the main reactor {class_name(main)} has no parameter "
+                                              f"'{override.name}' ({has})")
+        return {o.name: (self.value(o.expr, {}), o.loc) for o in overrides.values()}
 
     def instantiate(self, reactor: ast.Reactor, name: str, full_name: str, parent: Instance | None,
                     assigned: dict[str, object], bank_index: int | None, bank_width: int | None,
@@ -478,8 +492,10 @@ def main_reactor(model: ast.Model, diags: Diagnostics, required: bool) -> ast.Re
     return mains[0] if mains else None
 
 
-def elaborate(program: Program, diags: Diagnostics, require_main: bool = True) -> Elaborated | None:
-    """The elaborated main reactor of `program`; None if there is none or errors were found."""
+def elaborate(program: Program, diags: Diagnostics, require_main: bool = True,
+              overrides: dict[str, Override] | None = None) -> Elaborated | None:
+    """The elaborated main reactor of `program`, with the values `overrides` gives its parameters
+    (`run --param`); None if there is none or errors were found."""
     main = main_reactor(program.main, diags, require_main)
     props = target_properties(program.main, diags)
     if main is None:
@@ -487,7 +503,9 @@ def elaborate(program: Program, diags: Diagnostics, require_main: bool = True) -
     elaborator = Elaborator(program, diags)
     name = class_name(main)
     try:
-        root = elaborator.instantiate(main, name, name, None, {}, None, None, 0, main.loc)
+        given = elaborator.overridden(main, overrides or {})
+        root = elaborator.instantiate(main, name, name, None, {k: v for k, (v, _) in given.items()}, None, None, 0,
+                                      main.loc, {k: at for k, (_, at) in given.items()})
     except ElaborationError:
         return None
     reactions = [r for inst in elaborator.instances for r in inst.reactions]

@@ -2,7 +2,8 @@
 (lfpy/runtime/federation/) with what it talks on, three pipe ends or the coordinator's TCP port:
 
   python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN [--rings REQUESTS ANSWERS] |
-                          --connect HOST:PORT | --unix PATH) [--restoring] [--forward-output]
+                          --connect HOST:PORT | --unix PATH) [--param NAME=VALUE ...] [--restoring]
+                          [--forward-output]
 
 With --rings the requests and answers go through rings in shared memory (the names of the
 coordinator's segments), and their pipes only wake a receiver that sleeps (federation/transport.py).
@@ -11,7 +12,8 @@ With --connect it opens two connections, each starting with the token in LFPY_FE
 for requests and answers, then one for its own messages. With --unix (a federate in a Ray actor on
 lfrl's own machine) three, used as the three pipes are, with shared memory for large values. With --forward-output (a federate on
 another machine, cluster.py) what it prints goes to the coordinator, which prints it. It builds the whole program as the
-coordinator did, initialises the reactors of federate INDEX (with --restoring, a run resumed from a
+coordinator did (with the values --param gives the main reactor's parameters, as the coordinator's
+`run --param` gave them), initialises the reactors of federate INDEX (with --restoring, a run resumed from a
 checkpoint, their state comes from the coordinator instead), says it is ready, and runs the
 reactions it is sent until told to exit."""
 
@@ -29,6 +31,7 @@ from pathlib import Path
 from lfpy.build import Built, build, load_module, report_user_failure
 from lfpy.diagnostics import Diagnostic, Diagnostics
 from lfpy.loader import package_root
+from lfpy.overrides import parse_override
 from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.federation.forwarding import Output, Printed, whole_lines
 from lfpy.runtime.federation.messages import Failed, Ready, Refused, encode
@@ -107,7 +110,8 @@ def main(argv: list[str]) -> int:
     # What goes wrong before this federate is ready is sent to the coordinator, which shows it only
     # if it got that far itself (a failing preamble is reported once, by the coordinator).
     diags = Diagnostics()
-    built = build(path, diags, write=False)
+    given = [parse_override(argv[i + 1]) for i, arg in enumerate(argv) if arg == "--param"]
+    built = build(path, diags, write=False, overrides={o.name: o for o in given})
     if built is None:
         answers.send(encode(Failed(diags.render_all() + "\n" if diags.items else "")))
         return 1

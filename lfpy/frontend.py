@@ -7,19 +7,22 @@ from lfpy.diagnostics import Diagnostics
 from lfpy.elaborate import elaborate
 from lfpy.graph import Elaborated, Instance, ModeInst, PortInst, Ref
 from lfpy.loader import Program, load_program
+from lfpy.overrides import Override
 from lfpy.runtime.tag import format_ns
 
 
-def analyze(path: str, diags: Diagnostics, require_main: bool = True) -> Elaborated | None:
-    """Load `path` and its imports, check every class, and elaborate the main reactor.
+def analyze(path: str, diags: Diagnostics, require_main: bool = True,
+            overrides: dict[str, Override] | None = None) -> Elaborated | None:
+    """Load `path` and its imports, check every class, and elaborate the main reactor (with the
+    values `overrides` gives its parameters: `run --param`).
 
     Returns None when there is no main reactor or any error was found (all are in `diags`).
     """
-    return analyze_program(path, diags, require_main)[1]
+    return analyze_program(path, diags, require_main, overrides)[1]
 
 
-def analyze_program(path: str, diags: Diagnostics, require_main: bool = True
-                    ) -> tuple[Program | None, Elaborated | None]:
+def analyze_program(path: str, diags: Diagnostics, require_main: bool = True,
+                    overrides: dict[str, Override] | None = None) -> tuple[Program | None, Elaborated | None]:
     """As `analyze`, also returning the loaded program (for code generation)."""
     program = load_program(path, diags)
     if program is None:
@@ -28,7 +31,7 @@ def analyze_program(path: str, diags: Diagnostics, require_main: bool = True
     check_program(program, diags)
     if diags.has_errors:
         return program, None
-    elaborated = elaborate(program, diags, require_main=require_main)
+    elaborated = elaborate(program, diags, require_main=require_main, overrides=overrides)
     return program, None if diags.has_errors else elaborated
 
 

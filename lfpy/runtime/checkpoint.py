@@ -48,12 +48,29 @@ class CheckpointError(Exception):
     """A checkpoint that cannot be written, read or used; the message says why."""
 
 
-def program_identity(source: str, parameters: dict[str, dict[str, str]]) -> dict[str, Any]:
+def program_identity(source: str, parameters: dict[str, dict[str, str]],
+                     overrides: dict[str, str] | None = None) -> dict[str, Any]:
     """What a checkpoint must match to be resumed: the generated code (comments and the lines that
-    name files left out, so a moved program folder still matches) and every instance's parameters."""
+    name files left out, so a moved program folder still matches) and every instance's parameters;
+    with the values the run gave the main reactor's parameters (`run --param NAME=VALUE`, as text),
+    which a resumed run takes again (`overrides`)."""
     code = "\n".join(line for line in source.splitlines()
                      if not line.lstrip().startswith("#") and not line.startswith(("LF_FILE =", "LINE_MAP =")))
-    return {"code": hashlib.sha256(code.encode()).hexdigest(), "parameters": parameters}
+    identity = {"code": hashlib.sha256(code.encode()).hexdigest(), "parameters": parameters}
+    return {**identity, "overrides": dict(overrides)} if overrides else identity
+
+
+def overrides(path: str) -> dict[str, str]:
+    """The values the run that wrote the checkpoint at `path` gave the main reactor's parameters
+    (`run --param`), by name, as text; {} for none, and for a file that `read` will refuse."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(len(MAGIC) + _LENGTH.size)
+            (length,) = _LENGTH.unpack_from(data, len(MAGIC))
+            given = json.loads(f.read(length))["identity"].get("overrides", {})
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return {}
+    return {str(k): str(v) for k, v in given.items()} if isinstance(given, dict) else {}
 
 
 def _mismatch(saved: dict[str, Any], here: dict[str, Any]) -> str | None:

@@ -44,7 +44,7 @@ WAITING_NOTE = 3.0  # seconds before saying that the cluster is still placing fe
 # Not carried to the nodes with the program's folder: what lfrl and lfpy generate or write there.
 EXCLUDES = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-gen", "build", "*.egg-info"]
 # The environment federates get from lfrl's (the rest is the node's own).
-PASSED_ENV = re.compile(r"^(LFPY_|LFRL_)|^(PYTHONHASHSEED|CUBLAS_WORKSPACE_CONFIG|[A-Z]+_NUM_THREADS)$")
+PASSED_ENV = re.compile(r"^LFPY_|^(PYTHONHASHSEED|CUBLAS_WORKSPACE_CONFIG|[A-Z]+_NUM_THREADS)$")
 
 
 class ClusterError(Exception):
@@ -232,11 +232,12 @@ class Cluster:
     (`launch`), and everything it made on the cluster removed again (`close`)."""
 
     def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str, root: Path, entry: str,
-                 resuming: bool = False) -> None:
+                 program_args: list[str], resuming: bool = False) -> None:
         """`root`: the program's folder (its package root), which Ray carries to the nodes. `entry`:
         the module whose `main(argv)` runs a federate's process (lfpy.federate, which the toolchain
-        names). `resuming`: after a lost node, wait (PLACEMENT_WAIT) for a node that `at` names to
-        come back."""
+        names), building the program with `program_args` (the values given to its main reactor's
+        parameters). `resuming`: after a lost node, wait (PLACEMENT_WAIT) for a node that `at` names
+        to come back."""
         try:
             import ray
         except ImportError:
@@ -245,6 +246,7 @@ class Cluster:
         self.lf_path = lf_path
         self.root = root
         self.entry = entry
+        self.program_args = program_args
         self.listed = federates(elaborated)
         self.actors: list[RemoteProcess] = []
         self.group: Any = None
@@ -391,7 +393,7 @@ class Cluster:
         token = secrets.token_bytes(TOKEN_BYTES)
         port = listener.getsockname()[1]
         argv = [os.path.relpath(lf_path, self.root), str(k), "--connect", f"{self.address}:{port}", "--forward-output",
-                *(["--restoring"] if restoring else [])]
+                *self.program_args, *(["--restoring"] if restoring else [])]
         environ = {name: value for name, value in os.environ.items() if PASSED_ENV.match(name)}
         where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
         process = RemoteProcess(actor, where, actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path)),

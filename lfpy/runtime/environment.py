@@ -42,7 +42,9 @@ class ParameterRefused(Exception):
     def __init__(self, inst: Instance, error: ParameterError) -> None:
         # A name that is not a parameter (a slip in the reactor's check): its class's header.
         self.loc: Loc = inst.origins.get(error.name, inst.reactor.loc)
-        self.message = f"parameter {error.name} of {inst.full_name} ({inst.class_name}): {error.message}"
+        kind = inst.class_name if inst.parent is not None else \
+            "federated reactor" if inst.reactor.federated else "main reactor"
+        self.message = f"parameter {error.name} of {inst.full_name} ({kind}): {error.message}"
         super().__init__(self.message)
 
 
@@ -208,7 +210,14 @@ class Environment:
                     scope.update({k: getattr(parent, k) for k in inst.parent.parameters if hasattr(parent, k)})
                 # Compiled at its `.lf` line, so that a failure is reported there.
                 code = compile("\n" * (value.loc.line - 1) + value.code, value.loc.file, "eval")
-                value = eval(code, self.ns, {**scope, "self": parent if parent is not None else obj})
+                try:
+                    value = eval(code, self.ns, {**scope, "self": parent if parent is not None else obj})
+                except ParameterError as exc:
+                    # Code that reads the parent's parameters (`{= f(self) =}`) refusing one of them:
+                    # the parent's value is refused, where it was given.
+                    if inst.parent is not None and exc.name in inst.parent.parameters:
+                        raise ParameterRefused(inst.parent, exc) from None
+                    raise
             setattr(obj, name, value)
         if inst.bank_index is not None and "bank_index" not in inst.parameters:
             obj.bank_index = inst.bank_index
