@@ -14,7 +14,7 @@ Zoo's values, with observations normalised in place of the zoo's gSDE, for all s
 200,000. PPO's peers step SB3's own vectorised environments (make_vec_env, actors x
 envs-per-actor of them). Every `eval_every` steps each side plays `eval_episodes` deterministic
 episodes on an environment of its own, and stops at the first evaluation that reaches the threshold.
-SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double no` here.
+SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double-q no` here.
 
 What SBX (sbx-rl 0.28) does not take as SB3 does, said again under the table (SBX_DIFFERENCES):
 - dqn: no `max_grad_norm`: SBX's DQN does not clip its gradients (lfrl and SB3 clip their norm at
@@ -268,7 +268,7 @@ def lfrl_config(algo: str, seed: int, as_sb3: bool = True) -> dict:
     tpl = CATALOG[name]
     values = {**tpl.defaults(env_id), "seed": seed, "progress": False, **({"env_id": env_id} if env_id else {})}
     if algo == "dqn" and as_sb3:
-        values["double"] = False
+        values["double_q"] = False
     return tpl.derive(values)["config"]  # type: ignore[misc,index]
 
 
@@ -279,7 +279,7 @@ def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
     if env_id:
         flags += ["--env-id", env_id]
     if algo == "dqn" and as_sb3:
-        flags += ["--double", "no"]
+        flags += ["--double-q", "no"]
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / f"{name}.lf"
         lfrl = [sys.executable, "-m", "lfrl"]
@@ -340,7 +340,7 @@ def pong_config(steps: int, learning_starts: int) -> dict:
     from generator.catalog import CATALOG
 
     tpl = CATALOG["dqn"]
-    values = tpl.merged({"env_id": PONG, "total_steps": steps, "learning_starts": learning_starts, "double": False,
+    values = tpl.merged({"env_id": PONG, "total_steps": steps, "learning_starts": learning_starts, "double_q": False,
                          "eval_every": steps, "eval_episodes": 1, "progress": False, "torch_threads": 1})
     return tpl.derive(values)["config"]  # type: ignore[misc,index]
 
@@ -370,7 +370,7 @@ def pong_lfrl(config: dict) -> Throughput:
         program = Path(tmp) / "pong.lf"
         lfrl = [sys.executable, "-m", "lfrl"]
         subprocess.run([*lfrl, "gen", "dqn", "--env-id", PONG, *(x for pair in zip(flags, values, strict=True) for x in pair),
-                        "--double", "no", "--progress", "no", "--torch-threads", str(config["torch_threads"]),
+                        "--double-q", "no", "--progress", "no", "--torch-threads", str(config["torch_threads"]),
                         "-o", str(program)], check=True, cwd=ROOT, capture_output=True)
         out = subprocess.run([*lfrl, "run", str(program)], check=True, cwd=ROOT, capture_output=True, text=True)
         with open(Path(tmp) / config["logdir"] / "pong_1" / "training.csv") as rows:  # its first run

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -341,7 +341,8 @@ def derive_sampling(values: dict[str, object]) -> dict[str, object]:
         raise TemplateError(f"--steps {steps} is not a multiple of --envs-per-worker {envs}: each worker steps its "
                             f"{envs} environments together; {instead} would split exactly")
     make_env(str(values["env_id"])).close()
-    return {"placed": placed(values, "workers", int(values["workers"]) - 1)}  # type: ignore[call-overload]
+    return {"placed": placed(values, "workers", int(values["workers"]) - 1),  # type: ignore[call-overload]
+            "parameters": program_parameters("sampling", values)}
 
 
 def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
@@ -367,26 +368,19 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
     if int(values["capacity"]) < int(values["batch_size"]):  # type: ignore[call-overload]
         raise TemplateError(f"--capacity {values['capacity']} is less than --batch-size {values['batch_size']}: the "
                             f"buffer could never fill a batch, and the learner would never train")
-    return {"obs_dim": obs_dim, "placed": placed(values, "actors", int(values["actors"]))}  # type: ignore[call-overload]
+    return {"obs_dim": obs_dim, "placed": placed(values, "actors", int(values["actors"])),  # type: ignore[call-overload]
+            "parameters": program_parameters("qlearning", values)}
 
 
 def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
-    """Observation and action sizes of the agents (in these scenarios, the same for every agent)."""
-    name = str(values["env_name"])  # one of lfrl.config's AlikeScenario
+    """The scenario must make agents that all observe and act alike (lfrl.envs.alike_agents)."""
+    from lfrl.envs import alike_agents
+
     try:
-        module = importlib.import_module(f"mpe2.{name}")
-    except ImportError as exc:
-        raise TemplateError(f"--env-name: cannot import mpe2.{name} ({exc}); pip install mpe2") from None
-    env = module.parallel_env(N=int(values["agents"]))  # type: ignore[call-overload]
-    try:
-        env.reset(seed=0)
-        spaces = {(env.observation_space(a).shape, int(env.action_space(a).n)) for a in env.agents}
-    finally:
-        env.close()
-    if len(spaces) != 1:  # pragma: no cover - guarded by the scenarios MultiAgentSettings takes
-        raise TemplateError(f"--env-name: the agents of {name!r} observe or act differently")
-    ((shape, n_actions),) = spaces
-    return {"obs_dim": int(shape[0]), "n_actions": n_actions}
+        alike_agents(str(values["env_name"]), int(values["agents"]))  # type: ignore[call-overload]
+    except ValueError as exc:
+        raise TemplateError(f"--env-name: {exc}") from None
+    return {"parameters": program_parameters("multiagent", values)}
 
 
 def template_settings(algo: str, values: dict[str, object]) -> Config:
@@ -399,9 +393,19 @@ def template_settings(algo: str, values: dict[str, object]) -> Config:
     return config(**given)
 
 
+def program_parameters(name: str, values: Mapping[str, object]) -> dict[str, object]:
+    """A program's main reactor's parameters, one literal each (lfrl.parameters.settings reads them):
+    template `name`'s settings (lfrl.config's SETTINGS) from `values`, in the order `lfrl gen NAME
+    --help` lists them; a learner's algorithm first, the name of its runs last."""
+    fields = [f.name for f in SETTINGS[name].fields() if f.name in values]
+    order = [p.name for p in template(name).params if p.name in fields]
+    head = {"algo": values["algo"]} if "algo" in values else {}
+    return {**head, **{n: values[n] for n in order + [n for n in fields if n not in order]}}
+
+
 def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]]:
     """Checks of an off-policy learner's values against its environment and each other; the
-    program's CONFIG and the replay buffer's fields."""
+    program's settings (its main reactor's parameters)."""
 
     def derive(values: dict[str, object]) -> dict[str, object]:
         env_id = str(values["env_id"])
@@ -431,7 +435,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                                 "round takes")
         check_budget(config)
         return {"algo": algo, "algo_title": config.TITLE, "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
-                "config": config.to_dict(), "fields": {k: (list(shape), dtype) for k, (shape, dtype) in spec.replay_fields().items()},
+                "config": config.to_dict(), "parameters": program_parameters(algo, config.to_dict()),
                 "logdir": config.logdir, "program": config.program, "placed": nodes}
 
     return derive
@@ -444,7 +448,7 @@ def check_budget(config: Config) -> None:
 
 
 def derive_ppo(values: dict[str, object]) -> dict[str, object]:
-    """Checks of PPO's values against its environment and each other; the program's CONFIG."""
+    """Checks of PPO's values against its environment and each other; the program's settings."""
     env_spec(str(values["env_id"]))
     config = template_settings("ppo", values)
     assert isinstance(config, PPOConfig)
@@ -453,12 +457,12 @@ def derive_ppo(values: dict[str, object]) -> dict[str, object]:
         raise TemplateError(f"--batch-size {config.batch_size} is more than the {config.round_steps} steps of a round "
                             f"(--actors x --envs-per-actor x --n-steps)")
     check_budget(config)
-    return {"config": config.to_dict(), "logdir": config.logdir, "program": config.program, "placed": nodes,
-            "round_steps": config.round_steps}
+    return {"config": config.to_dict(), "parameters": program_parameters("ppo", config.to_dict()),
+            "logdir": config.logdir, "program": config.program, "placed": nodes, "round_steps": config.round_steps}
 
 
 def derive_mappo(values: dict[str, object]) -> dict[str, object]:
-    """Checks of MAPPO's values against its scenario and each other; the program's CONFIG, which
+    """Checks of MAPPO's values against its scenario and each other; the program's settings, which
     records the number of agents the scenario runs."""
     from lfrl.mappo import describe, fixed_agents, takes_agents
 
@@ -483,7 +487,8 @@ def derive_mappo(values: dict[str, object]) -> dict[str, object]:
                             f"learns from in a round (--envs x --n-steps{' x agents' if config.share_policy else ''})")
     check_budget(config)
     nodes = placed(values, "agents", len(team.agents))
-    return {"config": config.to_dict(), "logdir": config.logdir, "program": config.program, "placed": nodes,
+    return {"config": config.to_dict(), "parameters": program_parameters("mappo", config.to_dict()),
+            "logdir": config.logdir, "program": config.program, "placed": nodes,
             "round_steps": config.round_steps, "agents": len(team.agents)}
 
 
@@ -586,19 +591,35 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters["pyrepr"] = repr  # a Python literal of a value (strings, numbers, lists, None)
+    env.filters["lf_value"] = lf_value
     env.globals.update(members=members, member_ports=member_ports)
     return env
 
 
-def members(name: str, single: str, count: int, cls: str, args: str, placed: list[str]) -> str:
+def lf_value(value: object) -> str:
+    """A setting's value as one LF literal for the Python target, as a main reactor's parameter
+    holds it (and `lfrl run --param` takes it): a number, a string in double quotes, True or False,
+    and target code for the rest (None, lists, numbers LF writes otherwise, such as 1e-05)."""
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, int) or isinstance(value, float) and re.fullmatch(r"-?[0-9]+\.[0-9]+", repr(value)):
+        return repr(value)
+    if isinstance(value, str) and value.isprintable() and not set(value) & {'"', "\\"}:
+        return f'"{value}"'
+    return f"{{= {value!r} =}}"
+
+
+def members(name: str, single: str, count: int, cls: str, args: str, placed: list[str], width: str | None = None
+            ) -> str:
     """The federates of a bank, as the templates declare them (indented lines, no final newline):
-    `name = new[count] cls(args)`, `at` the one node `placed` names (`lfrl run --cluster`); with a
-    node for each member, one instance per member (`single` and its index) with the bank_index it
-    would have had, each `at` its node."""
+    `name = new[count] cls(args)` (`width`: the bank's width as the program writes it, a parameter,
+    else `count`), `at` the one node `placed` names (`lfrl run --cluster`); with a node for each
+    member, one instance per member (`single` and its index) with the bank_index it would have had,
+    each `at` its node."""
     if len(placed) > 1:
         return "\n".join(f"  {single}{i} = new {cls}(bank_index = {i}, {args}) at {node};"
                          for i, node in enumerate(placed))
-    return f"  {name} = new[{count}] {cls}({args})" + (f" at {placed[0]};" if placed else "")
+    return f"  {name} = new[{width or count}] {cls}({args})" + (f" at {placed[0]};" if placed else "")
 
 
 def member_ports(name: str, single: str, port: str, placed: list[str]) -> str:

@@ -59,13 +59,18 @@ def learner_flags(args: argparse.Namespace, diags: Diagnostics) -> int | None:
     if args.seed is not None and args.resume is not None:
         args.run_parser.error("--seed and --resume: a resumed run goes on with the seed its checkpoint was written "
                               "with; give one of them")
-    if args.seed is not None:  # the learner program's preamble reads it (lfrl.seeds.run_config), in every process
-        from lfrl.seeds import ENV, program_config
+    if args.seed is not None:  # the main reactor's parameter seed (and the name of a learner's runs): --param
+        from lfrl.seeds import main_of, seeded
 
-        if program_config(args.file, "--seed", diags) is None:
+        named = [o.given for o in args.param if o.name in ("seed", "program")]
+        if named:
+            args.run_parser.error(f"--seed and {named[0]}: --seed sets the seed (and the name of a learner "
+                                  "program's runs); give one of them")
+        main = main_of(args.file, "--seed", diags)
+        if main is None:
             report(diags)
             return 1
-        os.environ[ENV] = str(args.seed)
+        args.param.extend(seeded(main.parameters, args.seed))
     return None
 
 

@@ -3,13 +3,13 @@ docstring under every field; and `checked`, the one check of a setting's value.
 
 They are the one place where a template's settings are declared. `lfrl gen` (generator/catalog.py)
 derives each template's parameters from them: the flag, type, default, range or choices and the
-help text (the field's docstring). A learner's program holds its settings as plain values, in the
-`CONFIG` dict of its preamble (which `lfrl run --seed` and `lfrl.load` read without running it);
-each library reactor turns that dict into its algorithm's dataclass (`of`), checked, and the
-learners, actors and evaluators read typed attributes from it. The other templates' programs hold
-their settings as the parameters of their library reactors, which check them (lfrl.parameters).
+help text (the field's docstring). A generated program holds its settings once, as its main
+reactor's parameters, one literal each (which `lfrl run --param NAME=VALUE` sets, and lfpy's front
+end reads without running the program); lfrl.parameters.settings turns them into the template's
+dataclass, checked, which a learner program gives its library reactors as one typed object, and
+which the other templates' programs check before they give each value to its reactors by name.
 
-Wherever a value enters (a flag of `lfrl gen`, a program's CONFIG, a reactor's parameter, a run's
+Wherever a value enters (a flag of `lfrl gen`, a program's parameter, a reactor's parameter, a run's
 hyperparameters.json) it is checked by `checked`, which refuses it with one text, "must be ...,
 got ...", that each place puts after the setting's name as it calls it (`--workers: `, `workers: `,
 `parameter workers of ...: `). It checks the value itself; what the value names out there (an
@@ -61,8 +61,8 @@ class Check:
 NUMBERS_TOO = ("ent_coef", "auto_or_number")  # the checks of text values that may be numbers
 PATHS = ("file", "folder", "input")  # the checks of values that name paths (relative to the program's folder)
 GENERATED = "generated"  # a field `lfrl gen` fills in itself (not a parameter)
-# A field the run fills in as it writes hyperparameters.json (lfrl.logs): not a parameter, and not in
-# a program's CONFIG (`to_dict` leaves it out while it is empty).
+# A field the run fills in as it writes hyperparameters.json (lfrl.logs): not a parameter, of `lfrl
+# gen` or of a program (`to_dict` leaves it out while it is empty).
 RECORDED = "recorded"
 
 Steps = Annotated[int, Between(0, 10**10)]
@@ -393,7 +393,7 @@ class Config(Settings):
         return str(getattr(self, "env_id", "") or getattr(self, "env_name", ""))
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as plain values (a program's CONFIG, a run's hyperparameters.json), with the
+        """The settings as plain values (a program's parameters, a run's hyperparameters.json), with the
         algorithm's name."""
         recorded = {f.name for f in self.fields() if f.recorded}
         return {"algo": self.ALGO, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
@@ -406,8 +406,14 @@ class Config(Settings):
         return other(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name in names})
 
 
+# Settings renamed since runs (hyperparameters.json) recorded them: (algorithm, old name) -> name.
+# DQN's `double` became a main reactor's parameter, and `double` is a reserved word of LF's Python
+# target (C's type).
+RENAMED = {("dqn", "double"): "double_q"}
+
+
 def of(values: Mapping[str, Any] | Config) -> Config:
-    """The typed settings of `values` (a program's CONFIG: the algorithm's name under "algo", the
+    """The typed settings of `values` (a run's hyperparameters.json: the algorithm's name under "algo", the
     fields by name; those not given take their defaults), checked. Raises ValueError saying which
     value is wrong and why."""
     if isinstance(values, Config):
@@ -423,6 +429,7 @@ def of(values: Mapping[str, Any] | Config) -> Config:
     for key, value in values.items():
         if key == "algo":
             continue
+        key = RENAMED.get((algo, key), key)  # what runs saved before a setting's rename call it
         if key in specs:
             try:
                 given[key] = checked(specs[key], value)
@@ -566,7 +573,7 @@ class DQNConfig(OffPolicyConfig):
     train_freq: int = 256
     gradient_steps: int = 128
     eval_every: int = 2000
-    double: bool = True
+    double_q: bool = True
     """double Q-learning targets (plain DQN's max if no)"""
     dueling: bool = False
     """dueling heads: Q = V + A - mean A"""

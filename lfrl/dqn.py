@@ -66,7 +66,7 @@ class DQN(Learner):
         self.q_target = frozen_copy(self.q)
         self.online = [self.q]
         self.params = list(self.q.parameters())
-        self.double = config.double
+        self.double = config.double_q
         self.interval = config.target_update_interval
         self.synced_at = 0  # env steps at the last copy to the target network
         self.make_optimizer()

@@ -10,6 +10,7 @@ gymnasium's wrapper would then restart the whole game, where SB3's plays on with
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import sys
@@ -114,6 +115,35 @@ class EnvSpec:
         return {"obs": (self.obs_shape, self.obs_dtype), "action": action, "reward": ((), "float32"),
                 "next_obs": (self.obs_shape, self.obs_dtype), "done": ((), "float32"),
                 "discount": ((), "float32")}
+
+
+@functools.cache  # every agent's policy asks, as a program starts
+def alike_agents(env_name: str, agents: int) -> tuple[int, int]:
+    """The observation size and the number of actions of every agent of mpe2's scenario `env_name`
+    with `agents` agents (N=), which must all observe and act alike (one policy shape serves them
+    all). Raises ValueError."""
+    import importlib
+
+    try:
+        module = importlib.import_module(f"mpe2.{env_name}")
+    except ImportError as exc:
+        raise ValueError(f"cannot import mpe2.{env_name} ({exc}); pip install mpe2") from None
+    env = module.parallel_env(N=agents)
+    try:
+        env.reset(seed=0)
+        spaces = {(env.observation_space(a).shape, int(env.action_space(a).n)) for a in env.agents}
+    finally:
+        env.close()
+    if len(spaces) != 1:
+        raise ValueError(f"the agents of {env_name!r} observe or act differently")
+    ((shape, n_actions),) = spaces
+    return int(shape[0]), n_actions
+
+
+def replay_fields(env_id: str) -> dict[str, tuple[list[int], str]]:
+    """The replay buffer's fields of `env_id`'s transitions (`EnvSpec.replay_fields`: shape and dtype),
+    as a learner program gives them to its ReplayBuffer reactor."""
+    return {name: (list(shape), dtype) for name, (shape, dtype) in describe(env_id).replay_fields().items()}
 
 
 def describe(env_id: str) -> EnvSpec:

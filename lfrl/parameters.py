@@ -13,7 +13,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from lfrl.config import Between, Config, FieldSpec, checked, of
+from lfrl.config import ALGORITHMS, SETTINGS, Between, Config, FieldSpec, Settings, checked, of
+
+
+def settings(lf: Any, main: Any, template: str | None = None, **fixed: Any) -> Any:
+    """A learner program's settings, from its main reactor's parameters (`main`: `self` where the
+    program makes its reactors, `config = {= lfrl.parameters.settings(lf, self) =}`): `algo` names
+    the algorithm, and each of its settings (lfrl.config) is a parameter of the same name, one
+    literal each, which `lfrl run --param NAME=VALUE` may set; but those the program's shape fixes
+    (`fixed`: the actors of a program that places each on a node of its own). Each value is checked
+    (lfrl.config's `checked`); one that cannot work is refused as that parameter's, which lfpy
+    reports where the value was given (the main reactor's parameter, or `--param`). `template`: the
+    settings of a template that is not a learner (sampling, qlearning, multiagent: lfrl.config's
+    SETTINGS), whose programs check them in their main reactor (`state settings = {= ... =}`) and pass
+    each on as a reactor parameter."""
+    check = Parameters(lf, main)
+    if template is not None:
+        cls: type[Settings] = SETTINGS[template]
+    else:
+        algo = check.value("algo")
+        if algo not in ALGORITHMS:
+            check.refuse("algo", f"must be one of {', '.join(ALGORITHMS)}, got {algo!r}")
+        cls = ALGORITHMS[algo]
+    given = {f.name: check.setting(f) for f in cls.fields() if hasattr(main, f.name) and f.name not in fixed}
+    return cls(**given, **fixed)
 
 
 class Parameters:
@@ -70,11 +93,12 @@ class Parameters:
         return value
 
     def settings(self, name: str) -> Config:
-        """A learner's settings: a dict (CONFIG in a generated program: the algorithm's name under
-        "algo", its settings by name), checked and typed as its algorithm's class in lfrl.config."""
+        """A learner's settings: its algorithm's class in lfrl.config (what a generated program gives
+        its reactors: `settings`), or a dict of them (the algorithm's name under "algo", its settings
+        by name), checked and typed."""
         value = self.value(name)
         if not isinstance(value, Mapping | Config):
-            self.refuse(name, f"must be a dict of the learner's settings (CONFIG in a generated program), got "
+            self.refuse(name, f"must be a learner's settings (lfrl.parameters.settings of a generated program), got "
                               f"{value!r:.80}")
         try:
             return of(value)

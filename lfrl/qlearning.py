@@ -104,7 +104,7 @@ class Collector:
 
 def settings(env_id: str, hidden: int, lr: float, gamma: float, target_every: int) -> DQNConfig:
     """The DQN learner's settings that compute synchronized Q-learning's updates."""
-    return DQNConfig(env_id=env_id, net_arch=[hidden], learning_rate=lr, gamma=gamma, double=False,
+    return DQNConfig(env_id=env_id, net_arch=[hidden], learning_rate=lr, gamma=gamma, double_q=False,
                      max_grad_norm=0.0, target_update_interval=target_every, prioritized=True)
 
 

@@ -213,19 +213,19 @@ def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress:
     *options`), at most `jobs` at once, and write the aggregate; returns the status: 0, 1 if a seed
     failed, the program cannot be run with seeds (`diags` says why) or more than MANY runs were not
     confirmed (`yes`: they are), 130/143 when stopped."""
-    from lfpy.frontend import analyze_program
     from lfrl.logs import ResultsError, new_run_folder, shown
 
-    program, elaborated = analyze_program(path, diags, require_main=True)
-    if program is None or elaborated is None or diags.has_errors:
+    main = seeds.main_of(path, "--seeds", diags)
+    if main is None:
         return 1
-    values = seeds.program_config(path, "--seeds", diags)
-    if not values:
+    if "algo" not in main.parameters:
+        diags.error(main.reactor.loc, f"--seeds: {os.path.basename(path)} is not a learner program: its evaluations "
+                                      "are what a sweep sums up (`lfrl gen dqn|ddpg|td3|sac|ppo|mappo` writes them)")
         return 1
     try:
-        config = of(values)
+        config = of(main.parameters)
     except ValueError as exc:
-        diags.error(elaborated.main.reactor.loc, f"--seeds: the program's CONFIG: {exc}")
+        diags.error(main.reactor.loc, f"--seeds: the program's settings: {exc}")
         return 1
     if not confirmed(len(chosen), path, jobs, yes):
         return 1
@@ -233,7 +233,7 @@ def sweep(path: str, chosen: list[int], jobs: int, options: list[str], progress:
     try:
         name = new_run_folder(program_dir, config.logdir, f"{config.name}_seeds")
     except ResultsError as exc:
-        diags.error(elaborated.main.reactor.loc, str(exc))
+        diags.error(main.reactor.loc, str(exc))
         return 1
     folder = os.path.join(program_dir, name)
     print(f"results in {shown(folder)}", flush=True)

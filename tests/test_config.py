@@ -4,7 +4,6 @@ choices, help texts); a program's CONFIG becomes it, checked, in the reactors; D
 from TD3 lives there."""
 
 import dataclasses
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -121,7 +120,7 @@ def test_ddpg_is_td3_without_its_three_additions_fixed_in_its_settings() -> None
 @pytest.mark.parametrize(("values", "message"), [
     ({"algo": "dqn", "batch_size": 0}, "batch_size: must be a whole number from 1 to 1000000, got 0"),
     ({"algo": "dqn", "batch_size": 64.0}, "batch_size: must be a whole number from 1 to 1000000, got 64.0"),
-    ({"algo": "dqn", "double": "no"}, "double: must be True or False, got 'no'"),
+    ({"algo": "dqn", "double_q": "no"}, "double_q: must be True or False, got 'no'"),
     ({"algo": "ppo", "gamma": float("nan")}, "gamma: must be a finite number from 0 to 1, got nan"),
     ({"algo": "ppo", "lr_schedule": "cosine"}, "lr_schedule: must be one of constant, linear, got 'cosine'"),
     ({"algo": "sac", "net_arch": "64,64"}, "net_arch: must be a list of layer sizes from 1 to 999999 (as a flag 64,64, "
@@ -149,19 +148,20 @@ def test_optional_and_numeric_text_settings() -> None:
 
 
 def test_a_program_whose_config_was_edited_into_nonsense_stops_at_its_line(tmp_path: Path) -> None:
-    """The library reactors check CONFIG as they are built: the error names the reactor's line and the
-    value, and nothing runs."""
+    """A program checks its settings, the main reactor's parameters, as its reactors are built: the
+    error is at the parameter's line and names the value, and nothing runs."""
     program = tmp_path / "ppo.lf"
     lfrl = [sys.executable, "-m", "lfrl"]
     subprocess.run([*lfrl, "gen", "ppo", "--progress", "no", "-o", str(program)], check=True, capture_output=True,
                    cwd=ROOT)
     text = program.read_text()
-    assert '"batch_size": 256,' in text
-    program.write_text(text.replace('"batch_size": 256,', '"batch_size": -1,'))
+    assert "\n  batch_size = 256,\n" in text
+    program.write_text(text.replace("\n  batch_size = 256,\n", "\n  batch_size = -1,\n"))
     ran = subprocess.run([*lfrl, "run", str(program)], capture_output=True, text=True, cwd=ROOT)
     assert ran.returncode == 1 and "Traceback" not in ran.stderr
-    assert re.search(r"ppo\.lf:\d+:\d+: error: .*config.*batch_size: must be a whole number from 1 to 10000000, "
-                     r"got -1", ran.stderr), ran.stderr
+    line = text.splitlines().index("  batch_size = 256,") + 1
+    assert ran.stderr.startswith(f"{program}:{line}:3: error: parameter batch_size of ppo (main reactor): must be a "
+                                 "whole number from 1 to 10000000, got -1\n  batch_size = -1,\n  ^\n"), ran.stderr
     assert not (tmp_path / "runs").exists()
 
 

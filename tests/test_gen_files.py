@@ -155,10 +155,12 @@ def refused_run(program: Path, message: str) -> None:
     """`lfrl run program` stops before anything runs, with `message` at the line of the program that
     gives its learner the settings: one error, status 1, no run folder, no federate left."""
     lines = program.read_text().splitlines()
-    line, text = next((n, t) for n, t in enumerate(lines, 1) if t.startswith("  learner = new "))
-    reactor = text.split("new ")[1].split("(")[0]
-    col = text.index("config = ") + 1
+    reactor = next(t for t in lines if t.startswith("  learner = new ")).split("new ")[1].split("(")[0]
     federated = any(t.startswith("federated reactor") for t in lines)
+    # The learner's settings come from the main reactor, through Core's in a federated program.
+    given = "  core = new Core(" if federated else "  learner = new "
+    line, text = next((n, t) for n, t in enumerate(lines, 1) if t.startswith(given))
+    col = text.index("config = ") + 1
     result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(program)], capture_output=True, text=True,
                             cwd=ROOT, timeout=120)
     assert (result.returncode, result.stdout) == (1, "")

@@ -133,21 +133,24 @@ def test_every_template_renders_and_passes_the_front_end(tmp_path: Path, name: s
 def test_rendered_values_reach_the_program(tmp_path: Path) -> None:
     text = render("sampling", {"workers": 3, "env_id": "Acrobot-v1", "sync_every": 7, "steps": 210, "seed": 9,
                                "processes": True})
-    # Federated: the driver and worker 0 in lfrl's process, workers 1 and 2 a process each.
-    assert "SampleDriver(workers = 3, steps = 210, sync_every = 7, progress = True)" in text
-    assert "  env = new EnvWorker(env_id = \"Acrobot-v1\", seed = 9)\n" in text
-    assert "federated reactor {\n  lead = new Lead()\n  envs = new[2] EnvWorker(first = 1, env_id = \"Acrobot-v1\", " \
-           "seed = 9)\n" in text
+    # Federated: the driver and worker 0 in lfrl's process, workers 1 and 2 a process each; the settings
+    # are the federated reactor's parameters, but the number of workers, which its federates fix.
+    assert ("federated reactor(\n  env_id = \"Acrobot-v1\",\n  envs_per_worker = 1,\n  steps = 210,\n  sync_every = 7,\n"
+            "  seed = 9,\n  progress = True\n) {\n  lead = new Lead(settings = {= lfrl.parameters.settings(lf, self, "
+            "\"sampling\", workers = 3) =})\n  envs = new[2] EnvWorker(first = 1, env_id = env_id, seed = seed, envs = "
+            "envs_per_worker)\n") in text
+    assert "  driver = new SampleDriver(workers = 3, steps = {= self.settings.steps =}," in text
+    assert "  env = new EnvWorker(env_id = {= self.settings.env_id =}, seed = {= self.settings.seed =}," in text
     assert "federated" not in render("sampling") and "federated" not in render("sampling", {"workers": 1,
                                                                                              "processes": True})
     both = render("sampling", {"workers": 2, "envs_per_worker": 4, "steps": 80, "processes": True})
-    assert "envs = new[1] EnvWorker(first = 1, env_id = \"CartPole-v1\", seed = 0, envs = 4)" in both
-    plain = render("sampling")  # one environment per worker: the program as before vectors
-    assert "envs = new[2] EnvWorker(env_id = \"CartPole-v1\", seed = 0)\n" in plain and "envs_per_worker" not in plain
+    assert "  envs_per_worker = 4,\n" in both and "envs = new[1] EnvWorker(first = 1, env_id = env_id," in both
+    plain = render("sampling")  # the main reactor's parameters, passed on by name
+    assert "  envs = new[workers] EnvWorker(env_id = env_id, seed = seed, envs = envs_per_worker)\n" in plain
+    assert "main reactor(\n  env_id = \"CartPole-v1\",\n  workers = 2,\n  envs_per_worker = 1,\n" in plain
     vector = render("sampling", {"workers": 3, "envs_per_worker": 8, "steps": 240})
-    assert "SampleDriver(workers = 3, steps = 240, sync_every = 1, progress = True, envs_per_worker = 8)" in vector
-    assert "envs = new[3] EnvWorker(env_id = \"CartPole-v1\", seed = 0, envs = 8)" in vector
-    assert "prioritized = False" in render("qlearning", {"prioritized": False})
+    assert "  workers = 3,\n  envs_per_worker = 8,\n  steps = 240,\n" in vector
+    assert "  prioritized = False,\n" in render("qlearning", {"prioritized": False})
 
 
 @pytest.mark.parametrize(("values", "message"), [
@@ -194,7 +197,7 @@ def test_lfrl_gen_cli(tmp_path: Path) -> None:
                   str(tmp_path / "S.lf"))
     assert (result.returncode, result.stdout) == (0, f"wrote {tmp_path / 'S.lf'} (and its library files in "
                                                      f"{tmp_path / 'lib'})\n"), result.stderr
-    assert "new[3] EnvWorker" in (tmp_path / "S.lf").read_text()
+    assert "  workers = 3,\n" in (tmp_path / "S.lf").read_text()
     for args, message in [(("--workers", "0"), "--workers: must be a whole number from 1 to 256, got 0"),
                           (("--env-id", "Nope-v0"), "--env-id: unknown environment id 'Nope-v0'")]:
         bad = lfrl("gen", "sampling", *args, "-o", str(tmp_path / "T.lf"))
@@ -262,7 +265,7 @@ def test_device_is_one_of_auto_cpu_cuda() -> None:
     with pytest.raises(TemplateError) as info:
         render("sac", {"device": "gpu"})
     assert str(info.value) == "--device: must be one of auto, cpu, cuda, got 'gpu'"
-    assert "'device': 'cuda'" in render("td3", {"device": "cuda"}).replace('"device": ', "'device': ")
+    assert '\n  device = "cuda",\n' in render("td3", {"device": "cuda"})
 
 
 def test_a_closed_pipe_ends_the_listing_quietly() -> None:
@@ -323,10 +326,10 @@ def test_gen_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     assert (changed.returncode, changed.stderr) == (
         1, f"lfrl gen: error: {out} and {tmp_path / 'lib' / 'EnvWorker.lf'} already exist with other contents; "
            "use --force to overwrite\n")
-    assert "new[2] EnvWorker" in out.read_text() and "// mine" in (tmp_path / "lib" / "EnvWorker.lf").read_text()
+    assert "  workers = 2,\n" in out.read_text() and "// mine" in (tmp_path / "lib" / "EnvWorker.lf").read_text()
     forced = lfrl("gen", "sampling", "--workers", "3", "--force", "-o", str(out))
     assert forced.returncode == 0, forced.stderr
-    assert "new[3] EnvWorker" in out.read_text() and "// mine" not in (tmp_path / "lib" / "EnvWorker.lf").read_text()
+    assert "  workers = 3,\n" in out.read_text() and "// mine" not in (tmp_path / "lib" / "EnvWorker.lf").read_text()
 
 
 def test_gen_output_must_name_an_lf_file(tmp_path: Path) -> None:

@@ -407,8 +407,8 @@ def test_an_unwritable_log_folder_is_refused_before_the_run(tmp_path: Path) -> N
     with pytest.raises(TemplateError, match=r"^--logdir: cannot write /proc/runs: "):
         generate(tmp_path, "sac", **SAC, logdir="/proc/runs")
     program = generate(tmp_path, "sac", **SAC)  # and if the program is edited afterwards:
-    program.write_text(program.read_text().replace('"logdir": \'runs\'', '"logdir": \'/proc/runs\''))
-    assert "'/proc/runs'" in program.read_text()
+    program.write_text(program.read_text().replace('  logdir = "runs",', '  logdir = "/proc/runs",'))
+    assert '"/proc/runs"' in program.read_text()
     result = run_status(program)
     assert (result.returncode, result.stdout) == (1, "")
     assert result.stderr == reported(program.parent / "lib" / "Monitor.lf", "lf_print_error_and_exit(exc)", "error",
@@ -422,7 +422,7 @@ def test_cuda_without_a_gpu_is_an_error_before_anything_runs(tmp_path: Path) -> 
     out = tmp_path / "prog" / "dqn.lf"
     made = subprocess.run(command("gen", "dqn", "--device", "cuda", "--progress", "no", "-o", str(out)),
                           capture_output=True, text=True, cwd=ROOT)
-    assert made.returncode == 0 and '    "device": \'cuda\',\n' in out.read_text()
+    assert made.returncode == 0 and '\n  device = "cuda",\n' in out.read_text()
     assert made.stderr == ("lfrl gen: note: --device cuda: torch finds no GPU on this machine; the program runs "
                            "where there is one (here it stops at its start, saying so)\n")
     result = run_status(out, "--workers", "2")
@@ -483,7 +483,8 @@ def test_processes_yes_puts_each_actor_in_a_process_with_the_same_weights(tmp_pa
     learner with its buffer, evaluator and monitor in lfrl's; the weights of `--processes no`."""
     values = {**DQN, "actors": 2, "prioritized": True}
     separate = generate(tmp_path, "dqn", name="processes", **values, processes=True)
-    assert "\nfederated reactor {\n  core = new Core()\n  actors = new[2] Actor(" in separate.read_text()
+    assert "\n  core = new Core(config = {= lfrl.parameters.settings(lf, self) =}, actors = actors, learners = learners)\n" \
+           "  actor = new[actors] Actor(" in separate.read_text()
     assert last_lines(run(separate)) == last_lines(run(generate(tmp_path, "dqn", name="one", **values)))
 
 

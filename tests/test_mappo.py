@@ -63,7 +63,8 @@ def test_a_round_of_the_team_holds_every_agents_steps_and_the_truncated_episodes
 def test_a_mappo_run_prints_its_results_and_writes_what_users_read(tmp_path: Path) -> None:
     program = generate(tmp_path, "mappo", **SMALL)
     text = program.read_text()
-    assert "agents = new[3] MAPPOAgent(" in text and "MAPPOTeam(config = {= CONFIG =}, agents = 3)" in text
+    assert "\n  agents = 3,\n" in text and "agent = new[agents] MAPPOAgent(" in text
+    assert "team = new MAPPOTeam(config = {= lfrl.parameters.settings(lf, self) =}, agents = agents)" in text
     lines = run(program)
     last_lines(lines)
     logdir = run_folder(program)
@@ -90,7 +91,8 @@ def test_the_weights_do_not_depend_on_threads_or_processes(tmp_path: Path) -> No
     assert last_lines(one) == last_lines(two)
     assert one[3] == two[3]  # episodes and their returns (the line before holds timings)
     separate = generate(tmp_path, "mappo", name="processes", **values, processes=True)
-    assert "\nfederated reactor {\n  core = new Core()\n  agents = new[3] MAPPOAgent(" in separate.read_text()
+    assert "\n  core = new Core(config = {= lfrl.parameters.settings(lf, self) =}, agents = agents)\n" \
+           "  agent = new[agents] MAPPOAgent(" in separate.read_text()
     assert last_lines(run(separate)) == last_lines(one)
     saved = torch.load(run_folder(program) / "model.pt", weights_only=True)
     assert sorted(saved) == sorted(f"agent_{a}/{net}" for a in range(3) for net in ("actor_critic", "obs_norm", "ret_norm"))
@@ -163,26 +165,26 @@ def test_a_scenario_with_agents_of_its_own_runs_and_records_them(tmp_path: Path)
     assert resolve("mappo", {"env_name": "simple_line_v1", "agents": 5})["config"]["agents"] == 5  # type: ignore[index]
     program = generate(tmp_path, "mappo", **SMALL, env_name="simple_reference_v3")
     text = program.read_text()
-    assert '\n    "agents": 2,\n' in text and "agents = new[2] MAPPOAgent(" in text
+    assert "\n  agents = 2,\n" in text and "agent = new[agents] MAPPOAgent(" in text
     last_lines(run(program))
     assert json.loads((run_folder(program) / "hyperparameters.json").read_text())["agents"] == 2
-    # CONFIG edited to say otherwise: the program stops at its line, before it runs
-    program.write_text(text.replace('\n    "agents": 2,\n', '\n    "agents": 5,\n'))
+    # the parameter edited to say otherwise: the program stops at its line, before it runs
+    program.write_text(text.replace("\n  agents = 2,\n", "\n  agents = 5,\n"))
     edited = subprocess.run([sys.executable, "-m", "lfrl", "run", str(program)], capture_output=True, text=True,
                             timeout=300)
-    line = next(i for i, text in enumerate(program.read_text().splitlines(), 1) if "team = new MAPPOTeam(" in text)
+    line = next(i for i, text in enumerate(program.read_text().splitlines(), 1) if text == "  agents = 5,")
     assert (edited.returncode, edited.stderr) == (1, (
-        f"{program}:{line}:24: error: parameter config of mappo.team (MAPPOTeam): agents 5: simple_reference_v3 has "
-        "a fixed number of agents, 2 (agent_0, agent_1)\n"
-        "  team = new MAPPOTeam(config = {= CONFIG =}, agents = 2)\n"
-        "                       ^\n"))
+        f"{program}:{line}:3: error: parameter agents of mappo.team (MAPPOTeam): simple_reference_v3 has a fixed "
+        "number of agents, 2 (agent_0, agent_1)\n"
+        "  agents = 5,\n"
+        "  ^\n"))
     assert not run_folder(program, 2).exists()
 
 
 @pytest.mark.slow
 def test_a_team_of_agents_that_differ_learns_with_a_policy_each(tmp_path: Path) -> None:
     program = generate(tmp_path, "mappo", **{**SMALL, "env_name": "simple_speaker_listener_v4", "share_policy": False})
-    assert "agents = new[2] MAPPOAgent(" in program.read_text()
+    assert "\n  agents = 2,\n" in program.read_text()
     lines = run(program)
     assert lines[1] == "stopped at step 400: the budget of 400 environment steps is spent"
     saved = torch.load(run_folder(program) / "model.pt", weights_only=True)

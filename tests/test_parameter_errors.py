@@ -119,21 +119,18 @@ federated reactor {
     assert_no_federates_left(tmp_path)
 
 
-def test_a_generated_learner_edited_to_a_bad_capacity_runs_nothing(tmp_path: Path) -> None:
+def test_a_generated_learner_edited_to_a_bad_buffer_size_runs_nothing(tmp_path: Path) -> None:
     program = write("dqn", {"progress": True}, tmp_path / "Q.lf")
     source = program.read_text()
-    assert source.count("capacity = 100000,") == 1
-    program.write_text(source.replace("capacity = 100000,", 'capacity = "big",'))
-    line = next(n for n, text in enumerate(program.read_text().splitlines(), 1) if "capacity" in text)
-    text = program.read_text().splitlines()[line - 1]
-    col = text.index("capacity") + 1
+    assert source.count("  buffer_size = 100000,") == 1
+    program.write_text(source.replace("  buffer_size = 100000,", '  buffer_size = "big",'))
+    line = next(n for n, text in enumerate(program.read_text().splitlines(), 1) if "buffer_size = " in text)
     result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(program)], capture_output=True, text=True,
                             cwd=ROOT, timeout=120)
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr == (f"{program}:{line}:{col}: error: parameter capacity of Q.replay (ReplayBuffer): must be "
-                             f"a positive whole number, got 'big'\n{text}\n{' ' * (col - 1)}^\n")
-    assert not (tmp_path / "runs").exists()  # the monitor never started
+    assert result.stderr == (f"{program}:{line}:3: error: parameter buffer_size of Q (main reactor): must be a whole "
+                             f"number from 1 to 100000000, got 'big'\n  buffer_size = \"big\",\n  ^\n")
 
 
 def test_without_lfpy_a_refused_parameter_is_a_value_error() -> None:

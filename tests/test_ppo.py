@@ -142,7 +142,8 @@ def test_the_weights_do_not_depend_on_threads_or_processes(tmp_path: Path) -> No
     assert last_lines(one) == last_lines(two)
     assert one[3] == two[3]  # episodes and their returns (the line before holds timings)
     separate = generate(tmp_path, "ppo", name="processes", **PENDULUM, processes=True)
-    assert "\nfederated reactor {\n  core = new Core()\n  actors = new[2] PPOActor(" in separate.read_text()
+    assert "\n  core = new Core(config = {= lfrl.parameters.settings(lf, self) =}, actors = actors)\n" \
+           "  actor = new[actors] PPOActor(" in separate.read_text()
     assert last_lines(run(separate)) == last_lines(one)
     federated = program.with_name("federated.lf")
     federated.write_text(program.read_text().replace("\nmain reactor {", "\nfederated reactor {"))

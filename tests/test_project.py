@@ -75,8 +75,8 @@ def test_cookiecutter_renders_the_same_tree_as_lfrl_new(tmp_path: Path) -> None:
                   *values], ROOT)
     assert cookie.returncode == 0, cookie.stderr
     assert tree(ours / "same_tree") == tree(theirs / "same_tree")
-    assert "new[2] EnvWorker(first = 1, env_id = \"CartPole-v1\", seed = 5)" in \
-        tree(ours / "same_tree")["src/Main.lf"]
+    assert "  seed = 5,\n" in tree(ours / "same_tree")["src/Main.lf"]
+    assert "new[2] EnvWorker(first = 1, env_id = env_id, seed = seed" in tree(ours / "same_tree")["src/Main.lf"]
 
 
 def test_bad_values_stop_with_the_reason(tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ def test_interactive_new_checks_each_answer_when_it_is_given(tmp_path: Path) -> 
         "sac, ppo, mappo",
         "lfrl new: error: --workers: must be a whole number from 1 to 64, got 0",
         "lfrl new: error: --seed: must be a whole number from 0 to 2147483647, got 'x'"]
-    assert "new[3] AgentPolicy" in (tmp_path / "my_agents" / "src" / "Main.lf").read_text()
+    assert "\n  agents = 3,\n" in (tmp_path / "my_agents" / "src" / "Main.lf").read_text()
     ended = new(tmp_path / "more", answers="Other\n")
     assert (ended.returncode, ended.stderr) == (1, "lfrl new: error: no answer (end of input); give the values as "
                                                    "flags, or --no-input\n")
@@ -221,7 +221,7 @@ def test_new_says_what_it_set_for_the_count(tmp_path: Path) -> None:
            "and 1) are for one. A round is 1 step of each actor, as Stable-Baselines3 counts train_freq with 2\n" \
            "environments, with 1 update per environment step, as the defaults make.\n\nEdit `src/Main.lf`" in readme
     config = (tmp_path / "two" / "src" / "Main.lf").read_text()
-    assert '"train_freq": 2,' in config and '"gradient_steps": 2,' in config and '"actors": 2,' in config
+    assert "\n  train_freq = 2,\n" in config and "\n  gradient_steps = 2,\n" in config and "\n  actors = 2,\n" in config
     _, qlearning = settle({"program": "qlearning", "workers": "1"}, DEFAULTS)
     assert qlearning.values["steps_per_round"] == 64
     assert qlearning.note == ("`lfrl new` set the qlearning template's `--steps-per-round 64` for 1 actor: its default, "

@@ -120,7 +120,7 @@ def test_a_seed_that_fails_is_reported_and_the_others_finish(tmp_path: Path) -> 
     runs = tmp_path / "runs"
     actor = tmp_path / "lib" / "Actor.lf"
     line = next(n for n, text in enumerate(actor.read_text().splitlines(), 1) if "lfrl.actor.Actor(" in text)
-    error = (f"{actor}:{line}:18: error: reaction 'reaction_1' of dqn.actors[0] failed: "
+    error = (f"{actor}:{line}:18: error: reaction 'reaction_1' of dqn.actor[0] failed: "
              f"RuntimeError: this environment refuses seed ")
     errors = result.stderr.splitlines()
     assert errors[0].startswith(f"lfrl run: error: seed 1 failed (exit status 1): {error}"), errors
@@ -197,6 +197,8 @@ def test_seeds_that_cannot_be_run_are_refused(text: str, message: str, capsys: p
     (["--yes"], "--yes confirms a sweep of many seeds: it needs --seeds"),
     (["--seed", "3", "--resume", "c.ckpt"], "--seed and --resume: a resumed run goes on with the seed its checkpoint "
                                             "was written with; give one of them"),
+    (["--seed", "3", "--param", "seed=4"], "--seed and --param seed=4: --seed sets the seed (and the name of a "
+                                           "learner program's runs); give one of them"),
 ])
 def test_flags_that_do_not_go_together_are_refused(args: list[str], message: str,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
@@ -209,15 +211,30 @@ def test_flags_that_do_not_go_together_are_refused(args: list[str], message: str
 @pytest.mark.parametrize("flag", ["--seed", "--seeds"])
 def test_a_program_without_a_seed_parameter_is_refused_before_anything_runs(
         flag: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    program = write("sampling", {"steps": 100}, tmp_path / "sampling.lf")
+    program = tmp_path / "Mine.lf"
+    program.write_text("target Python\nmain reactor(n = 1) {\n  reaction(startup) {= print('ran') =}\n}\n")
     assert main(["run", str(program), flag, "1"]) == 1
-    err = capsys.readouterr().err.splitlines()
+    out, err = capsys.readouterr()
+    assert out == "" and err.splitlines() == [
+        f"{program}:2:1: error: {flag}: Mine.lf has no seed that lfrl run can set: its main reactor has no parameter "
+        f"seed (its parameters: n); `lfrl gen` writes one in every program", "main reactor(n = 1) {", "^"]
+    assert sorted(os.listdir(tmp_path)) == ["Mine.lf"]  # no results folder, nothing run
+
+
+def test_seed_gives_any_generated_program_its_seed_and_seeds_sweeps_learners_only(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = write("sampling", {"steps": 100, "progress": False}, tmp_path / "sampling.lf")
+    seeded = write("sampling", {"steps": 100, "progress": False, "seed": 5}, tmp_path / "seeded" / "sampling.lf")
+    assert main(["run", str(program), "--seed", "5"]) == 0
+    with_seed = capsys.readouterr().out.splitlines()[1:]
+    assert main(["run", str(seeded)]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == with_seed  # the checksums of the program generated with it
+    assert main(["run", str(program), "--seeds", "1-2"]) == 1
     line = next(n for n, text in enumerate(program.read_text().splitlines(), 1) if text.startswith("main reactor"))
-    assert err[0] == (f"{program}:{line}:1: error: {flag}: sampling.lf has no seed that lfrl run can set: it runs "
-                      f"the learner programs of `lfrl gen dqn|ddpg|td3|sac|ppo|mappo`, whose CONFIG goes through "
-                      f"lfrl.seeds.run_config")
-    assert err[1].startswith("main reactor") and err[2].strip() == "^"
-    assert sorted(os.listdir(tmp_path)) == ["lib", "sampling.lf"]  # no results folder, nothing run
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"{program}:{line}:1: error: --seeds: sampling.lf is not a learner program: its evaluations are what a sweep "
+        "sums up (`lfrl gen dqn|ddpg|td3|sac|ppo|mappo` writes them)")
+
 
 
 def test_a_sweep_of_more_than_100_seeds_starts_only_when_confirmed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

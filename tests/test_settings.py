@@ -2,8 +2,8 @@
 value enters: every parameter of every template at the ends of its range, each of its choices and
 both of its booleans renders a program (or is refused by the template's checks across parameters,
 with the reason); a wrong value gets the same words, after the setting's name, from `lfrl gen`, from
-`lfrl.config.of` (lfrl.load's and the library reactors') and from a program whose CONFIG was edited
-to it."""
+`lfrl.config.of` (lfrl.load's and the library reactors'), and from a program whose main reactor's
+parameter was edited to it or given it with `lfrl run --param`."""
 
 import re
 import subprocess
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.catalog import CATALOG, Param, TemplateError, from_text, render, resolve, write
+from generator.catalog import CATALOG, Param, TemplateError, from_text, lf_value, render, resolve, write
 from lfpy.parser import parse
 from lfrl.cli import main
 from lfrl.config import ALGORITHMS, checked, of
@@ -147,32 +147,39 @@ def test_the_wrong_values_cover_every_kind_of_mistake() -> None:
             ("dqn", "env_id")} <= kinds
 
 
-# A handful of settings edited into a learner program's CONFIG (each run costs seconds).
-EDITED = [("dqn", "gamma", "0.99", 1.5), ("sac", "ent_coef", "'auto'", "lots"),
-          ("ppo", "lr_schedule", "'linear'", "cosine"), ("dqn", "net_arch", "[64, 64]", [64, 0]),
-          ("mappo", "agents", "3", 0)]
+# A handful of settings edited into a learner program's main reactor, or given with `lfrl run --param`
+# (each run costs seconds).
+EDITED = [("dqn", "gamma", 1.5), ("sac", "ent_coef", "lots"), ("ppo", "lr_schedule", "cosine"),
+          ("dqn", "net_arch", [64, 0]), ("mappo", "agents", 0)]
 
 
-@pytest.mark.parametrize(("algo", "setting", "written", "value"), EDITED, ids=[e[1] for e in EDITED])
-def test_a_programs_config_edited_to_a_wrong_value_stops_with_the_same_words(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], algo: str, setting: str, written: str,
-        value: object) -> None:
+@pytest.mark.parametrize(("algo", "setting", "value"), EDITED, ids=[e[1] for e in EDITED])
+def test_a_programs_parameter_edited_or_given_a_wrong_value_stops_with_the_same_words(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], algo: str, setting: str, value: object) -> None:
     param = next(p for p in CATALOG[algo].params if p.name == setting)
     assert main(["gen", algo, param.flag, flag_text(value), "-o", str(tmp_path / "never.lf")]) == 1
     words = capsys.readouterr().err.removeprefix(f"lfrl gen: error: {param.flag}: ").rstrip("\n")
     program = write(algo, {"progress": False}, tmp_path / f"{algo}.lf")
-    text = program.read_text()
-    line = f'    "{setting}": {written},\n'
-    assert text.count(line) == 1
-    program.write_text(text.replace(line, f'    "{setting}": {value!r},\n'))
-    ran = subprocess.run([sys.executable, "-m", "lfrl", "run", str(program)], capture_output=True, text=True,
-                         cwd=ROOT, timeout=300)
-    assert (ran.returncode, ran.stdout) == (1, ""), ran.stderr
-    first = ran.stderr.splitlines()[0]
-    # At the program's line that gives a reactor its settings: `config = {= CONFIG =}`.
-    found = re.fullmatch(rf"{re.escape(str(program))}:(\d+):\d+: error: parameter config of \S+ \(\w+\): "
-                         rf"{setting}: (.*)", first)
-    assert found is not None, ran.stderr
-    assert "config = {= CONFIG =}" in program.read_text().splitlines()[int(found.group(1)) - 1]
-    assert found.group(2) == words
+    lines = program.read_text().splitlines()
+    number = next(n for n, text in enumerate(lines, 1) if text.startswith(f"  {setting} = "))
+    lines[number - 1] = f"  {setting} = {lf_value(value)}{',' if lines[number - 1].endswith(',') else ''}"
+    edited = program.with_name("edited.lf")
+    edited.write_text("\n".join(lines) + "\n")
+    for ran, where in ((run(edited), f"{edited}:{number}:3"), (run(program, "--param", f"{setting}={param_text(value)}"),
+                                                              f"--param {setting}={param_text(value)}")):
+        assert (ran.returncode, ran.stdout) == (1, ""), ran.stderr
+        # At the main reactor's parameter (or the flag that gave it), in the words `lfrl gen` uses.
+        name = edited.stem if where.startswith(str(edited)) else algo
+        assert ran.stderr.splitlines()[0] == f"{where}: error: parameter {setting} of {name} (main reactor): {words}"
     assert not (tmp_path / "runs").exists()
+
+
+def run(program: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lfrl", "run", str(program), *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=300)
+
+
+def param_text(value: object) -> str:
+    """A value as `lfrl run --param NAME=VALUE` takes it (lfpy.overrides): text as it is, the rest as LF
+    writes it."""
+    return value if isinstance(value, str) else lf_value(value)

@@ -145,7 +145,7 @@ def test_qlearning_learns_the_same_weights_with_one_and_two_workers_and_in_proce
         out = write("qlearning", {"actors": 3, "rounds": 8, "steps_per_round": 16, "batch_size": 32, "hidden": 16,
                                   "updates": 2, "progress": False, "processes": processes},
                     tmp_path / f"t{threads}{processes}" / "Q.lf")
-        assert ("federated reactor {" in out.read_text()) == processes
+        assert ("federated reactor(" in out.read_text()) == processes
         outputs.append(run(out, threads))
     assert re.fullmatch(r"8 rounds, last loss \d+\.\d{6}, weights checksum -?\d+\.\d{9}", outputs[0][0])
     assert re.fullmatch(r"\d+ episodes, mean return of the last \d+: \d+\.\d{2}", outputs[0][1])
@@ -209,9 +209,10 @@ def test_an_environment_that_needs_a_missing_package_is_refused_at_its_line(tmp_
     out.write_text(out.read_text().replace("CartPole-v1", "LunarLander-v3"))
     result = lfrl_run(out)
     assert (result.returncode, result.stdout) == (1, "")
+    # at the main reactor's parameter env_id, which the workers are given
     line, text = next((n, text) for n, text in enumerate(out.read_text().splitlines(), 1)
-                      if "new[3] EnvWorker(" in text)
-    col = text.index("env_id") + 1
+                      if text.startswith("  env_id = "))
+    col = 3
     assert result.stderr.splitlines() == [
         f"{out}:{line}:{col}: error: parameter env_id of S.envs[0] (EnvWorker): 'LunarLander-v3' needs a package "
         "that is not installed: Box2D is not installed, you can install it by run `pip install swig` followed by "
@@ -347,13 +348,13 @@ def test_multiagent_agents_act_greedily_each_with_its_own_seeded_policy(tmp_path
 def test_a_failing_worker_process_is_one_error_and_the_summary_still_prints(tmp_path: Path) -> None:
     out = write("sampling", {"progress": False, "workers": 2, "steps": 40, "processes": True}, tmp_path / "Sampling.lf")
     source = out.read_text()
-    line = 'envs = new[1] EnvWorker(first = 1, env_id = "CartPole-v1"'
+    line = "envs = new[1] EnvWorker(first = 1, env_id = env_id"
     assert line in source
     # Worker 1's process cannot make its environment (an id gymnasium does not know, or one that needs
     # a package that is not installed, would be refused before the program runs); worker 0 steps
     # CartPole in lfrl's process.
     (tmp_path / "unmakeable.py").write_text(UNMAKEABLE)
-    out.write_text(source.replace(line, line.replace("CartPole-v1", "unmakeable:Unmakeable-v0")))
+    out.write_text(source.replace(line, line.replace("env_id = env_id", 'env_id = "unmakeable:Unmakeable-v0"')))
     result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert result.returncode == 1
