@@ -2,22 +2,13 @@
 
 import sys
 
+from lfpy.__main__ import guarded
+
 
 def run() -> int:
-    """`lfrl.cli.main`, with a Ctrl-C that comes while Python still imports lfrl's modules ending as
-    one during a command does: `lfrl: interrupted`, status 130, no traceback."""
-    try:
-        from lfrl.cli import main
-
-        status = main()
-    except KeyboardInterrupt:
-        print("lfrl: interrupted", file=sys.stderr)
-        status = 130
-    # Under `python -m`, CPython exits by SIGINT instead of with `status` once a KeyboardInterrupt has
-    # left code run from a string (the `exec` in namedtuple and dataclass creation, which imports do)
-    # even when it was caught later; running a string resets that.
-    exec("")  # noqa: S102
-    return status
+    """`lfrl.cli.main`; a Ctrl-C while Python still imports lfrl's modules ends as one during a
+    command does (lfpy.__main__.guarded)."""
+    return guarded("lfrl", "lfrl.cli")
 
 
 if __name__ == "__main__":

@@ -291,7 +291,8 @@ def test_dqn_with_its_actors_on_two_nodes_learns_the_weights_of_one_process(tmp_
 
     values = {**DQN, "actors": 2, "prioritized": True}
     placed = generate(tmp_path, "dqn", name="cluster", **values, processes=True, actors_at="a,b")
-    assert "  actor0 = new Actor(bank_index = 0, config = {= CONFIG =}) at a;\n" in placed.read_text()
+    assert ("  actor0 = new Actor(bank_index = 0, config = {= lfrl.parameters.settings(lf, self, actors = 2) =}) at a;\n"
+            in placed.read_text())
     assert last_lines(run(placed, "--cluster", nodes.address)) == last_lines(run(generate(tmp_path, "dqn", **values)))
     assert left_on_the_cluster() == ([], [])
 

@@ -162,8 +162,8 @@ def check_resumed_as_uninterrupted(tmp_path: Path, algo: str, values: dict, fede
     whole = last_lines(run(generate(tmp_path, algo, name="whole", **values)))
     program = generate(tmp_path, algo, name="killed", **values)
     if federated:
-        program.write_text(program.read_text().replace("\nmain reactor {", "\nfederated reactor {"))
-        assert "\nfederated reactor {" in program.read_text()
+        program.write_text(program.read_text().replace("\nmain reactor(", "\nfederated reactor("))
+        assert "\nfederated reactor(" in program.read_text()
     first = run_folder(program) / "checkpoints" / f"step-{values['checkpoint_every']:09d}.ckpt"
     run_and_kill_at(program, first)
     assert last_lines(run(program, "--resume", str(first))) == whole
@@ -495,6 +495,6 @@ def test_the_weights_are_the_same_with_every_reactor_in_a_process_of_its_own(tmp
     program = generate(tmp_path, "dqn", **{**DQN, "actors": 2})
     federated = program.with_name("federated.lf")
     source = program.read_text()
-    assert source.count("\nmain reactor {") == 1
-    federated.write_text(source.replace("\nmain reactor {", "\nfederated reactor {"))
+    assert source.count("\nmain reactor(") == 1
+    federated.write_text(source.replace("\nmain reactor(", "\nfederated reactor("))
     assert last_lines(run(federated)) == last_lines(run(program))
