@@ -1,7 +1,9 @@
 """The reinforcement-learning code that lfrl's learner programs (`lfrl gen dqn|ddpg|td3|sac|ppo|mappo|qlearning`)
 import: their reactors in `lf/lib/` only move messages; everything they compute is here.
 
-- `config`: every algorithm's settings, typed (what `lfrl gen` offers and the reactors receive)
+- `config`: every template's settings, typed, and their one check (what `lfrl gen` offers, a program's
+  main reactor holds and the reactors receive); `parameters`: a program's parameters read into them,
+  and the library reactors' checks of their own parameters
 - `envs`: environments (Atari preprocessing, `module:EnvId`) and what learners need of their spaces
 - `networks`: the networks, and the place to change them (`--networks`)
 - `learner`, `dqn`, `td3` (TD3 and DDPG), `sac`: losses, updates, target networks, exploration
@@ -9,7 +11,8 @@ import: their reactors in `lf/lib/` only move messages; everything they compute 
 - `mappo`: MAPPO, PPO for a team of agents in mpe2: the team's environments, the agents, a
   centralised critic, policies shared or one per agent
 - `policy`, `actor`: acting and collecting (n-step returns); `evaluate`: evaluation episodes
-- `training`: the learner reactor's rounds; `logs`: CSV, TensorBoard, learning curve, progress bar
+- `rounds`: the learner reactor's rounds (off-policy, on-policy); `threads`: torch's threads for a run's
+  processes; `logs`: CSV, TensorBoard, learning curve, progress bar
 - `seeds`: every random stream of a run, derived from its one seed
 - `qlearning`: synchronized parallel Q-learning's actors and learner (`lfrl gen qlearning`)
 - `errors`: `LoadError`, what `lfrl.load` raises (re-exported as `lfrl.LoadError`)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from lfrl import dqn, envs, mappo, ppo, sac, settings, td3
+from lfrl import dqn, envs, mappo, ppo, sac, td3, threads
 from lfrl.config import Config, DDPGConfig, DQNConfig, MAPPOConfig, TD3Config
 from lfrl.envs import EnvSpec
 from lfrl.learner import Learner
@@ -29,12 +29,12 @@ def describe(config: Config) -> EnvSpec:
 
 
 def make_learner(config: Config, spec: EnvSpec, seed: int) -> Learner:
-    settings.apply(config)
+    threads.apply(config)
     return ALGORITHMS[config.ALGO][0](spec, config, seed)
 
 
 def make_policy(config: Config, spec: EnvSpec) -> Policy:
-    settings.apply(config)
+    threads.apply(config)
     return ALGORITHMS[config.ALGO][1](spec, config)  # type: ignore[call-arg]
 
 

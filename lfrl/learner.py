@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lfrl import settings
+from lfrl import threads
 from lfrl.config import Config, OffPolicyConfig, OnPolicyConfig
 from lfrl.envs import EnvSpec
 from lfrl.fastpath import Adam, Passes, keep_freed_memory
@@ -268,7 +268,7 @@ class Learner:
         device the config asks for where the checkpoint is resumed (auto: this machine's)."""
         self.__dict__.update(state)
         self.__dict__.pop("_second", None)  # the second thread of checkpoints written before `passes`
-        settings.apply(self.config)
+        threads.apply(self.config)
         self.device = resolve_device(self.config.device)
         if self.device.type != "cpu":
             with torch.no_grad():

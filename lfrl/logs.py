@@ -77,7 +77,7 @@ def new_run_folder(program_dir: str, logdir: str, name: str) -> str:
 
 
 def checkpoint_step(name: str) -> int | None:
-    """The environment step of a learner's checkpoint file `step-N.ckpt` (lfrl.training), else None."""
+    """The environment step of a learner's checkpoint file `step-N.ckpt` (lfrl.rounds), else None."""
     match = re.fullmatch(r"step-([0-9]+)\.ckpt", os.path.basename(name))
     return int(match.group(1)) if match else None
 

@@ -292,7 +292,7 @@ class AgentActor:
 
 class MAPPO:
     """The learner: one lfrl.ppo.PPO per policy (one shared, or one per agent), each with its own
-    generator and optimiser. It has what lfrl.training.Rounds asks of a learner."""
+    generator and optimiser. It has what lfrl.rounds.Rounds asks of a learner."""
 
     LOSSES = PPO.LOSSES
     BUILDERS = PPO.BUILDERS

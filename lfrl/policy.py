@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from lfrl import settings
+from lfrl import threads
 from lfrl.config import Config, OffPolicyConfig
 from lfrl.envs import EnvSpec
 
@@ -28,7 +28,7 @@ class Policy:
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Back from a checkpoint: this process runs networks again, with the run's settings."""
         vars(self).update(state)
-        settings.apply(self.config)
+        threads.apply(self.config)
 
     def outputs(self, obs: np.ndarray) -> Any:
         """The network's outputs for a batch of observations, as numpy arrays."""

@@ -1,6 +1,7 @@
 """The learner reactor's side of a run (`lf/lib/Learner.lf` and `lf/lib/PPOLearner.lf` only move
 its messages). `Rounds` is what every learner's rounds share (budget, evaluations, checkpoints,
-saved weights); `Training` the off-policy learners', `OnPolicy` PPO's (lfrl.ppo).
+saved weights); `OffPolicyRounds` the off-policy learners', `OnPolicyRounds` PPO's and MAPPO's (lfrl.ppo,
+lfrl.mappo).
 
 An off-policy round: the actors take `train_freq` environment steps in all, with the weights the learner sent;
 the replay buffer stores them and says how many it holds; once more than `learning_starts` steps
@@ -116,7 +117,7 @@ class Rounds:
                 "trained": trained}
 
 
-class Training(Rounds):
+class OffPolicyRounds(Rounds):
     """An off-policy learner's rounds (DQN, TD3, DDPG, SAC)."""
 
     config: OffPolicyConfig
@@ -193,7 +194,7 @@ class Training(Rounds):
         return super().trained() or self.gradient_steps == 0
 
 
-class OnPolicy(Rounds):
+class OnPolicyRounds(Rounds):
     """PPO's and MAPPO's rounds: every actor (PPO's, or MAPPO's team) steps its environments
     `n_steps` times, then the learner trains on all of it (lfrl.ppo, lfrl.mappo)."""
 

@@ -1,6 +1,7 @@
-"""Process-wide settings of a run, applied in every process that runs networks: when its networks
-are made (`lfrl.algorithms`), and again when they come back from a checkpoint (the `__setstate__` of
-`Learner` and `Policy`), so that a resumed run runs as the uninterrupted one did."""
+"""torch's threads, a setting of the process that a run's settings fix (`torch_threads`), applied in
+every process that runs networks: when its networks are made (`lfrl.algorithms`), and again when they
+come back from a checkpoint (the `__setstate__` of `Learner` and `Policy`), so that a resumed run
+runs as the uninterrupted one did."""
 
 from __future__ import annotations
 

@@ -467,7 +467,7 @@ def test_sac_takes_stable_baselines3s_entropy_coefficients(ent_coef: str, alpha:
 def test_a_learner_asks_lfpy_for_checkpoints_and_warns_once_where_the_runtime_has_none(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from lfrl.training import request_checkpoint
+    from lfrl.rounds import request_checkpoint
 
     asked: list[str] = []
     lfpy = SimpleNamespace(request_checkpoint=asked.append, source_directory=lambda: str(tmp_path))
