@@ -100,8 +100,9 @@ def policy_layers(agent: int, obs_dim: int, n_actions: int) -> tuple[np.ndarray,
     """Agent `agent`'s (w1, b1, w2, b2) in float64, drawn as AgentPolicy draws them."""
     import torch
 
-    seed = int(np.random.SeedSequence([SEED, agent]).generate_state(1)[0])
-    generator = torch.Generator().manual_seed(seed)
+    from lfrl import seeds
+
+    generator = torch.Generator().manual_seed(seeds.derive(SEED, seeds.AGENT, agent))
     shapes = [(HIDDEN, obs_dim), (HIDDEN,), (n_actions, HIDDEN), (n_actions,)]
     return tuple((torch.randn(shape, generator=generator) * 0.5).numpy().astype(np.float64) for shape in shapes)
 

@@ -1,6 +1,8 @@
-"""Seeds of a run's random streams, all derived from the one seed by numpy's SeedSequence, so that
-streams never overlap: the learner's, actor i's (environment and actions), the evaluator's episodes
-and the replay buffer's draws.
+"""Seeds of a run's random streams, all derived from the one seed by numpy's SeedSequence (`derive`),
+so that streams never overlap: the learner's, actor i's (environment and actions), the evaluator's
+episodes and the replay buffer's draws; in the programs that do not learn, sampling worker i's
+(its environment and actions; its vector's environment j: VECTOR_ENV) and multiagent agent i's
+policy. Every reactor of lf/lib takes its seeds from here.
 
 A generated program holds its seed as its main reactor's parameter `seed`: `lfrl run PROGRAM.lf
 --seed S` (and each run of `--seeds`) gives it S (`run --param seed=S`), and a learner program's runs
@@ -19,14 +21,15 @@ if TYPE_CHECKING:
     from lfpy.graph import Instance
     from lfpy.overrides import Override
 
-LEARNER, ACTOR, EVALUATOR, REPLAY = range(4)
+LEARNER, ACTOR, EVALUATOR, REPLAY, WORKER, VECTOR_ENV, AGENT = range(7)
 
 MAX = 2**31 - 1  # the largest seed `lfrl gen --seed` takes
 
 
-def derive(seed: int, stream: int, index: int = 0) -> int:
-    """A 32-bit seed for member `index` of `stream` (LEARNER, ACTOR, ...) of the run seeded `seed`."""
-    return int(np.random.SeedSequence([seed, stream, index]).generate_state(1)[0])
+def derive(seed: int, stream: int, index: int = 0, *within: int) -> int:
+    """A 32-bit seed for member `index` of `stream` (LEARNER, ACTOR, ...) of the run seeded `seed`
+    (`within`: a part of that member, such as environment j of worker i's vector)."""
+    return int(np.random.SeedSequence([seed, stream, index, *within]).generate_state(1)[0])
 
 
 def main_of(path: str, flag: str, diags: Diagnostics) -> Instance | None:
