@@ -43,6 +43,7 @@ from lfrl.config import (
     PPOConfig,
     Settings,
     checked,
+    conflict,
     of,
 )
 
@@ -334,12 +335,7 @@ def placed(values: dict[str, object], members: str, count: int) -> list[str]:
 def derive_sampling(values: dict[str, object]) -> dict[str, object]:
     """Each worker steps its environments together, so the samples must split into whole vector
     steps; the environment must be one the workers can make."""
-    steps, envs = int(values["steps"]), int(values["envs_per_worker"])  # type: ignore[call-overload]
-    if steps % envs:
-        below, above = steps - steps % envs, steps - steps % envs + envs
-        instead = f"{below} or {above}" if below else str(above)
-        raise TemplateError(f"--steps {steps} is not a multiple of --envs-per-worker {envs}: each worker steps its "
-                            f"{envs} environments together; {instead} would split exactly")
+    check_together(settings_of("sampling", values))
     make_env(str(values["env_id"])).close()
     return {"placed": placed(values, "workers", int(values["workers"]) - 1),  # type: ignore[call-overload]
             "parameters": program_parameters("sampling", values)}
@@ -361,13 +357,7 @@ def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
         obs_dim = int(env.observation_space.shape[0])
     finally:
         env.close()
-    per_round = int(values["actors"]) * int(values["steps_per_round"])  # type: ignore[call-overload]
-    if per_round < int(values["batch_size"]):  # type: ignore[call-overload]
-        raise TemplateError(f"--batch-size {values['batch_size']} is more than the {per_round} transitions one "
-                            f"round collects (--actors x --steps-per-round)")
-    if int(values["capacity"]) < int(values["batch_size"]):  # type: ignore[call-overload]
-        raise TemplateError(f"--capacity {values['capacity']} is less than --batch-size {values['batch_size']}: the "
-                            f"buffer could never fill a batch, and the learner would never train")
+    check_together(settings_of("qlearning", values))
     return {"obs_dim": obs_dim, "placed": placed(values, "actors", int(values["actors"])),  # type: ignore[call-overload]
             "parameters": program_parameters("qlearning", values)}
 
@@ -418,22 +408,7 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
         config = template_settings(algo, values)
         assert isinstance(config, OffPolicyConfig)
         nodes = placed(values, "actors", config.actors)
-        if config.train_freq % config.actors:
-            raise TemplateError(f"--train-freq {config.train_freq} is not a multiple of --actors {config.actors} (each "
-                                "actor takes an equal share of a round's steps)")
-        if config.batch_size > config.buffer_size:
-            raise TemplateError(f"--batch-size {config.batch_size} is more than the --buffer-size {config.buffer_size}")
-        if config.learners > config.batch_size:
-            raise TemplateError(f"--learners {config.learners} is more than the --batch-size {config.batch_size}: "
-                                "each learner needs a part of every batch")
-        total = config.total_steps
-        if total > 0 and config.gradient_steps > 0 and config.learning_starts >= total:
-            raise TemplateError(f"--learning-starts {config.learning_starts} is not below --total-steps {total}: "
-                                "the learner would never learn")
-        if 0 < total < config.train_freq:
-            raise TemplateError(f"--total-steps {total} is fewer than the --train-freq {config.train_freq} steps one "
-                                "round takes")
-        check_budget(config)
+        check_together(config)
         return {"algo": algo, "algo_title": config.TITLE, "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
                 "config": config.to_dict(), "parameters": program_parameters(algo, config.to_dict()),
                 "logdir": config.logdir, "program": config.program, "placed": nodes}
@@ -441,10 +416,18 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
     return derive
 
 
-def check_budget(config: Config) -> None:
-    """A budget of no steps only evaluates: it needs weights to evaluate."""
-    if config.total_steps == 0 and not config.load:
-        raise TemplateError("--total-steps 0 only evaluates: give the weights to evaluate with --load")
+def check_together(settings: Settings) -> None:
+    """The values that cannot work together (lfrl.config's `conflict`, which programs and lfrl.load
+    check too), refused with their flags."""
+    problem = conflict(settings, lambda name: "--" + name.replace("_", "-"))
+    if problem is not None:
+        raise TemplateError(problem[1])
+
+
+def settings_of(name: str, values: Mapping[str, object]) -> Settings:
+    """Template `name`'s settings (lfrl.config's SETTINGS) of the values it has."""
+    cls = SETTINGS[name]
+    return cls(**{f.name: values[f.name] for f in cls.fields() if f.name in values})
 
 
 def derive_ppo(values: dict[str, object]) -> dict[str, object]:
@@ -453,10 +436,7 @@ def derive_ppo(values: dict[str, object]) -> dict[str, object]:
     config = template_settings("ppo", values)
     assert isinstance(config, PPOConfig)
     nodes = placed(values, "actors", config.actors)
-    if config.batch_size > config.round_steps:
-        raise TemplateError(f"--batch-size {config.batch_size} is more than the {config.round_steps} steps of a round "
-                            f"(--actors x --envs-per-actor x --n-steps)")
-    check_budget(config)
+    check_together(config)
     return {"config": config.to_dict(), "parameters": program_parameters("ppo", config.to_dict()),
             "logdir": config.logdir, "program": config.program, "placed": nodes, "round_steps": config.round_steps}
 
@@ -481,11 +461,7 @@ def derive_mappo(values: dict[str, object]) -> dict[str, object]:
     if config.share_policy and not team.alike:
         raise TemplateError(f"--share-policy: the agents of {team.env_name} ({', '.join(team.agents)}) observe or act "
                             "differently, so they cannot share a policy; give --share-policy no")
-    per_policy = config.round_steps * (len(team.agents) if config.share_policy else 1)
-    if config.batch_size > per_policy:
-        raise TemplateError(f"--batch-size {config.batch_size} is more than the {per_policy} agent steps a policy "
-                            f"learns from in a round (--envs x --n-steps{' x agents' if config.share_policy else ''})")
-    check_budget(config)
+    check_together(config)
     nodes = placed(values, "agents", len(team.agents))
     return {"config": config.to_dict(), "parameters": program_parameters("mappo", config.to_dict()),
             "logdir": config.logdir, "program": config.program, "placed": nodes,

@@ -33,7 +33,7 @@ import re
 import textwrap
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal, Self
 
@@ -247,6 +247,22 @@ class Settings:
     def replace(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
 
+    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        """The values that cannot work with the others, though each passes `checked`: (the setting
+        blamed, why, calling every other setting `name(field)`). The one check across settings:
+        `lfrl gen` (`--train-freq 100 is not ...`), a program's main reactor (`parameter train_freq
+        ...: 100 is not ...`) and lfrl.load each report the first after the value as they name it
+        (`conflict`)."""
+        yield from ()
+
+
+def conflict(settings: Settings, name: Callable[[str], str] = str) -> tuple[str, str] | None:
+    """The first of `settings.conflicts(name)`: the setting blamed, and one text, its name
+    (`name(field)`) and value before why; None when the values work together."""
+    for blamed, why in settings.conflicts(name):
+        return blamed, f"{name(blamed)} {getattr(settings, blamed)} {why}"
+    return None
+
 
 # --- The templates that are not learners (their programs hold these as reactor parameters) ---
 
@@ -269,6 +285,14 @@ class SamplingSettings(Settings):
     """seed; worker i's is derived from (seed, i)"""
     progress: bool = True
     """show a progress bar"""
+
+    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        steps, envs = self.steps, self.envs_per_worker
+        if steps % envs:
+            below, above = steps - steps % envs, steps - steps % envs + envs
+            instead = f"{below} or {above}" if below else str(above)
+            yield "steps", (f"is not a multiple of {name('envs_per_worker')} {envs}: each worker steps its {envs} "
+                            f"environments together; {instead} would split exactly")
 
 
 @dataclass(frozen=True)
@@ -301,6 +325,15 @@ class QLearningSettings(Settings):
     """at the end, write the Q-network's weights (torch.save of its state_dict) to this file, relative
     to the program's folder; where an earlier run's file is there, to its first free numbered name
     (q_2.pt for q.pt), never over it"""
+
+    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        per_round = self.actors * self.steps_per_round
+        if per_round < self.batch_size:
+            yield "batch_size", (f"is more than the {per_round} transitions one round collects ({name('actors')} x "
+                                 f"{name('steps_per_round')})")
+        if self.capacity < self.batch_size:
+            yield "capacity", (f"is less than {name('batch_size')} {self.batch_size}: the buffer could never fill a "
+                               "batch, and the learner would never train")
 
 
 # mpe2's scenarios with simple_spread's parallel API: N agents (`N=`), all with the same observations
@@ -399,6 +432,10 @@ class Config(Settings):
         return {"algo": self.ALGO, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                                       if f.name not in recorded or getattr(self, f.name)}}
 
+    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        if self.total_steps == 0 and not self.load:  # a budget of no steps only evaluates
+            yield "total_steps", f"only evaluates: give the weights to evaluate with {name('load')}"
+
     def as_algorithm(self, algo: str) -> Config:
         """These settings for algorithm `algo`: those it has, its defaults for the others."""
         other = ALGORITHMS[algo]
@@ -446,6 +483,9 @@ def of(values: Mapping[str, Any] | Config) -> Config:
         if getattr(config, key) != value:
             raise ValueError(f"{key}: {algo} fixes it at {getattr(config, key)!r} (from its other settings), got "
                              f"{value!r}")
+    problem = conflict(config)
+    if problem is not None:
+        raise ValueError(problem[1])
     return config
 
 
@@ -502,7 +542,7 @@ def _docstrings(cls: type) -> dict[str, str]:
     return docs
 
 
-# --- Off-policy learners (lfrl.training.Training) ---
+# --- Off-policy learners (lfrl.rounds.OffPolicyRounds) ---
 
 @dataclass(frozen=True)
 class OffPolicyConfig(Config):
@@ -542,6 +582,22 @@ class OffPolicyConfig(Config):
     """parallel learners each batch is split over (their gradients are added in a fixed order)"""
 
     max_grad_norm: ClassVar[float] = 0.0  # gradients are not clipped (DQN's are: a field of its own)
+
+    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        if self.train_freq % self.actors:
+            yield "train_freq", (f"is not a multiple of {name('actors')} {self.actors} (each actor takes an equal share "
+                                 "of a round's steps)")
+        if self.batch_size > self.buffer_size:
+            yield "batch_size", f"is more than the {name('buffer_size')} {self.buffer_size}"
+        if self.learners > self.batch_size:
+            yield "learners", (f"is more than the {name('batch_size')} {self.batch_size}: each learner needs a part of "
+                               "every batch")
+        total = self.total_steps
+        if total > 0 and self.gradient_steps > 0 and self.learning_starts >= total:
+            yield "learning_starts", f"is not below {name('total_steps')} {total}: the learner would never learn"
+        if 0 < total < self.train_freq:
+            yield "total_steps", f"is fewer than the {name('train_freq')} {self.train_freq} steps one round takes"
+        yield from super().conflicts(name)
 
 
 # DQN on Atari games: the RL Baselines3 Zoo's hyperparameters (hyperparams/dqn.yml, `atari`), with its
@@ -653,7 +709,7 @@ class SACConfig(ContinuousConfig):
     """entropy target of auto tuning: auto (-action dimensions) or a number"""
 
 
-# --- On-policy learners (lfrl.training.OnPolicy) ---
+# --- On-policy learners (lfrl.rounds.OnPolicyRounds) ---
 
 Schedule = Literal["constant", "linear"]
 
@@ -763,6 +819,12 @@ class PPOConfig(OnPolicyConfig):
     def round_steps(self) -> int:
         return self.actors * self.envs_per_actor * self.n_steps
 
+    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        if self.batch_size > self.round_steps:
+            yield "batch_size", (f"is more than the {self.round_steps} steps of a round ({name('actors')} x "
+                                 f"{name('envs_per_actor')} x {name('n_steps')})")
+        yield from super().conflicts(name)
+
 
 # mpe2's cooperative scenarios (every agent is rewarded for the team's success).
 Scenario = Literal["simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4", "simple_formation_v1",
@@ -819,6 +881,13 @@ class MAPPOConfig(OnPolicyConfig):
     @property
     def round_steps(self) -> int:
         return self.envs * self.n_steps
+
+    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        per_policy = self.round_steps * (self.agents if self.share_policy else 1)
+        if self.batch_size > per_policy:
+            yield "batch_size", (f"is more than the {per_policy} agent steps a policy learns from in a round "
+                                 f"({name('envs')} x {name('n_steps')}{' x agents' if self.share_policy else ''})")
+        yield from super().conflicts(name)
 
 
 ALGORITHMS: dict[str, type[Config]] = {cls.ALGO: cls for cls in (DQNConfig, DDPGConfig, TD3Config, SACConfig, PPOConfig, MAPPOConfig)}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
-from lfrl.config import ALGORITHMS, SETTINGS, Between, Config, FieldSpec, Settings, checked, of
+from lfrl.config import ALGORITHMS, SETTINGS, Between, Config, FieldSpec, Settings, checked, conflict, of
 
 
 def settings(lf: Any, main: Any, template: str | None = None, **fixed: Any) -> Any:
@@ -22,8 +22,9 @@ def settings(lf: Any, main: Any, template: str | None = None, **fixed: Any) -> A
     the algorithm, and each of its settings (lfrl.config) is a parameter of the same name, one
     literal each, which `lfrl run --param NAME=VALUE` may set; but those the program's shape fixes
     (`fixed`: the actors of a program that places each on a node of its own). Each value is checked
-    (lfrl.config's `checked`); one that cannot work is refused as that parameter's, which lfpy
-    reports where the value was given (the main reactor's parameter, or `--param`). `template`: the
+    (lfrl.config's `checked`), then all together (`conflict`); one that cannot work is refused as that
+    parameter's, which lfpy reports where the value was given (the main reactor's parameter, or
+    `--param`). `template`: the
     settings of a template that is not a learner (sampling, qlearning, multiagent: lfrl.config's
     SETTINGS), whose programs check them in their main reactor (`state settings = {= ... =}`) and pass
     each on as a reactor parameter."""
@@ -36,7 +37,11 @@ def settings(lf: Any, main: Any, template: str | None = None, **fixed: Any) -> A
             check.refuse("algo", f"must be one of {', '.join(ALGORITHMS)}, got {algo!r}")
         cls = ALGORITHMS[algo]
     given = {f.name: check.setting(f) for f in cls.fields() if hasattr(main, f.name) and f.name not in fixed}
-    return cls(**given, **fixed)
+    settings = cls(**given, **fixed)
+    problem = conflict(settings)
+    if problem is not None:
+        check.refuse(*problem)
+    return settings
 
 
 class Parameters:

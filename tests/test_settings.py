@@ -3,7 +3,8 @@ value enters: every parameter of every template at the ends of its range, each o
 both of its booleans renders a program (or is refused by the template's checks across parameters,
 with the reason); a wrong value gets the same words, after the setting's name, from `lfrl gen`, from
 `lfrl.config.of` (lfrl.load's and the library reactors'), and from a program whose main reactor's
-parameter was edited to it or given it with `lfrl run --param`."""
+parameter was edited to it or given it with `lfrl run --param`; and values that cannot work together
+are refused by one check across settings (`conflicts`), wherever they enter."""
 
 import re
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 from generator.catalog import CATALOG, Param, TemplateError, from_text, lf_value, render, resolve, write
 from lfpy.parser import parse
 from lfrl.cli import main
-from lfrl.config import ALGORITHMS, checked, of
+from lfrl.config import ALGORITHMS, SETTINGS, checked, conflict, of
 from lfrl.parameters import Parameters
 
 ROOT = Path(__file__).parent.parent
@@ -183,3 +184,69 @@ def param_text(value: object) -> str:
     """A value as `lfrl run --param NAME=VALUE` takes it (lfpy.overrides): text as it is, the rest as LF
     writes it."""
     return value if isinstance(value, str) else lf_value(value)
+
+
+# Values that each pass but cannot work together, one case of every check across settings, with the
+# words `lfrl gen` says them in (a flag before each value).
+CONFLICTS = [
+    ("sampling", {"steps": 10, "envs_per_worker": 4}, "--steps 10 is not a multiple of --envs-per-worker 4: each "
+     "worker steps its 4 environments together; 8 or 12 would split exactly"),
+    ("qlearning", {"actors": 1, "steps_per_round": 8, "batch_size": 64}, "--batch-size 64 is more than the 8 "
+     "transitions one round collects (--actors x --steps-per-round)"),
+    ("qlearning", {"capacity": 10, "batch_size": 32}, "--capacity 10 is less than --batch-size 32: the buffer could "
+     "never fill a batch, and the learner would never train"),
+    ("dqn", {"actors": 3, "train_freq": 100}, "--train-freq 100 is not a multiple of --actors 3 (each actor takes an "
+     "equal share of a round's steps)"),
+    ("dqn", {"batch_size": 500, "buffer_size": 100}, "--batch-size 500 is more than the --buffer-size 100"),
+    ("sac", {"learners": 8, "batch_size": 4}, "--learners 8 is more than the --batch-size 4: each learner needs a part "
+     "of every batch"),
+    ("td3", {"learning_starts": 5000, "total_steps": 3000}, "--learning-starts 5000 is not below --total-steps 3000: "
+     "the learner would never learn"),
+    ("ddpg", {"total_steps": 100, "train_freq": 256, "learning_starts": 50}, "--total-steps 100 is fewer than the "
+     "--train-freq 256 steps one round takes"),
+    ("dqn", {"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
+    ("ppo", {"actors": 1, "envs_per_actor": 2, "n_steps": 16, "batch_size": 64}, "--batch-size 64 is more than the 32 "
+     "steps of a round (--actors x --envs-per-actor x --n-steps)"),
+    ("mappo", {"envs": 2, "n_steps": 10, "batch_size": 100}, "--batch-size 100 is more than the 60 agent steps a "
+     "policy learns from in a round (--envs x --n-steps x agents)"),
+]
+
+
+def named(words: str) -> str:
+    """`lfrl gen`'s words with each setting called by its name instead of its flag."""
+    return re.sub(r"--([a-z-]+)", lambda flag: flag.group(1).replace("-", "_"), words)
+
+
+@pytest.mark.parametrize(("name", "values", "words"), CONFLICTS, ids=[f"{c[0]}-{'-'.join(c[1])}" for c in CONFLICTS])
+def test_values_that_cannot_work_together_get_the_same_words_from_lfrl_gen_and_from_the_settings(
+        name: str, values: dict, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = [text for setting, value in values.items() for text in (f"--{setting.replace('_', '-')}", str(value))]
+    assert main(["gen", name, *flags, "-o", str(tmp_path / "never.lf")]) == 1
+    assert capsys.readouterr() == ("", f"lfrl gen: error: {words}\n")
+    assert list(tmp_path.iterdir()) == []
+    settings = SETTINGS[name](**{**SETTINGS[name].defaults(), **values})
+    blamed = words.split()[0].removeprefix("--").replace("-", "_")
+    assert conflict(settings) == (blamed, named(words))
+    if name in ALGORITHMS:  # lfrl.load's and the library reactors' check of a run's settings
+        with pytest.raises(ValueError) as loaded:
+            of({"algo": name, **values})
+        assert str(loaded.value) == named(words)
+    assert conflict(SETTINGS[name](**SETTINGS[name].defaults())) is None  # the template's defaults work together
+
+
+@pytest.mark.parametrize(("algo", "param", "blamed", "words"), [
+    ("dqn", "actors=3", "train_freq", "train_freq 256 is not a multiple of actors 3 (each actor takes an equal share "
+     "of a round's steps)"),
+    ("sampling", "envs_per_worker=3", "steps", "steps 10000 is not a multiple of envs_per_worker 3: each worker steps "
+     "its 3 environments together; 9999 or 10002 would split exactly"),
+])
+def test_a_program_given_values_that_cannot_work_together_stops_at_the_parameter_blamed(
+        tmp_path: Path, algo: str, param: str, blamed: str, words: str) -> None:
+    program = write(algo, {"progress": False}, tmp_path / f"{algo}.lf")
+    lines = program.read_text().splitlines()
+    number = next(n for n, text in enumerate(lines, 1) if text.startswith(f"  {blamed} = "))
+    ran = run(program, "--param", param)
+    assert (ran.returncode, ran.stdout) == (1, ""), ran.stderr
+    assert ran.stderr.splitlines()[0] == (f"{program}:{number}:3: error: parameter {blamed} of {algo} (main reactor): "
+                                          f"{words}")
+    assert not (tmp_path / "runs").exists()

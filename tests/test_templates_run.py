@@ -81,18 +81,19 @@ def test_atari_vectors_give_the_same_checksums_on_one_and_two_threads(tmp_path: 
     assert checksums(one) == checksums(two) and len(set(checksums(one))) == 2
 
 
-def test_a_hand_written_driver_refuses_steps_that_do_not_split_into_vector_steps(tmp_path: Path) -> None:
+def test_steps_edited_to_not_split_into_vector_steps_are_refused_at_their_line(tmp_path: Path) -> None:
     out = write("sampling", {"progress": False, "workers": 2, "envs_per_worker": 4, "steps": 40}, tmp_path / "S.lf")
     out.write_text(out.read_text().replace("steps = 40", "steps = 41"))
     result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(out)], capture_output=True, text=True,
                             cwd=ROOT, timeout=300)
     assert (result.returncode, result.stdout) == (1, "")
-    # Refused before anything runs, at the line that gave the value.
+    # Refused before anything runs, at the line that gave the value, in `lfrl gen`'s words (lfrl.config's
+    # check across settings).
     line, text = next((n, t) for n, t in enumerate(out.read_text().splitlines(), 1) if "steps = 41" in t)
     assert result.stderr == (
-        f"{out}:{line}:{text.index('steps = 41') + 1}: error: parameter steps of S.driver (SampleDriver): must be a "
-        f"multiple of envs_per_worker = 4, got 41: every worker steps its environments together\n{text}\n"
-        f"{' ' * text.index('steps = 41')}^\n")
+        f"{out}:{line}:{text.index('steps = 41') + 1}: error: parameter steps of S (main reactor): steps 41 is not a "
+        f"multiple of envs_per_worker 4: each worker steps its 4 environments together; 40 or 44 would split "
+        f"exactly\n{text}\n{' ' * text.index('steps = 41')}^\n")
 
 
 def test_worker_processes_step_the_same_trajectories(tmp_path: Path) -> None:
@@ -116,9 +117,10 @@ def test_native_vectors_step_the_same_trajectories_on_threads_and_in_processes(t
     assert checksums(one) == checksums(two) == checksums(hosted) and len(set(checksums(one))) == 2
     # Worker 1's checksum, stepped here as EnvWorker does: 10 rounds of 5 vector steps.
     import gymnasium
-    import numpy
 
-    vector_seed = int(numpy.random.SeedSequence([4, 1]).generate_state(1)[0])
+    from lfrl import seeds
+
+    vector_seed = seeds.derive(4, seeds.WORKER, 1)
     envs = gymnasium.make_vec("CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")
     envs.reset(seed=vector_seed)
     envs.action_space.seed(vector_seed)
@@ -321,6 +323,8 @@ def test_multiagent_agents_act_greedily_each_with_its_own_seeded_policy(tmp_path
     import numpy as np
     import torch
 
+    from lfrl import seeds
+
     agents, steps, hidden, seed = 2, 30, 8, 5
     out = write("multiagent", {"env_name": env_name, "agents": agents, "steps": steps, "seed": seed, "hidden": hidden},
                 tmp_path / "A.lf")
@@ -329,7 +333,7 @@ def test_multiagent_agents_act_greedily_each_with_its_own_seeded_policy(tmp_path
     names = list(env.agents)
     policies = []
     for i, name in enumerate(names):
-        generator = torch.Generator().manual_seed(int(np.random.SeedSequence([seed, i]).generate_state(1)[0]))
+        generator = torch.Generator().manual_seed(seeds.derive(seed, seeds.AGENT, i))
         shapes = [(hidden, obs[name].shape[0]), (hidden,), (int(env.action_space(name).n), hidden),
                   (int(env.action_space(name).n),)]
         policies.append([(torch.randn(s, generator=generator) * 0.5).double().numpy() for s in shapes])
