@@ -222,14 +222,18 @@ def make_env(env_id: str) -> gymnasium.Env:
         raise TemplateError(f"--env-id: gymnasium cannot make {env_id!r}: {type(exc).__name__}: {exc}") from None
 
 
-def env_spec(env_id: str) -> EnvSpec:
-    """The spaces of the environment `env_id` names, as the learners see them (lfrl.envs.describe,
-    which makes it once), its id checked first (lfrl.envs.check_id); TemplateError naming --env-id."""
-    from lfrl.envs import check_id, describe
+def env_spec(settings: Config) -> EnvSpec:
+    """The spaces of a learner's environment (its id, frame stack and wrapper), as the learners see
+    them (lfrl.envs.describe, which makes it once), its id checked first (lfrl.envs.check_id);
+    TemplateError naming the flag of the setting that cannot work."""
+    from lfrl.envs import SetupError, check_id, describe
 
+    env_id = str(settings.env_id)  # type: ignore[attr-defined]
     try:
         check_id(env_id)
-        return describe(env_id)
+        return describe(settings)
+    except SetupError as exc:
+        raise TemplateError(f"--{exc.setting.replace('_', '-')}: {exc}") from None
     except ValueError as exc:
         raise TemplateError(f"--env-id: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - a user's environment may fail in any way
@@ -399,14 +403,14 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
 
     def derive(values: dict[str, object]) -> dict[str, object]:
         env_id = str(values["env_id"])
-        spec = env_spec(env_id)
+        config = template_settings(algo, values)
+        assert isinstance(config, OffPolicyConfig)
+        spec = env_spec(config)
         if algo == "dqn" and not spec.discrete:
             raise TemplateError(f"--env-id: dqn needs discrete actions; {env_id!r} has continuous ones "
                                 "(use sac, td3 or ddpg)")
         if algo != "dqn" and spec.discrete:
             raise TemplateError(f"--env-id: {algo} needs continuous actions; {env_id!r} has discrete ones (use dqn)")
-        config = template_settings(algo, values)
-        assert isinstance(config, OffPolicyConfig)
         nodes = placed(values, "actors", config.actors)
         check_together(config)
         return {"algo": algo, "algo_title": config.TITLE, "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
@@ -432,8 +436,8 @@ def settings_of(name: str, values: Mapping[str, object]) -> Settings:
 
 def derive_ppo(values: dict[str, object]) -> dict[str, object]:
     """Checks of PPO's values against its environment and each other; the program's settings."""
-    env_spec(str(values["env_id"]))
     config = template_settings("ppo", values)
+    env_spec(config)
     assert isinstance(config, PPOConfig)
     nodes = placed(values, "actors", config.actors)
     check_together(config)

@@ -1,6 +1,7 @@
 """An actor of the bank: its own environment, random generator and copy of the policy. Each round
 it loads the learner's weights and takes its steps; what it sends is the round's transitions (with
-n-step returns when `n_step` > 1) and the returns and lengths of the episodes that ended.
+n-step returns when `n_step` > 1) and the returns and lengths of the episodes that ended, as the
+environment counts them (lfrl.envs.Scored: an Atari game's whole game and score).
 
 An episode cut short by a time limit (truncated) is not a terminal state: its last transitions
 bootstrap from the next observation (done = 0), as Stable-Baselines3 does with its timeout handling.
@@ -22,9 +23,10 @@ Transitions = dict[str, np.ndarray]
 
 class Actor:
     def __init__(self, config: OffPolicyConfig, index: int) -> None:
-        self.spec = envs.describe(config.env_id)
+        self.spec = envs.describe(config)
         self.dtypes = {name: dtype for name, (_shape, dtype) in self.spec.replay_fields().items()}
-        self.env = envs.make(config.env_id, training=True)
+        self.env = envs.make(config, training=True)
+        self.score = envs.scored(self.env)
         self.obs, _ = self.env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * index))
         self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * index + 1))
         self.policy = make_policy(config, self.spec)
@@ -33,8 +35,6 @@ class Actor:
         self.gamma = config.gamma
         self.n_step = config.n_step
         self.window: deque[tuple[np.ndarray, np.ndarray, float]] = deque()  # the last steps: obs, action, reward
-        self.episode_return = 0.0
-        self.episode_length = 0
 
     def collect(self, weights: tuple[torch.Tensor, ...], env_steps: int, steps: list[int]
                 ) -> tuple[Transitions, list[tuple[float, int, int]]]:
@@ -50,15 +50,13 @@ class Actor:
             next_obs, reward, terminated, truncated, _ = self.env.step(self.policy.to_env(action))
             reward = float(reward)
             self.window.append((self.obs, action, reward))
-            self.episode_return += reward
-            self.episode_length += 1
             if len(self.window) == self.n_step:
                 self._emit(rows, next_obs, terminated)
             if terminated or truncated:
                 while self.window:  # the steps left at the end of an episode span fewer than n
                     self._emit(rows, next_obs, terminated)
-                ended.append((self.episode_return, self.episode_length, env_steps + (step + 1) * self.actors))
-                self.episode_return, self.episode_length = 0.0, 0
+                if self.score.finished is not None:  # not an Atari life lost while training, the game on
+                    ended.append((*self.score.finished, env_steps + (step + 1) * self.actors))
                 next_obs, _ = self.env.reset()
             self.obs = next_obs
         return {k: np.asarray(v, dtype=self.dtypes[k]) for k, v in rows.items()}, ended

@@ -25,7 +25,7 @@ def describe(config: Config) -> EnvSpec:
     for MAPPO the team's (a lfrl.mappo.TeamSpec). Raises ValueError as they do."""
     if isinstance(config, MAPPOConfig):
         return mappo.describe(config)  # type: ignore[return-value]
-    return envs.describe(config.env_id)  # type: ignore[attr-defined]
+    return envs.describe(config)
 
 
 def make_learner(config: Config, spec: EnvSpec, seed: int) -> Learner:

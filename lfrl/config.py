@@ -53,7 +53,8 @@ class Check:
     """What a text value must be, beyond a string (`checked` says each in its message): an
     environment id (env_id), a Python module name (module), a path to write (file), to write into
     (folder) or to read (input), node names (hosts), a non-empty string (nonempty), SAC's entropy
-    coefficient (ent_coef), "auto" or a number (auto_or_number)."""
+    coefficient (ent_coef), "auto" or a number (auto_or_number), a function as module:function
+    (function)."""
 
     kind: str
 
@@ -102,6 +103,8 @@ HOST = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(-[A-Za-z0-9_]+)*(\.[A-Za-z0-9_]+(-[A-
 MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 # gymnasium's id, or module:EnvId (what it names is checked by lfrl.envs.check_id)
 ENV_ID = re.compile(r"[\w/.:-]*[\w/.-]")
+# module:function (what it names is checked by lfrl.envs.wrapper)
+FUNCTION = re.compile(MODULE.pattern + r":[A-Za-z_][A-Za-z0-9_]*")
 
 # What a text value of each check must be, as the refusals say it.
 EXPECTED = {
@@ -114,6 +117,7 @@ EXPECTED = {
     "nonempty": "a non-empty string",
     "ent_coef": "auto, auto_X (tuned, starting at X > 0) or a number > 0",
     "auto_or_number": "auto or a finite number",
+    "function": "a function as module:function, such as my_wrappers:wrap (or empty: none)",
 }
 
 
@@ -179,6 +183,8 @@ def _text(check: str | None, value: str) -> bool:
         return ENV_ID.fullmatch(value) is not None
     if check == "module":
         return MODULE.fullmatch(value) is not None
+    if check == "function":
+        return not value or FUNCTION.fullmatch(value) is not None
     if check in PATHS:  # it goes into an LF (and Python) string literal as it is written
         return not set(value) & {'"', "\\"} and value.isprintable()
     if check == "hosts":
@@ -551,6 +557,13 @@ class OffPolicyConfig(Config):
 
     env_id: Annotated[str, Check("env_id")] = ""
     """gymnasium environment id, or module:EnvId for your own"""
+    frame_stack: Annotated[int, Between(0, 64)] = 0
+    """observations of the last N steps as one (flat vectors end to end, frames as channels; 0: the
+    environment's own, 4 frames for Atari and none for the others)"""
+    wrapper: Annotated[str, Check("function")] = ""
+    """a gymnasium wrapper of yours as module:function, which takes the environment as gymnasium
+    makes it and returns it wrapped, before lfrl's own wrappers (Atari's preprocessing, frame
+    stacking): in the actors, the evaluator and lfrl.load alike"""
     learning_rate: Annotated[float, Between(1e-8, 1.0)] = 1e-3
     """Adam's learning rate (every network)"""
     buffer_size: Annotated[int, Between(1, 10**8)] = 100_000
@@ -792,6 +805,13 @@ class PPOConfig(OnPolicyConfig):
     env_id: Annotated[str, Check("env_id")] = "CartPole-v1"
     """gymnasium environment id with discrete actions or a bounded box, ALE/... for Atari, or
     module:EnvId for your own"""
+    frame_stack: Annotated[int, Between(0, 64)] = 0
+    """observations of the last N steps as one (flat vectors end to end, frames as channels; 0: the
+    environment's own, 4 frames for Atari and none for the others)"""
+    wrapper: Annotated[str, Check("function")] = ""
+    """a gymnasium wrapper of yours as module:function, which takes the environment as gymnasium
+    makes it and returns it wrapped, before lfrl's own wrappers (Atari's preprocessing, frame
+    stacking): in the actors, the evaluator and lfrl.load alike"""
     total_steps: Steps = 100_000
     """environment steps in all (the budget; whole rounds: the last one may pass it, as SB3's does)"""
     actors: Annotated[int, Between(1, 256)] = 1

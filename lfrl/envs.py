@@ -3,9 +3,21 @@ user's own environment as `module:EnvId` (gymnasium imports the module, which re
 
 Atari (`ALE/...` ids), as in DQN's Nature paper and Stable-Baselines3's AtariWrapper: up to 30
 no-op starts, 4 frames per step with the max of the last two, 84x84 grayscale, 4 frames stacked
-(uint8, channels first); sticky actions as the v5 games define them (probability 0.25). Training
-clips rewards to [-1, 1]; evaluation plays with real scores. A lost life does not end an episode:
-gymnasium's wrapper would then restart the whole game, where SB3's plays on with the lives left.
+(uint8, channels first); sticky actions as the v5 games define them (probability 0.25); FIRE pressed
+to start the games that wait for it, at every new life too (`Lives`). Training clips rewards to
+[-1, 1] and ends an episode at a lost life (the game plays on at the next reset, with the lives
+left, as SB3's EpisodicLifeEnv does; gymnasium's wrapper would restart the whole game); evaluation
+plays whole games with real scores.
+
+A learner's settings may stack the observations of the last N steps (`frame_stack`) and wrap the
+environment in a wrapper of the user's (`wrapper`, module:function, applied to the environment as
+gymnasium makes it, before lfrl's own wrappers); `make`, `describe` and `replay_fields` take either
+an environment id or such settings, so that actors, evaluator, replay buffer and lfrl.load all see
+the same environment.
+
+Every environment `make` makes reports its episodes as the environment itself counts them
+(`Scored`, beneath the wrappers that change what an episode or a reward is for training), so that
+the logs show whole games and real scores, as SB3's Monitor does.
 """
 
 from __future__ import annotations
@@ -14,7 +26,9 @@ import functools
 import importlib
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium
 import numpy as np
@@ -70,19 +84,191 @@ def register_atari() -> None:
     gymnasium.register_envs(ale_py)
 
 
-def make(env_id: str, training: bool = True, render_mode: str | None = None) -> gymnasium.Env:
-    """A new environment; `training` clips Atari rewards; `render_mode` as gymnasium takes it (given
-    only when asked for: a user's environment need not take it)."""
+class SetupError(ValueError):
+    """A setting of the environment's setup that cannot work (`setting`: frame_stack or wrapper)."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+ATARI_FRAMES = 4  # frames stacked for Atari games when the settings leave it to the environment
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What makes a learner's environment: its id, the observations stacked (`frames`: 0 for the
+    environment's own, ATARI_FRAMES for Atari, none for the others), a user's wrapper
+    (module:function, or empty)."""
+
+    env_id: str
+    frames: int = 0
+    wrapper: str = ""
+
+    @classmethod
+    def of(cls, env: str | Any) -> Setup:
+        """The setup of an environment id, or of settings that name one (their env_id, frame_stack
+        and wrapper; lfrl.config)."""
+        if isinstance(env, str):
+            return cls(env)
+        return cls(env.env_id, getattr(env, "frame_stack", 0), getattr(env, "wrapper", ""))
+
+    @property
+    def stacked(self) -> int:
+        """The observations stacked into one (1: none)."""
+        return self.frames or (ATARI_FRAMES if is_atari(self.env_id) else 1)
+
+
+def make(env: str | Any, training: bool = True, render_mode: str | None = None) -> gymnasium.Env:
+    """A new environment of `env` (an id, or settings: `Setup.of`); `training`: an Atari game's lost
+    life ends an episode and rewards are clipped; `render_mode` as gymnasium takes it (given only
+    when asked for: a user's environment need not take it). Its episodes as the environment counts
+    them: `scored(env).finished`. Raises ValueError for a wrapper or a stack that cannot work."""
+    setup = Setup.of(env)
     extra = {} if render_mode is None else {"render_mode": render_mode}
-    if is_atari(env_id):
+    atari = is_atari(setup.env_id)
+    if atari:
         register_atari()
-        env = gymnasium.make(env_id, frameskip=1, **extra)
-        env = gymnasium.wrappers.AtariPreprocessing(env, noop_max=30, frame_skip=4, screen_size=84,
-                                                    grayscale_obs=True)
+        extra["frameskip"] = 1
+    made = gymnasium.make(setup.env_id, **extra)
+    if setup.wrapper:
+        made = wrapped(made, setup.wrapper)
+    if atari:
+        made = gymnasium.wrappers.AtariPreprocessing(made, noop_max=30, frame_skip=4, screen_size=84,
+                                                     grayscale_obs=True)
+        made = Lives(Scored(made), end_episode=training)
         if training:
-            env = gymnasium.wrappers.ClipReward(env, -1.0, 1.0)
-        return gymnasium.wrappers.FrameStackObservation(env, 4)
-    return gymnasium.make(env_id, **extra)
+            made = gymnasium.wrappers.ClipReward(made, -1.0, 1.0)
+    else:
+        made = Scored(made)
+    return stack(made, setup)
+
+
+def stack(env: gymnasium.Env, setup: Setup) -> gymnasium.Env:
+    """`env` with its last `setup.stacked` observations as one: flat vectors end to end (oldest
+    first, as SB3's VecFrameStack), grayscale frames as channels (Atari's); the first observations
+    of an episode stack copies of its first."""
+    shape = env.observation_space.shape or ()
+    frames = setup.stacked
+    if len(shape) == 2:  # a grayscale frame: channels first, one even when nothing is stacked
+        return gymnasium.wrappers.FrameStackObservation(env, frames)
+    if frames == 1:
+        return env
+    if len(shape) != 1 or not isinstance(env.observation_space, gymnasium.spaces.Box):
+        raise SetupError("frame_stack", f"observations are stacked when they are flat vectors or grayscale frames; "
+                                        f"{setup.env_id!r} has {env.observation_space}")
+    return gymnasium.wrappers.FlattenObservation(gymnasium.wrappers.FrameStackObservation(env, frames))
+
+
+def wrapper(name: str) -> Callable[[gymnasium.Env], gymnasium.Env]:
+    """The function `name` (module:function) names, imported (from the current folder too, where
+    the program will import it from as well). Raises SetupError saying why it cannot be."""
+    module, _, function = name.partition(":")
+    sys.path.append(os.getcwd())
+    try:
+        found = getattr(importlib.import_module(module), function, None)
+    except Exception as exc:  # noqa: BLE001 - any failure of the module's code is the module's
+        raise SetupError("wrapper", f"cannot import module {module!r} of {name!r} ({type(exc).__name__}: {exc}); "
+                                    f"put {module.replace('.', '/')}.py in the current folder or on PYTHONPATH") from None
+    finally:
+        sys.path.remove(os.getcwd())
+    if not callable(found):
+        raise SetupError("wrapper", f"module {module!r} has no function {function!r}")
+    return found
+
+
+def wrapped(env: gymnasium.Env, name: str) -> gymnasium.Env:
+    """`env` given to the user's wrapper `name` (module:function), which must return an environment."""
+    result = wrapper(name)(env)
+    if not isinstance(result, gymnasium.Env):
+        raise SetupError("wrapper", f"{name} returned {type(result).__name__}, not a gymnasium environment")
+    return result
+
+
+class Scored(gymnasium.Wrapper):
+    """An episode's return and length as the environment itself counts them: `finished` is
+    (return, length) after the step that ends one, else None. Beneath the wrappers that change what
+    an episode or a reward is for training (Atari's lost lives, clipped rewards), it is what the
+    logs report (SB3's Monitor)."""
+
+    def __init__(self, env: gymnasium.Env) -> None:
+        super().__init__(env)
+        self.episode_return, self.episode_length = 0.0, 0
+        self.finished: tuple[float, int] | None = None
+
+    def reset(self, **kwargs):  # type: ignore[no-untyped-def]
+        self.episode_return, self.episode_length, self.finished = 0.0, 0, None
+        return self.env.reset(**kwargs)
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.episode_return += float(reward)
+        self.episode_length += 1
+        self.finished = (self.episode_return, self.episode_length) if terminated or truncated else None
+        return obs, reward, terminated, truncated, info
+
+
+def scored(env: gymnasium.Env) -> Scored:
+    """The `Scored` layer of an environment `make` made."""
+    while not isinstance(env, Scored):
+        env = env.env  # type: ignore[attr-defined]
+    return env
+
+
+class Lives(gymnasium.Wrapper):
+    """An Atari game's lives, as Stable-Baselines3's AtariWrapper plays them. A game that waits for
+    FIRE to start (its action 1, with 3 actions or more: Breakout) gets FIRE and then action 2 at
+    every reset (FireResetEnv). With `end_episode` (training) a lost life ends the episode, and the
+    next reset plays on with the lives left (one no-op step) instead of restarting the game
+    (EpisodicLifeEnv); without (evaluation) the game plays on, FIRE pressed for the new life, so that
+    a policy that never presses it still ends its games."""
+
+    def __init__(self, env: gymnasium.Env, end_episode: bool) -> None:
+        super().__init__(env)
+        meanings = env.unwrapped.get_action_meanings()  # type: ignore[attr-defined]
+        self.fire = len(meanings) >= 3 and meanings[1] == "FIRE"
+        self.end_episode = end_episode
+        self.lives = 0
+        self.game_over = True
+
+    def _lives(self) -> int:
+        return int(self.env.unwrapped.ale.lives())  # type: ignore[attr-defined]
+
+    def reset(self, **kwargs):  # type: ignore[no-untyped-def]
+        if self.game_over or kwargs.get("seed") is not None:
+            obs, info = self.env.reset(**kwargs)
+        else:  # a life lost, the game not over: it plays on
+            obs, _, terminated, truncated, info = self.env.step(0)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        self.game_over = False
+        if self.fire:
+            obs, info = self._start(**kwargs)
+        self.lives = self._lives()
+        return obs, info
+
+    def _start(self, **kwargs):  # type: ignore[no-untyped-def]
+        """FIRE, then action 2, as SB3's FireResetEnv presses them (a game that ends meanwhile restarts)."""
+        for action in (1, 2):
+            obs, _, terminated, truncated, info = self.env.step(action)
+            if terminated or truncated:
+                obs, info = self.env.reset(**kwargs)
+        return obs, info
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.game_over = terminated or truncated
+        lives = self._lives()
+        if 0 < lives < self.lives and not self.game_over:
+            if self.end_episode:
+                terminated = True
+            elif self.fire:  # the new life's ball: FIRE, its reward the step's
+                obs, more, terminated, truncated, info = self.env.step(1)
+                reward = float(reward) + float(more)
+                self.game_over = terminated or truncated
+                lives = self._lives()
+        self.lives = lives
+        return obs, reward, terminated, truncated, info
 
 
 @dataclass(frozen=True)
@@ -140,24 +326,26 @@ def alike_agents(env_name: str, agents: int) -> tuple[int, int]:
     return int(shape[0]), n_actions
 
 
-def replay_fields(env_id: str) -> dict[str, tuple[list[int], str]]:
-    """The replay buffer's fields of `env_id`'s transitions (`EnvSpec.replay_fields`: shape and dtype),
-    as a learner program gives them to its ReplayBuffer reactor."""
-    return {name: (list(shape), dtype) for name, (shape, dtype) in describe(env_id).replay_fields().items()}
+def replay_fields(env: str | Any) -> dict[str, tuple[list[int], str]]:
+    """The replay buffer's fields of the transitions of `env` (an id, or settings: `Setup.of`):
+    `EnvSpec.replay_fields`' shape and dtype, as a learner program gives them to its ReplayBuffer."""
+    return {name: (list(shape), dtype) for name, (shape, dtype) in describe(env).replay_fields().items()}
 
 
-def describe(env_id: str) -> EnvSpec:
-    """The spaces of `env_id` (built once and closed). Raises ValueError for an environment that
-    needs a package not installed, and for spaces the learners cannot use: observations must be a
+def describe(env: str | Any) -> EnvSpec:
+    """The spaces of `env` (an id, or settings: `Setup.of`), as the learners see them (built once and
+    closed). Raises ValueError for an environment that needs a package not installed, for a wrapper
+    or a stack that cannot work, and for spaces the learners cannot use: observations must be a
     flat vector or an image, actions discrete or a flat box."""
+    env_id = Setup.of(env).env_id
     try:
-        env = make(env_id)
+        made = make(env)
     except gymnasium.error.DependencyNotInstalled as exc:
         raise ValueError(f"{env_id!r} needs a package that is not installed: {exc}") from None
     try:
-        obs, act = env.observation_space, env.action_space
+        obs, act = made.observation_space, made.action_space
     finally:
-        env.close()
+        made.close()
     if not isinstance(obs, gymnasium.spaces.Box) or len(obs.shape) not in (1, 3):
         raise ValueError(f"{env_id!r} has {obs} observations; the learners take a flat vector or an image")
     dtype = "uint8" if obs.dtype == np.uint8 and len(obs.shape) == 3 else "float32"

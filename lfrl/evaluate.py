@@ -41,9 +41,9 @@ class Evaluation:
 class Evaluator:
     def __init__(self, config: OffPolicyConfig | PPOConfig) -> None:
         episodes = config.eval_episodes
-        self.env_id = config.env_id
-        self.envs = [envs.make(self.env_id, training=False) for _ in range(episodes)]
-        self.policy = make_policy(config, envs.describe(self.env_id))
+        self.setup = envs.Setup.of(config)  # the environment: its id, stack and wrapper
+        self.envs = [envs.make(self.setup, training=False) for _ in range(episodes)]
+        self.policy = make_policy(config, envs.describe(self.setup))
         self.seeds = [seeds.derive(config.seed, seeds.EVALUATOR, i) for i in range(episodes)]
         self.evaluated = False  # whether the policy holds weights yet
 
@@ -51,27 +51,25 @@ class Evaluator:
         self.policy.load(weights)
         self.evaluated = True
         obs = [env.reset(seed=seed)[0] for env, seed in zip(self.envs, self.seeds, strict=True)]
-        returns = [0.0] * len(self.envs)
-        lengths = [0] * len(self.envs)
+        scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         playing = list(range(len(self.envs)))
         while playing:
             actions = self.policy.to_env(self.policy.exploit(np.stack([obs[i] for i in playing])))
             still = []
             for i, action in zip(playing, actions, strict=True):
-                obs[i], reward, terminated, truncated, _ = self.envs[i].step(action)
-                returns[i] += float(reward)
-                lengths[i] += 1
+                obs[i], _, terminated, truncated, _ = self.envs[i].step(action)
                 if not (terminated or truncated):
                     still.append(i)
             playing = still
-        return Evaluation(env_steps, tuple(returns), tuple(lengths))
+        ended = [score.finished for score in scores]
+        return Evaluation(env_steps, tuple(float(e[0]) for e in ended), tuple(int(e[1]) for e in ended))  # type: ignore[index]
 
     def record(self, path: str, width: int = 320, max_frames: int = 1000) -> int:
         """The first evaluation episode of the policy last evaluated, as an animated GIF at `path`
         (frames scaled to `width` pixels, at most `max_frames`: a longer episode shows every k-th).
         Returns the episode's length."""
         headless_rendering()
-        env = envs.make(self.env_id, training=False, render_mode="rgb_array")
+        env = envs.make(self.setup, training=False, render_mode="rgb_array")
         try:
             obs, _ = env.reset(seed=self.seeds[0])
             frames, done = [env.render()], False

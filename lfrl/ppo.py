@@ -366,9 +366,10 @@ class Actor:
     inference per step, and its own random generator."""
 
     def __init__(self, config: PPOConfig, index: int) -> None:
-        self.spec = envs.describe(config.env_id)
+        self.spec = envs.describe(config)
         count = config.envs_per_actor
-        self.envs = [envs.make(config.env_id, training=True) for _ in range(count)]
+        self.envs = [envs.make(config, training=True) for _ in range(count)]
+        self.scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         first = index * count
         self.obs = np.stack([env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * (first + e)))[0]
                              for e, env in enumerate(self.envs)])
@@ -376,8 +377,6 @@ class Actor:
         self.policy = Policy(self.spec, config)
         self.n_steps = config.n_steps
         self.width = config.actors * count  # environments in all: steps per step of each
-        self.returns = np.zeros(count)
-        self.lengths = np.zeros(count, dtype=np.int64)
 
     def collect(self, weights: tuple[Any, ...], env_steps: int) -> tuple[Rollout, list[tuple[float, int, int]]]:
         """One round of `n_steps` steps of every environment with the policy of `weights`, the run's
@@ -399,15 +398,13 @@ class Actor:
             for e, env in enumerate(self.envs):
                 next_obs, reward, term, trunc, _ = env.step(to_env[e])
                 rewards[t, e] = reward
-                self.returns[e] += float(reward)
-                self.lengths[e] += 1
                 if term or trunc:
                     dones[t, e] = True
                     if trunc and not term:
                         truncated.append((t, e))
                         final_obs.append(next_obs)
-                    ended.append((float(self.returns[e]), int(self.lengths[e]), env_steps + (t + 1) * self.width))
-                    self.returns[e], self.lengths[e] = 0.0, 0
+                    if self.scores[e].finished is not None:  # not an Atari life lost while training
+                        ended.append((*self.scores[e].finished, env_steps + (t + 1) * self.width))
                     next_obs, _ = env.reset()
                 following.append(next_obs)
             self.obs = np.stack(following)

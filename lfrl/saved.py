@@ -78,7 +78,7 @@ class SavedPolicy:
 
     def make_env(self, render_mode: str | None = None) -> gymnasium.Env:
         """A new environment as the evaluator plays it (real rewards; Atari preprocessed)."""
-        return envs.make(self.env_id, training=False, render_mode=render_mode)
+        return envs.make(self.config, training=False, render_mode=render_mode)
 
     def __repr__(self) -> str:
         return f"SavedPolicy({self.algo} on {self.env_id})"
@@ -193,8 +193,10 @@ def run_settings(hyperparameters: Path) -> Config:
 
 def own_modules(config: Config) -> list[str]:
     """The modules of a user's that `config`'s run imports: its networks module (`--networks`, unless
-    lfrl's own) and its environment's (`--env-id module:EnvId`)."""
-    names = [config.networks, str(getattr(config, "env_id", "")).rpartition(":")[0]]
+    lfrl's own), its environment's (`--env-id module:EnvId`) and its wrapper's (`--wrapper
+    module:function`)."""
+    names = [config.networks, str(getattr(config, "env_id", "")).rpartition(":")[0],
+             str(getattr(config, "wrapper", "")).partition(":")[0]]
     return [name for name in dict.fromkeys(names) if name and name.partition(".")[0] != "lfrl"]
 
 
@@ -232,7 +234,9 @@ def import_run_modules(config: Config, hyperparameters: Path) -> None:
     for name in own_modules(config):
         if _importable(name):
             continue
-        what = "networks (--networks)" if name == config.networks else f"environment's ({config.environment})"
+        what = ("networks (--networks)" if name == config.networks else
+                f"wrapper's ({config.wrapper})" if name == str(getattr(config, "wrapper", "")).partition(":")[0] else
+                f"environment's ({config.environment})")
         folder = config.modules.get(name)
         if folder is None:
             raise LoadError(f"lfrl.load: module {name!r}, the run's {what}, cannot be imported here, and "

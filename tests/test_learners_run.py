@@ -290,6 +290,43 @@ def test_a_users_own_environment_module_env_id(tmp_path: Path) -> None:
     assert last_lines(lines)[0] == "eval mean return 15.00 over 2 episodes"  # every episode: 1 + 2 + 3 + 4 + 5
 
 
+@pytest.mark.parametrize("algo", ["dqn", "ppo"])
+def test_a_users_wrapper_and_a_frame_stack_reach_the_actors_the_evaluator_and_lfrl_load(tmp_path: Path,
+                                                                                         algo: str) -> None:
+    import lfrl
+
+    values = DQN if algo == "dqn" else {**SMALL, "total_steps": 512, "n_steps": 32, "envs_per_actor": 2,
+                                        "batch_size": 32, "eval_every": 256}
+    program = generate(tmp_path, algo, **values, wrapper="tests.toyenvs:short_episodes", frame_stack=3)
+    run(program)
+    logdir = run_folder(program)
+    lengths = [int(row.split(",")[3]) for row in (logdir / "episodes.csv").read_text().splitlines()[1:]]
+    assert max(lengths) == 20  # the wrapper's time limit, in the actors
+    evaluations = (logdir / "evaluations.csv").read_text().splitlines()
+    assert all(float(row.split(",")[3]) <= 20 for row in evaluations[1:])  # and in the evaluator (mean length)
+    hyperparameters = json.loads((logdir / "hyperparameters.json").read_text())
+    assert (hyperparameters["wrapper"], hyperparameters["frame_stack"]) == ("tests.toyenvs:short_episodes", 3)
+    saved = lfrl.load(logdir)
+    env = saved.make_env()
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == saved.observation_shape == (12,)  # CartPole's 4 values, 3 steps of them
+    assert saved.predict(obs, deterministic=True)[0] in (0, 1)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--wrapper", "tests.toyenvs:nothing"], "--wrapper: module 'tests.toyenvs' has no function 'nothing'"),
+    (["--wrapper", "tests.toyenvs:not_a_wrapper"],
+     "--wrapper: tests.toyenvs:not_a_wrapper returned int, not a gymnasium environment"),
+    (["--wrapper", "no colon"], "--wrapper: must be a function as module:function, such as my_wrappers:wrap (or "
+                                "empty: none), got 'no colon'"),
+])
+def test_lfrl_gen_refuses_a_wrapper_that_cannot_work(tmp_path: Path, flags: list[str], message: str) -> None:
+    refused = subprocess.run(command("gen", "ppo", *flags, "-o", str(tmp_path / "p.lf")), capture_output=True,
+                             text=True, cwd=ROOT, timeout=120)
+    assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", f"lfrl gen: error: {message}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("algo,values,message", [
     ("dqn", {"env_id": "Pendulum-v1"}, "--env-id: dqn needs discrete actions; 'Pendulum-v1' has continuous ones "
                                        "(use sac, td3 or ddpg)"),

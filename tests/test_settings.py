@@ -79,7 +79,7 @@ def above(param: Param) -> object:
 
 
 WRONG_TEXTS = {"env_id": "Cart Pole", "module": "my-nets", "file": 'a"b', "folder": "a\\b", "input": "a\nb",
-               "hosts": "a b", "ent_coef": "lots", "auto_or_number": "lots"}
+               "hosts": "a b", "ent_coef": "lots", "auto_or_number": "lots", "function": "my_wrappers.wrap"}
 
 
 def wrong_values(param: Param) -> list[object]:
@@ -145,7 +145,7 @@ def test_the_wrong_values_cover_every_kind_of_mistake() -> None:
     assert {("sampling", "workers"), ("sampling", "progress"), ("sampling", "workers_at"), ("qlearning", "save"),
             ("multiagent", "env_name"), ("dqn", "net_arch"), ("sac", "ent_coef"), ("sac", "target_entropy"),
             ("ppo", "lr_schedule"), ("mappo", "critic"), ("dqn", "networks"), ("dqn", "logdir"), ("dqn", "load"),
-            ("dqn", "env_id")} <= kinds
+            ("dqn", "env_id"), ("ppo", "wrapper"), ("sac", "frame_stack")} <= kinds
 
 
 # A handful of settings edited into a learner program's main reactor, or given with `lfrl run --param`

@@ -48,3 +48,13 @@ class RefusesSeed(gymnasium.Wrapper):
 
 
 gymnasium.register("RefusesSeed1-v0", entry_point=RefusesSeed, kwargs={"run_seed": 1})
+
+
+def short_episodes(env: gymnasium.Env) -> gymnasium.Env:
+    """A user's wrapper (`--wrapper tests.toyenvs:short_episodes`): episodes cut short after 20 steps."""
+    return gymnasium.wrappers.TimeLimit(env, 20)
+
+
+def not_a_wrapper(env: gymnasium.Env) -> int:
+    """A wrapper function that returns no environment."""
+    return 42
