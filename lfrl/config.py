@@ -67,6 +67,8 @@ GENERATED = "generated"  # a field `lfrl gen` fills in itself (not a parameter)
 RECORDED = "recorded"
 
 Steps = Annotated[int, Between(0, 10**10)]
+# Whether a discrete policy acts only on the actions the environment allows (lfrl.envs.action_mask).
+Masking = Literal["auto", "no"]
 Seed = Annotated[int, Between(0, 2**31 - 1)]
 
 
@@ -656,6 +658,9 @@ class DQNConfig(OffPolicyConfig):
     """epsilon at the end"""
     max_grad_norm: Annotated[float, Between(0.0, 1e12)] = 10.0  # type: ignore[misc]
     """gradients are clipped to this norm (0: not clipped)"""
+    masking: Masking = "auto"
+    """action masks: auto acts only on the actions the environment allows, where it says which (its
+    action_masks() method or info["action_mask"]), and takes the targets' max over them; no: every action"""
 
 
 @dataclass(frozen=True)
@@ -834,6 +839,10 @@ class PPOConfig(OnPolicyConfig):
     statistics are saved with the weights)"""
     log_std_init: Annotated[float, Between(-20.0, 2.0)] = 0.0
     """continuous actions: the initial log standard deviation"""
+    masking: Masking = "auto"
+    """action masks: auto acts only on the actions the environment allows, where it says which (its
+    action_masks() method, sb3-contrib's MaskablePPO convention, or info["action_mask"]), as
+    MaskablePPO does; no: on every action"""
 
     @property
     def round_steps(self) -> int:

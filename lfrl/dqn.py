@@ -8,7 +8,10 @@ replay (all 1 for uniform replay). As in Stable-Baselines3, gradients are clippe
 `max_grad_norm`, and the target network is copied from the online one every
 `target_update_interval` environment steps; exploration is epsilon-greedy with epsilon falling
 linearly from `exploration_initial_eps` to `exploration_final_eps` over the first
-`exploration_fraction` of the steps.
+`exploration_fraction` of the steps. With action masks (lfrl.envs.action_mask), the actors act on
+the allowed actions only (greedy: the best allowed one; random: uniformly among them), and a* and
+the max are taken over the actions allowed at s' (`next_mask`), as for an environment whose other
+actions do not exist.
 """
 
 from __future__ import annotations
@@ -20,13 +23,19 @@ import torch.nn.functional as F
 from lfrl.config import DQNConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module
+from lfrl.policy import MASKED, masked
 from lfrl.policy import Policy as BasePolicy
 
 
 def td_targets(q_target_next: torch.Tensor, q_online_next: torch.Tensor | None, reward: torch.Tensor,
-               done: torch.Tensor, discount: torch.Tensor) -> torch.Tensor:
+               done: torch.Tensor, discount: torch.Tensor, next_mask: torch.Tensor | None = None) -> torch.Tensor:
     """y = r + discount (1 - done) Q_target(s', a*): a* from the online network (double DQN) when
-    `q_online_next` is given, else the target network's best action (DQN)."""
+    `q_online_next` is given, else the target network's best action (DQN); only among the actions
+    `next_mask` allows, where given."""
+    if next_mask is not None:
+        forbidden = torch.tensor(MASKED, dtype=q_target_next.dtype, device=q_target_next.device)
+        q_target_next = torch.where(next_mask, q_target_next, forbidden)
+        q_online_next = None if q_online_next is None else torch.where(next_mask, q_online_next, forbidden)
     if q_online_next is None:
         next_value = q_target_next.max(dim=1).values
     else:
@@ -93,7 +102,8 @@ class DQN(Learner):
             q = self.q(obs)
         with torch.no_grad():
             online_next = self.q(next_obs) if self.double else None
-            target = td_targets(target_pass(), online_next, batch["reward"], batch["done"], batch["discount"])
+            target = td_targets(target_pass(), online_next, batch["reward"], batch["done"], batch["discount"],
+                                batch.get("next_mask"))
         loss, td = dqn_loss(q, batch["action"], target, self.importance(batch), share / len(obs))
         grads = self.passes.gradients(loss, self.params, layers)
         return Gradients(grads, {"loss": float(loss.detach())}, td.cpu().numpy() if self.prioritized else None)
@@ -118,17 +128,18 @@ class Policy(BasePolicy):
     def __init__(self, spec: EnvSpec, config: DQNConfig) -> None:
         super().__init__(spec, config, networks_module(config).q_network(spec, config.net_arch, config.dueling, None))
 
-    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int,
+              masks: np.ndarray | None = None) -> np.ndarray:
         n = len(obs)
         random = rng.random(n) < epsilon(self.config, env_steps)
-        choice = rng.integers(self.spec.n_actions, size=n)  # type: ignore[arg-type]
+        choice = self.random(n, rng, masks)
         if random.all():
             return choice
-        return np.where(random, choice, self.exploit(obs))
+        return np.where(random, choice, self.exploit(obs, masks))
 
-    def exploit(self, obs: np.ndarray) -> np.ndarray:
-        return self.outputs(obs).argmax(axis=1)
+    def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+        return masked(self.outputs(obs), masks).argmax(axis=1)
 
-    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
         # epsilon-greedy with the last epsilon, as SB3's DQN predicts after training
-        return self.noisy(obs, rng, self.config.total_steps)
+        return self.noisy(obs, rng, self.config.total_steps, masks)

@@ -85,7 +85,8 @@ def register_atari() -> None:
 
 
 class SetupError(ValueError):
-    """A setting of the environment's setup that cannot work (`setting`: frame_stack or wrapper)."""
+    """A setting of the environment's setup that cannot work (`setting`: frame_stack, wrapper or
+    masking)."""
 
     def __init__(self, setting: str, message: str) -> None:
         super().__init__(message)
@@ -99,19 +100,24 @@ ATARI_FRAMES = 4  # frames stacked for Atari games when the settings leave it to
 class Setup:
     """What makes a learner's environment: its id, the observations stacked (`frames`: 0 for the
     environment's own, ATARI_FRAMES for Atari, none for the others), a user's wrapper
-    (module:function, or empty)."""
+    (module:function, or empty), whether its action masks are used (`masking`: auto, where the
+    environment has them; no)."""
 
     env_id: str
     frames: int = 0
     wrapper: str = ""
+    masking: str = "no"
 
     @classmethod
     def of(cls, env: str | Any) -> Setup:
-        """The setup of an environment id, or of settings that name one (their env_id, frame_stack
-        and wrapper; lfrl.config)."""
+        """The setup of an environment id, or of settings that name one (their env_id, frame_stack,
+        wrapper and masking; lfrl.config)."""
+        if isinstance(env, Setup):
+            return env
         if isinstance(env, str):
             return cls(env)
-        return cls(env.env_id, getattr(env, "frame_stack", 0), getattr(env, "wrapper", ""))
+        return cls(env.env_id, getattr(env, "frame_stack", 0), getattr(env, "wrapper", ""),
+                   getattr(env, "masking", "no"))
 
     @property
     def stacked(self) -> int:
@@ -274,7 +280,8 @@ class Lives(gymnasium.Wrapper):
 @dataclass(frozen=True)
 class EnvSpec:
     """What the learners need to know of an environment's spaces. Discrete actions: `n_actions`;
-    continuous ones: `action_low`/`action_high` (policies act in [-1, 1] and are rescaled)."""
+    continuous ones: `action_low`/`action_high` (policies act in [-1, 1] and are rescaled);
+    `masked`: the policy acts on the actions the environment allows (`action_mask`)."""
 
     env_id: str
     obs_shape: tuple[int, ...]
@@ -282,6 +289,7 @@ class EnvSpec:
     n_actions: int | None = None
     action_low: tuple[float, ...] | None = None
     action_high: tuple[float, ...] | None = None
+    masked: bool = False
 
     @property
     def discrete(self) -> bool:
@@ -296,11 +304,15 @@ class EnvSpec:
         return len(self.obs_shape) == 3
 
     def replay_fields(self) -> dict[str, tuple[tuple[int, ...], str]]:
-        """The replay buffer's fields for one transition (`discount` is gamma^n for n-step returns)."""
+        """The replay buffer's fields for one transition (`discount` is gamma^n for n-step returns;
+        `next_mask` with action masks)."""
         action = ((), "int64") if self.discrete else ((self.action_dim,), "float32")
-        return {"obs": (self.obs_shape, self.obs_dtype), "action": action, "reward": ((), "float32"),
-                "next_obs": (self.obs_shape, self.obs_dtype), "done": ((), "float32"),
-                "discount": ((), "float32")}
+        fields = {"obs": (self.obs_shape, self.obs_dtype), "action": action, "reward": ((), "float32"),
+                  "next_obs": (self.obs_shape, self.obs_dtype), "done": ((), "float32"),
+                  "discount": ((), "float32")}
+        if self.masked:  # the actions allowed at next_obs, which the target's max is over
+            fields["next_mask"] = ((self.n_actions,), "bool")
+        return fields
 
 
 @functools.cache  # every agent's policy asks, as a program starts
@@ -326,6 +338,38 @@ def alike_agents(env_name: str, agents: int) -> tuple[int, int]:
     return int(shape[0]), n_actions
 
 
+MASK_INFO = "action_mask"  # where an environment's info may hold its action mask
+MASK_METHOD = "action_masks"  # sb3-contrib's MaskablePPO convention: the environment's method
+
+
+def has_masks(env: gymnasium.Env, info: dict) -> bool:
+    """Whether `env` gives action masks (`action_mask`), `info` being what its reset returned."""
+    try:
+        env.get_wrapper_attr(MASK_METHOD)
+    except AttributeError:
+        return MASK_INFO in info
+    return True
+
+
+def action_mask(env: gymnasium.Env, info: dict) -> np.ndarray:
+    """The actions `env` allows now, as booleans (True: allowed): its `action_masks()` method
+    (sb3-contrib's MaskablePPO convention), else `info["action_mask"]` (`info`: what its last reset
+    or step returned). Raises ValueError for a mask that allows no action or is not one per action."""
+    try:
+        method = env.get_wrapper_attr(MASK_METHOD)
+    except AttributeError:
+        mask = info.get(MASK_INFO)
+    else:
+        mask = method()
+    allowed = np.asarray(mask, dtype=bool)
+    n = env.action_space.n  # type: ignore[attr-defined]
+    if allowed.shape != (n,):
+        raise ValueError(f"an action mask of shape {allowed.shape}: expected one value per action, ({n},)")
+    if not allowed.any():
+        raise ValueError("an action mask that allows no action")
+    return allowed
+
+
 def replay_fields(env: str | Any) -> dict[str, tuple[list[int], str]]:
     """The replay buffer's fields of the transitions of `env` (an id, or settings: `Setup.of`):
     `EnvSpec.replay_fields`' shape and dtype, as a learner program gives them to its ReplayBuffer."""
@@ -337,20 +381,25 @@ def describe(env: str | Any) -> EnvSpec:
     closed). Raises ValueError for an environment that needs a package not installed, for a wrapper
     or a stack that cannot work, and for spaces the learners cannot use: observations must be a
     flat vector or an image, actions discrete or a flat box."""
-    env_id = Setup.of(env).env_id
+    setup = Setup.of(env)
+    env_id = setup.env_id
     try:
         made = make(env)
     except gymnasium.error.DependencyNotInstalled as exc:
         raise ValueError(f"{env_id!r} needs a package that is not installed: {exc}") from None
     try:
         obs, act = made.observation_space, made.action_space
+        masked = setup.masking != "no" and has_masks(made, made.reset(seed=0)[1])
     finally:
         made.close()
+    if masked and not isinstance(act, gymnasium.spaces.Discrete):
+        raise SetupError("masking", f"{env_id!r} gives action masks for {act} actions; masks are taken for "
+                                    "discrete actions (give --masking no to leave them out)")
     if not isinstance(obs, gymnasium.spaces.Box) or len(obs.shape) not in (1, 3):
         raise ValueError(f"{env_id!r} has {obs} observations; the learners take a flat vector or an image")
     dtype = "uint8" if obs.dtype == np.uint8 and len(obs.shape) == 3 else "float32"
     if isinstance(act, gymnasium.spaces.Discrete):
-        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=int(act.n))
+        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=int(act.n), masked=masked)
     if isinstance(act, gymnasium.spaces.Box) and len(act.shape) == 1 and np.all(np.isfinite(act.low)) \
             and np.all(np.isfinite(act.high)):
         return EnvSpec(env_id, tuple(obs.shape), dtype, action_low=tuple(map(float, act.low)),

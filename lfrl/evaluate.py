@@ -41,28 +41,37 @@ class Evaluation:
 class Evaluator:
     def __init__(self, config: OffPolicyConfig | PPOConfig) -> None:
         episodes = config.eval_episodes
-        self.setup = envs.Setup.of(config)  # the environment: its id, stack and wrapper
+        self.setup = envs.Setup.of(config)  # the environment: its id, stack, wrapper and masking
         self.envs = [envs.make(self.setup, training=False) for _ in range(episodes)]
-        self.policy = make_policy(config, envs.describe(self.setup))
+        self.spec = envs.describe(self.setup)
+        self.policy = make_policy(config, self.spec)
         self.seeds = [seeds.derive(config.seed, seeds.EVALUATOR, i) for i in range(episodes)]
         self.evaluated = False  # whether the policy holds weights yet
 
     def evaluate(self, weights: tuple[torch.Tensor, ...], env_steps: int) -> Evaluation:
         self.policy.load(weights)
         self.evaluated = True
-        obs = [env.reset(seed=seed)[0] for env, seed in zip(self.envs, self.seeds, strict=True)]
+        started = [env.reset(seed=seed) for env, seed in zip(self.envs, self.seeds, strict=True)]
+        obs, infos = [o for o, _ in started], [info for _, info in started]
         scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         playing = list(range(len(self.envs)))
         while playing:
-            actions = self.policy.to_env(self.policy.exploit(np.stack([obs[i] for i in playing])))
+            masks = self.masks([self.envs[i] for i in playing], [infos[i] for i in playing])
+            actions = self.policy.to_env(self.policy.exploit(np.stack([obs[i] for i in playing]), masks))
             still = []
             for i, action in zip(playing, actions, strict=True):
-                obs[i], _, terminated, truncated, _ = self.envs[i].step(action)
+                obs[i], _, terminated, truncated, infos[i] = self.envs[i].step(action)
                 if not (terminated or truncated):
                     still.append(i)
             playing = still
         ended = [score.finished for score in scores]
         return Evaluation(env_steps, tuple(float(e[0]) for e in ended), tuple(int(e[1]) for e in ended))  # type: ignore[index]
+
+    def masks(self, playing: list[Any], infos: list[dict]) -> np.ndarray | None:
+        """The action masks of the environments `playing` now (None without masks)."""
+        if not self.spec.masked:
+            return None
+        return np.stack([envs.action_mask(env, info) for env, info in zip(playing, infos, strict=True)])
 
     def record(self, path: str, width: int = 320, max_frames: int = 1000) -> int:
         """The first evaluation episode of the policy last evaluated, as an animated GIF at `path`
@@ -71,10 +80,11 @@ class Evaluator:
         headless_rendering()
         env = envs.make(self.setup, training=False, render_mode="rgb_array")
         try:
-            obs, _ = env.reset(seed=self.seeds[0])
+            obs, info = env.reset(seed=self.seeds[0])
             frames, done = [env.render()], False
             while not done:
-                obs, _, terminated, truncated, _ = env.step(self.policy.to_env(self.policy.exploit(obs[None]))[0])
+                action = self.policy.exploit(obs[None], self.masks([env], [info]))
+                obs, _, terminated, truncated, info = env.step(self.policy.to_env(action)[0])
                 frames.append(env.render())
                 done = terminated or truncated
             fps = float(env.metadata.get("render_fps") or 30)

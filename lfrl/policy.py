@@ -1,7 +1,12 @@
 """What an actor (and the evaluator) holds of a learner: a copy of the acting network, refreshed from
 the learner's weights each round. Each algorithm's `Policy` says how it explores and how it acts
 when evaluated; actions come out in the policy's space ([-1, 1] for continuous actions, as the
-critics and the replay buffer take them) and `to_env` turns them into the environment's."""
+critics and the replay buffer take them) and `to_env` turns them into the environment's.
+
+Action masks (`masks`, [n, actions] booleans, for an environment that says which actions it allows:
+lfrl.envs.action_mask) restrict a discrete policy to the allowed actions, as sb3-contrib's
+MaskablePPO does: a masked action's logit (or Q-value) becomes MASKED, so it is never the most
+likely one and its probability is 0; continuous policies take no masks."""
 
 from __future__ import annotations
 
@@ -13,6 +18,13 @@ import torch
 from lfrl import threads
 from lfrl.config import Config, OffPolicyConfig
 from lfrl.envs import EnvSpec
+
+MASKED = -1e8  # a masked action's logit (sb3-contrib's MaskableCategorical) or Q-value
+
+
+def masked(out: np.ndarray, masks: np.ndarray | None) -> np.ndarray:
+    """Logits or Q-values [n, actions] with the actions `masks` forbids at MASKED (`masks` None: all allowed)."""
+    return out if masks is None else np.where(masks, out, np.float32(MASKED))
 
 
 class Policy:
@@ -47,28 +59,36 @@ class Policy:
         """The acting network's weights from what a run saved (model.pt: `Learner.state_for_saving`)."""
         self.network.load_state_dict(saved[self.NETWORK])
 
-    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int,
+                masks: np.ndarray | None = None) -> np.ndarray:
         """Actions for a batch of observations while collecting, drawing from `rng` only: uniformly
-        at random before learning starts (as Stable-Baselines3 does), then the algorithm's own."""
+        at random (among the allowed ones) before learning starts (as Stable-Baselines3 does), then
+        the algorithm's own."""
         if env_steps < self.learning_starts:
-            return self.random(len(obs), rng)
-        return self.noisy(obs, rng, env_steps)
+            return self.random(len(obs), rng, masks)
+        return self.noisy(obs, rng, env_steps, masks)
 
-    def random(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        return rng.integers(self.spec.n_actions, size=n)  # type: ignore[arg-type]
+    def random(self, n: int, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
+        """Uniformly random actions, among those `masks` allows (one draw per row either way)."""
+        if masks is None:
+            return rng.integers(self.spec.n_actions, size=n)  # type: ignore[arg-type]
+        allowed = masks.sum(axis=1)
+        nth = (rng.random(n) * allowed).astype(np.int64)  # the nth allowed action of each row
+        return (np.cumsum(masks, axis=1) <= nth[:, None]).sum(axis=1)
 
-    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int,
+              masks: np.ndarray | None = None) -> np.ndarray:
         """The algorithm's exploration once learning has started."""
         raise NotImplementedError
 
-    def exploit(self, obs: np.ndarray) -> np.ndarray:
+    def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         """Deterministic actions for a batch of observations (evaluation)."""
         raise NotImplementedError
 
-    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
         """Actions of the trained policy when not asked for deterministic ones (`lfrl.load`'s
         predict), as Stable-Baselines3's predict draws them: here, the deterministic ones."""
-        return self.exploit(obs)
+        return self.exploit(obs, masks)
 
     def to_env(self, action: np.ndarray) -> np.ndarray:
         return action
@@ -84,7 +104,7 @@ class ContinuousPolicy(Policy):
         self.low = np.asarray(spec.action_low, dtype=np.float32)
         self.half_range = (np.asarray(spec.action_high, dtype=np.float32) - self.low) / 2
 
-    def random(self, n: int, rng: np.random.Generator) -> np.ndarray:
+    def random(self, n: int, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
         return rng.uniform(-1.0, 1.0, size=(n, self.spec.action_dim)).astype(np.float32)
 
     def to_env(self, action: np.ndarray) -> np.ndarray:

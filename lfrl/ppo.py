@@ -37,6 +37,7 @@ from lfrl import envs, seeds
 from lfrl.config import MAPPOConfig, PPOConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Gradients, Learner, networks_module
+from lfrl.policy import MASKED, masked
 from lfrl.policy import Policy as BasePolicy
 
 CLIP = 10.0  # VecNormalize's clip_obs and clip_reward
@@ -89,7 +90,8 @@ class Rollout:
 
     A centralised critic (lfrl.mappo) has inputs of its own beside each observation: `critic_obs`
     [T, E, S], `final_critic_obs` [k, S], `last_critic_obs` [E, S]; None where the critic reads the
-    observations."""
+    observations. `masks` [T, E, n]: the actions the environment allowed at each step (lfrl.envs.
+    action_mask), which the update masks as acting did; None without action masks."""
 
     obs: np.ndarray
     actions: np.ndarray
@@ -101,6 +103,7 @@ class Rollout:
     critic_obs: np.ndarray | None = None
     final_critic_obs: np.ndarray | None = None
     last_critic_obs: np.ndarray | None = None
+    masks: np.ndarray | None = None
 
     @property
     def env_steps(self) -> int:
@@ -108,11 +111,14 @@ class Rollout:
         return self.rewards.size
 
 
-def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | None, actions: torch.Tensor
-                     ) -> tuple[torch.Tensor, torch.Tensor]:
-    """log pi(a|s) and the entropy of pi(.|s) for a batch: a categorical of logits `out`, or a diagonal
-    Gaussian of mean `out` and log standard deviation `log_std`."""
+def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | None, actions: torch.Tensor,
+                     masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """log pi(a|s) and the entropy of pi(.|s) for a batch: a categorical of logits `out` (the actions
+    `masks` forbids at logit MASKED: probability 0, no share of the entropy, as sb3-contrib's
+    MaskableCategorical), or a diagonal Gaussian of mean `out` and log standard deviation `log_std`."""
     if spec.discrete:
+        if masks is not None:
+            out = torch.where(masks, out, torch.tensor(MASKED, dtype=out.dtype, device=out.device))
         log_p = torch.log_softmax(out, dim=-1)
         chosen = log_p.gather(1, actions.long().unsqueeze(1)).squeeze(1)
         return chosen, -(log_p.exp() * log_p).sum(dim=-1)
@@ -202,7 +208,8 @@ class PPO(Learner):
             flat_obs = self.as_input(obs.reshape(T * N, *obs.shape[2:]))
             out, values = self.forward(flat_obs, critic)
             actions = torch.from_numpy(rollout.actions.reshape(T * N, *rollout.actions.shape[2:])).to(self.device)
-            old_log_prob, _ = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions)
+            masks = None if rollout.masks is None else self.as_input(rollout.masks.reshape(T * N, -1))
+            old_log_prob, _ = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions, masks)
             last_values = self.value(normalized(rollout.last_obs, stats), rollout.last_critic_obs)
             if len(rollout.truncated):
                 final = self.value(normalized(rollout.final_obs, stats), rollout.final_critic_obs)
@@ -213,7 +220,7 @@ class PPO(Learner):
         if self.config.normalize:
             self.obs_norm.update(rollout.obs.reshape(T * N, *rollout.obs.shape[2:]))
         return self.epochs(flat_obs, critic, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
-                           returns.reshape(-1), progress_remaining)
+                           returns.reshape(-1), progress_remaining, masks)
 
     def forward(self, obs: torch.Tensor, critic: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(policy head, values); a centralised critic's values from its own inputs `critic`."""
@@ -242,8 +249,8 @@ class PPO(Learner):
         return tensor if self.device.type == "cpu" else tensor.to(self.device)
 
     def epochs(self, obs: torch.Tensor, critic: torch.Tensor | None, actions: torch.Tensor, old_log_prob: torch.Tensor,
-               old_values: torch.Tensor, advantages: np.ndarray, returns: np.ndarray, progress_remaining: float
-               ) -> dict[str, float]:
+               old_values: torch.Tensor, advantages: np.ndarray, returns: np.ndarray, progress_remaining: float,
+               masks: torch.Tensor | None = None) -> dict[str, float]:
         config = self.config
         self.optimizer.lr = schedule(config.learning_rate, config.lr_schedule, progress_remaining)
         clip = schedule(config.clip_range, config.clip_schedule, progress_remaining)
@@ -259,7 +266,8 @@ class PPO(Learner):
                 if config.normalize_advantage and len(a) > 1:
                     a = (a - a.mean()) / (a.std() + 1e-8)
                 out, values = self.forward(obs[rows], None if critic is None else critic[rows])
-                log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows])
+                log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows],
+                                                     None if masks is None else masks[rows])
                 ratio = torch.exp(log_prob - old_log_prob[rows])
                 policy_loss = -torch.min(a * ratio, a * ratio.clamp(1 - clip, 1 + clip)).mean()
                 value_loss = torch.nn.functional.mse_loss(ret[rows], values)
@@ -302,7 +310,8 @@ def join(rollouts: list[Rollout]) -> Rollout:
     return Rollout(*(joined(k, 1) for k in ("obs", "actions", "rewards", "dones")),
                    np.concatenate(truncated).reshape(-1, 2), joined("final_obs", 0), joined("last_obs", 0),
                    joined("critic_obs", 1) if critic else None, joined("final_critic_obs", 0) if critic else None,
-                   joined("last_critic_obs", 0) if critic else None)
+                   joined("last_critic_obs", 0) if critic else None,
+                   joined("masks", 1) if rollouts[0].masks is not None else None)
 
 
 class Policy(BasePolicy):
@@ -339,12 +348,14 @@ class Policy(BasePolicy):
         """The policy head's output for raw observations (normalised here): logits, or the mean."""
         return self.outputs(normalized(obs, self.stats))[0]
 
-    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
-        return self.sample(obs, rng)
+    def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int,
+                masks: np.ndarray | None = None) -> np.ndarray:
+        return self.sample(obs, rng, masks)
 
-    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
         out = self.head(obs)
         if self.spec.discrete:
+            out = masked(out, masks)  # a forbidden action's probability: exactly 0
             p = np.exp(out - out.max(axis=1, keepdims=True))
             cumulative = np.cumsum(p, axis=1)
             u = rng.random(len(out))[:, None] * cumulative[:, -1:]
@@ -353,9 +364,9 @@ class Policy(BasePolicy):
         std = np.exp(self.log_std.detach().numpy())
         return (out + std * rng.standard_normal(out.shape, dtype=np.float32)).astype(np.float32)
 
-    def exploit(self, obs: np.ndarray) -> np.ndarray:
+    def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         out = self.head(obs)
-        return out.argmax(axis=1) if self.spec.discrete else out
+        return masked(out, masks).argmax(axis=1) if self.spec.discrete else out
 
     def to_env(self, action: np.ndarray) -> np.ndarray:
         return action if self.spec.discrete else np.clip(action, self.low, self.high)
@@ -363,7 +374,8 @@ class Policy(BasePolicy):
 
 class Actor:
     """A PPO actor: `envs_per_actor` environments of its own, stepped together with one batched
-    inference per step, and its own random generator."""
+    inference per step, and its own random generator; with action masks, it acts on the actions
+    each environment allows and keeps them in the rollout."""
 
     def __init__(self, config: PPOConfig, index: int) -> None:
         self.spec = envs.describe(config)
@@ -371,12 +383,21 @@ class Actor:
         self.envs = [envs.make(config, training=True) for _ in range(count)]
         self.scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         first = index * count
-        self.obs = np.stack([env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * (first + e)))[0]
-                             for e, env in enumerate(self.envs)])
+        started = [env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * (first + e)))
+                   for e, env in enumerate(self.envs)]
+        self.obs = np.stack([obs for obs, _info in started])
+        self.masks = self.allowed([info for _obs, info in started])
         self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * index + 1))
         self.policy = Policy(self.spec, config)
         self.n_steps = config.n_steps
         self.width = config.actors * count  # environments in all: steps per step of each
+
+    def allowed(self, infos: list[dict]) -> np.ndarray | None:
+        """Each environment's action mask now [E, n] (`infos`: what their last step or reset returned),
+        or None without masks."""
+        if not self.spec.masked:
+            return None
+        return np.stack([envs.action_mask(env, info) for env, info in zip(self.envs, infos, strict=True)])
 
     def collect(self, weights: tuple[Any, ...], env_steps: int) -> tuple[Rollout, list[tuple[float, int, int]]]:
         """One round of `n_steps` steps of every environment with the policy of `weights`, the run's
@@ -388,15 +409,18 @@ class Actor:
         actions: list[np.ndarray] = []
         rewards = np.empty((T, E), dtype=np.float32)
         dones = np.zeros((T, E), dtype=bool)
+        masks = None if self.masks is None else np.empty((T, *self.masks.shape), dtype=bool)
         truncated, final_obs, ended = [], [], []
         for t in range(T):
             obs[t] = self.obs
-            action = self.policy.sample(self.obs, self.rng)
+            if masks is not None:
+                masks[t] = self.masks
+            action = self.policy.sample(self.obs, self.rng, self.masks)
             actions.append(action)
             to_env = self.policy.to_env(action)
-            following = []
+            following, infos = [], []
             for e, env in enumerate(self.envs):
-                next_obs, reward, term, trunc, _ = env.step(to_env[e])
+                next_obs, reward, term, trunc, info = env.step(to_env[e])
                 rewards[t, e] = reward
                 if term or trunc:
                     dones[t, e] = True
@@ -405,12 +429,14 @@ class Actor:
                         final_obs.append(next_obs)
                     if self.scores[e].finished is not None:  # not an Atari life lost while training
                         ended.append((*self.scores[e].finished, env_steps + (t + 1) * self.width))
-                    next_obs, _ = env.reset()
+                    next_obs, info = env.reset()
                 following.append(next_obs)
+                infos.append(info)
             self.obs = np.stack(following)
+            self.masks = self.allowed(infos)
         final = np.stack(final_obs) if final_obs else np.empty((0, *self.obs.shape[1:]), dtype=self.obs.dtype)
         rollout = Rollout(obs, np.stack(actions), rewards, dones, np.asarray(truncated, dtype=np.int64).reshape(-1, 2),
-                          final, self.obs.copy())
+                          final, self.obs.copy(), masks=masks)
         return rollout, ended
 
     def close(self) -> None:

@@ -138,14 +138,15 @@ class Policy(ContinuousPolicy):
     def __init__(self, spec: EnvSpec, config: SACConfig) -> None:
         super().__init__(spec, config, networks_module(config).gaussian_actor(spec, config.net_arch, None))
 
-    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int,
+              masks: np.ndarray | None = None) -> np.ndarray:
         noise = rng.standard_normal((len(obs), self.spec.action_dim), dtype=np.float32)
         mean, log_std = self.outputs(obs)
         return np.tanh(mean + np.exp(np.clip(log_std, LOG_STD_MIN, LOG_STD_MAX)) * noise)
 
-    def exploit(self, obs: np.ndarray) -> np.ndarray:
+    def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         mean, _ = self.outputs(obs)
         return np.tanh(mean)
 
-    def sample(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
         return self.noisy(obs, rng, 0)

@@ -58,11 +58,13 @@ class SavedPolicy:
         self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
 
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
-                deterministic: bool = False) -> tuple[np.ndarray, None]:
+                deterministic: bool = False, action_masks: Any = None) -> tuple[np.ndarray, None]:
         """(action, None) for one observation, or (actions, None) for a batch of them (a leading
         dimension), in the environment's action space. `deterministic`: the evaluator's actions
         (greedy, or the mean); else DQN explores with its last epsilon and SAC samples, as in SB3.
-        `state` and `episode_start` are SB3's, for recurrent policies: there are none here."""
+        `state` and `episode_start` are SB3's, for recurrent policies: there are none here.
+        `action_masks`: the actions allowed (True) for each observation, as sb3-contrib's
+        MaskablePPO takes them (discrete actions; the environment's `action_masks()`)."""
         obs = np.asarray(observation, dtype=self.policy.spec.obs_dtype)
         shape = self.observation_shape
         if obs.shape == shape:
@@ -72,7 +74,20 @@ class SavedPolicy:
         else:
             raise ValueError(f"an observation of shape {obs.shape}: {self.env_id}'s have shape {shape} (or "
                              f"{('n', *shape)} for a batch)")
-        actions = self.policy.exploit(batch) if deterministic else self.policy.sample(batch, self.rng)
+        masks = None
+        if action_masks is not None:
+            n = self.policy.spec.n_actions
+            if n is None:
+                raise ValueError(f"action_masks: {self.env_id}'s actions are continuous; masks are for discrete ones")
+            masks = np.asarray(action_masks, dtype=bool)
+            one = batch is not obs  # one observation: a mask of (n,) too
+            if masks.shape != (len(batch), n) and not (one and masks.shape == (n,)):
+                raise ValueError(f"action_masks of shape {masks.shape}: expected ({n},) for one observation, "
+                                 f"({len(batch)}, {n}) for a batch of {len(batch)}")
+            masks = masks.reshape(len(batch), n)
+            if not masks.any(axis=1).all():
+                raise ValueError("action_masks: a mask that allows no action")
+        actions = self.policy.exploit(batch, masks) if deterministic else self.policy.sample(batch, self.rng, masks)
         actions = self.policy.to_env(actions)
         return (actions if batch is obs else actions.squeeze(axis=0)), None
 

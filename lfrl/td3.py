@@ -117,10 +117,11 @@ class Policy(ContinuousPolicy):
     def __init__(self, spec: EnvSpec, config: TD3Config | DDPGConfig) -> None:
         super().__init__(spec, config, networks_module(config).deterministic_actor(spec, config.net_arch, None))
 
-    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int) -> np.ndarray:
+    def noisy(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int,
+              masks: np.ndarray | None = None) -> np.ndarray:
         shape = (len(obs), self.spec.action_dim)
         noise = rng.normal(0.0, self.config.action_noise, size=shape).astype(np.float32)
         return np.clip(self.exploit(obs) + noise, -1.0, 1.0)
 
-    def exploit(self, obs: np.ndarray) -> np.ndarray:
+    def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         return self.outputs(obs)

@@ -58,3 +58,65 @@ def short_episodes(env: gymnasium.Env) -> gymnasium.Env:
 def not_a_wrapper(env: gymnasium.Env) -> int:
     """A wrapper function that returns no environment."""
     return 42
+
+
+
+class CueTask(gymnasium.Env):
+    """Only an action mask tells which actions are valid, and only the cue which of them pays.
+
+    Each step the observation is a cue, one of two sides (one-hot), and of the 4 actions the mask
+    allows two: one of actions 0 and 1, one of 2 and 3, drawn at random. The allowed action on the
+    cue's side (0-1 for side 0, 2-3 for side 1) earns 1, the other allowed one 0; a forbidden action
+    earns -1 (`strict`: raises). An episode is 10 steps: the optimum is 10, acting at random among the
+    allowed actions earns 5, and a policy without the masks at best 0 (it cannot know which action of
+    a side is allowed). `MaskedCue` gives the mask by its `action_masks()` method, `InfoMaskedCue` in
+    info["action_mask"]."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(4)
+    LENGTH = 10
+    INFO = False  # the mask in info["action_mask"]
+
+    def __init__(self, strict: bool = True) -> None:
+        self.strict = strict
+        self.t, self.side, self.mask = 0, 0, np.ones(4, dtype=bool)
+
+    def _draw(self) -> tuple[np.ndarray, dict]:
+        self.side = int(self.np_random.integers(2))
+        low, high = int(self.np_random.integers(2)), 2 + int(self.np_random.integers(2))
+        self.mask = np.zeros(4, dtype=bool)
+        self.mask[[low, high]] = True
+        obs = np.zeros(2, np.float32)
+        obs[self.side] = 1.0
+        return obs, ({"action_mask": self.mask.copy()} if self.INFO else {})
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._draw()
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        action = int(action)
+        if not self.mask[action]:
+            if self.strict:
+                raise ValueError(f"action {action} is masked out (allowed: {np.flatnonzero(self.mask).tolist()})")
+            reward = -1.0
+        else:
+            reward = 1.0 if action // 2 == self.side else 0.0
+        self.t += 1
+        obs, info = self._draw()
+        return obs, reward, self.t >= self.LENGTH, False, info
+
+
+class MaskedCue(CueTask):
+    def action_masks(self) -> np.ndarray:  # sb3-contrib's MaskablePPO convention
+        return self.mask.copy()
+
+
+class InfoMaskedCue(CueTask):
+    INFO = True
+
+
+gymnasium.register("MaskedCue-v0", entry_point=MaskedCue)
+gymnasium.register("LaxMaskedCue-v0", entry_point=MaskedCue, kwargs={"strict": False})
+gymnasium.register("InfoMaskedCue-v0", entry_point=InfoMaskedCue)
