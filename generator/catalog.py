@@ -409,8 +409,13 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
         if algo == "dqn" and not spec.discrete:
             raise TemplateError(f"--env-id: dqn needs discrete actions; {env_id!r} has continuous ones "
                                 "(use sac, td3 or ddpg)")
+        if algo == "dqn" and spec.action_nvec is not None:
+            raise TemplateError(f"--env-id: dqn takes one discrete choice a step; {env_id!r} has actions of "
+                                f"{len(spec.action_nvec)} discrete parts (use ppo)")
         if algo != "dqn" and spec.discrete:
-            raise TemplateError(f"--env-id: {algo} needs continuous actions; {env_id!r} has discrete ones (use dqn)")
+            instead = "ppo" if spec.action_nvec is not None else "dqn or ppo"
+            raise TemplateError(f"--env-id: {algo} needs continuous actions; {env_id!r} has discrete ones "
+                                f"(use {instead})")
         nodes = placed(values, "actors", config.actors)
         check_together(config)
         return {"algo": algo, "algo_title": config.TITLE, "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",

@@ -279,9 +279,11 @@ class Lives(gymnasium.Wrapper):
 
 @dataclass(frozen=True)
 class EnvSpec:
-    """What the learners need to know of an environment's spaces. Discrete actions: `n_actions`;
-    continuous ones: `action_low`/`action_high` (policies act in [-1, 1] and are rescaled);
-    `masked`: the policy acts on the actions the environment allows (`action_mask`)."""
+    """What the learners need to know of an environment's spaces. Discrete actions: `n_actions`
+    choices, or for an action of several discrete parts (MultiDiscrete, MultiBinary) the choices of
+    each (`action_nvec`; `n_actions` is their sum, the policy's logits); continuous ones:
+    `action_low`/`action_high` (policies act in [-1, 1] and are rescaled); `masked`: the policy acts
+    on the actions the environment allows (`action_mask`: one value per choice of every part)."""
 
     env_id: str
     obs_shape: tuple[int, ...]
@@ -290,6 +292,7 @@ class EnvSpec:
     action_low: tuple[float, ...] | None = None
     action_high: tuple[float, ...] | None = None
     masked: bool = False
+    action_nvec: tuple[int, ...] | None = None
 
     @property
     def discrete(self) -> bool:
@@ -297,6 +300,8 @@ class EnvSpec:
 
     @property
     def action_dim(self) -> int:
+        if self.action_nvec is not None:
+            return len(self.action_nvec)
         return 1 if self.discrete else len(self.action_low or ())
 
     @property
@@ -362,12 +367,24 @@ def action_mask(env: gymnasium.Env, info: dict) -> np.ndarray:
     else:
         mask = method()
     allowed = np.asarray(mask, dtype=bool)
-    n = env.action_space.n  # type: ignore[attr-defined]
+    n = sum(categories(env.action_space) or ())  # one value per choice of every part
     if allowed.shape != (n,):
         raise ValueError(f"an action mask of shape {allowed.shape}: expected one value per action, ({n},)")
     if not allowed.any():
         raise ValueError("an action mask that allows no action")
     return allowed
+
+
+def categories(space: gymnasium.Space) -> tuple[int, ...] | None:
+    """The choices of each part of a discrete action: (n,) for Discrete(n), nvec for a flat
+    MultiDiscrete, 2 for each of MultiBinary(n)'s n; None for any other space."""
+    if isinstance(space, gymnasium.spaces.Discrete):
+        return (int(space.n),)
+    if isinstance(space, gymnasium.spaces.MultiDiscrete) and space.nvec.ndim == 1:
+        return tuple(int(n) for n in space.nvec)
+    if isinstance(space, gymnasium.spaces.MultiBinary) and len(space.shape) == 1:
+        return (2,) * int(space.shape[0])
+    return None
 
 
 def replay_fields(env: str | Any) -> dict[str, tuple[list[int], str]]:
@@ -392,17 +409,20 @@ def describe(env: str | Any) -> EnvSpec:
         masked = setup.masking != "no" and has_masks(made, made.reset(seed=0)[1])
     finally:
         made.close()
-    if masked and not isinstance(act, gymnasium.spaces.Discrete):
+    choices = categories(act)
+    if masked and choices is None:
         raise SetupError("masking", f"{env_id!r} gives action masks for {act} actions; masks are taken for "
                                     "discrete actions (give --masking no to leave them out)")
     if not isinstance(obs, gymnasium.spaces.Box) or len(obs.shape) not in (1, 3):
         raise ValueError(f"{env_id!r} has {obs} observations; the learners take a flat vector or an image")
     dtype = "uint8" if obs.dtype == np.uint8 and len(obs.shape) == 3 else "float32"
-    if isinstance(act, gymnasium.spaces.Discrete):
-        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=int(act.n), masked=masked)
+    if choices is not None:
+        parts = None if isinstance(act, gymnasium.spaces.Discrete) else choices
+        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=sum(choices), action_nvec=parts, masked=masked)
     if isinstance(act, gymnasium.spaces.Box) and len(act.shape) == 1 and np.all(np.isfinite(act.low)) \
             and np.all(np.isfinite(act.high)):
         return EnvSpec(env_id, tuple(obs.shape), dtype, action_low=tuple(map(float, act.low)),
                        action_high=tuple(map(float, act.high)))
-    raise ValueError(f"{env_id!r} has {act} actions; the learners take discrete actions or a bounded flat box")
+    raise ValueError(f"{env_id!r} has {act} actions; the learners take discrete actions (Discrete, a flat "
+                     "MultiDiscrete or MultiBinary) or a bounded flat box")
 

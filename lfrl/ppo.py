@@ -115,13 +115,21 @@ def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | N
                      masks: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """log pi(a|s) and the entropy of pi(.|s) for a batch: a categorical of logits `out` (the actions
     `masks` forbids at logit MASKED: probability 0, no share of the entropy, as sb3-contrib's
-    MaskableCategorical), or a diagonal Gaussian of mean `out` and log standard deviation `log_std`."""
+    MaskableCategorical), one per part of a multi-discrete action (`spec.action_nvec`: the parts'
+    logits side by side, independent, their log-probabilities and entropies added, as SB3's
+    MultiCategoricalDistribution), or a diagonal Gaussian of mean `out` and log standard deviation
+    `log_std`."""
     if spec.discrete:
         if masks is not None:
             out = torch.where(masks, out, torch.tensor(MASKED, dtype=out.dtype, device=out.device))
-        log_p = torch.log_softmax(out, dim=-1)
-        chosen = log_p.gather(1, actions.long().unsqueeze(1)).squeeze(1)
-        return chosen, -(log_p.exp() * log_p).sum(dim=-1)
+        if spec.action_nvec is None:
+            log_p = torch.log_softmax(out, dim=-1)
+            chosen = log_p.gather(1, actions.long().unsqueeze(1)).squeeze(1)
+            return chosen, -(log_p.exp() * log_p).sum(dim=-1)
+        log_ps = [torch.log_softmax(part, dim=-1) for part in torch.split(out, list(spec.action_nvec), dim=-1)]
+        chosen = sum(log_p.gather(1, actions[:, i].long().unsqueeze(1)).squeeze(1) for i, log_p in enumerate(log_ps))
+        entropy = sum(-(log_p.exp() * log_p).sum(dim=-1) for log_p in log_ps)
+        return chosen, entropy  # type: ignore[return-value]
     assert log_std is not None
     z = (actions - out) * torch.exp(-log_std)
     log_prob = (-0.5 * z.square() - log_std - _HALF_LOG_2PI).sum(dim=-1)
@@ -314,6 +322,15 @@ def join(rollouts: list[Rollout]) -> Rollout:
                    joined("masks", 1) if rollouts[0].masks is not None else None)
 
 
+def draw(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A sample of each row's categorical of `logits` [n, k] (one uniform draw per row; an action of
+    probability 0 is never drawn)."""
+    p = np.exp(logits - logits.max(axis=1, keepdims=True))
+    cumulative = np.cumsum(p, axis=1)
+    u = rng.random(len(logits))[:, None] * cumulative[:, -1:]
+    return np.minimum((cumulative <= u).sum(axis=1), logits.shape[1] - 1)
+
+
 class Policy(BasePolicy):
     """How PPO acts: a sample of its distribution while collecting (and `lfrl.load`'s predict when not
     deterministic), its mode when evaluated: the most likely action, or the Gaussian's mean; on
@@ -356,17 +373,25 @@ class Policy(BasePolicy):
         out = self.head(obs)
         if self.spec.discrete:
             out = masked(out, masks)  # a forbidden action's probability: exactly 0
-            p = np.exp(out - out.max(axis=1, keepdims=True))
-            cumulative = np.cumsum(p, axis=1)
-            u = rng.random(len(out))[:, None] * cumulative[:, -1:]
-            return np.minimum((cumulative <= u).sum(axis=1), out.shape[1] - 1)
+            if self.spec.action_nvec is None:
+                return draw(out, rng)
+            return np.stack([draw(part, rng) for part in self.parts(out)], axis=1)  # one draw per part, in order
         assert self.log_std is not None
         std = np.exp(self.log_std.detach().numpy())
         return (out + std * rng.standard_normal(out.shape, dtype=np.float32)).astype(np.float32)
 
     def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         out = self.head(obs)
-        return masked(out, masks).argmax(axis=1) if self.spec.discrete else out
+        if not self.spec.discrete:
+            return out
+        out = masked(out, masks)
+        if self.spec.action_nvec is None:
+            return out.argmax(axis=1)
+        return np.stack([part.argmax(axis=1) for part in self.parts(out)], axis=1)
+
+    def parts(self, out: np.ndarray) -> list[np.ndarray]:
+        """The logits [n, sum(nvec)] of a multi-discrete action, part by part."""
+        return np.split(out, np.cumsum(self.spec.action_nvec)[:-1], axis=1)  # type: ignore[arg-type]
 
     def to_env(self, action: np.ndarray) -> np.ndarray:
         return action if self.spec.discrete else np.clip(action, self.low, self.high)

@@ -331,9 +331,13 @@ def test_lfrl_gen_refuses_a_wrapper_that_cannot_work(tmp_path: Path, flags: list
     ("dqn", {"env_id": "Pendulum-v1"}, "--env-id: dqn needs discrete actions; 'Pendulum-v1' has continuous ones "
                                        "(use sac, td3 or ddpg)"),
     ("sac", {"env_id": "CartPole-v1"}, "--env-id: sac needs continuous actions; 'CartPole-v1' has discrete ones "
-                                       "(use dqn)"),
+                                       "(use dqn or ppo)"),
     ("td3", {"env_id": "ALE/Pong-v5"}, "--env-id: td3 needs continuous actions; 'ALE/Pong-v5' has discrete ones "
-                                       "(use dqn)"),
+                                       "(use dqn or ppo)"),
+    ("dqn", {"env_id": "tests.toyenvs:TwoCues-v0"}, "--env-id: dqn takes one discrete choice a step; "
+                                                    "'tests.toyenvs:TwoCues-v0' has actions of 2 discrete parts (use ppo)"),
+    ("sac", {"env_id": "tests.toyenvs:TwoCues-v0"}, "--env-id: sac needs continuous actions; "
+                                                    "'tests.toyenvs:TwoCues-v0' has discrete ones (use ppo)"),
     ("dqn", {"env_id": "CartPol-v1"}, "--env-id: unknown environment id 'CartPol-v1'; did you mean CartPole-v0, "
                                       "CartPole-v1?"),
     ("dqn", {"env_id": "nosuchmodule:Thing-v0"}, "--env-id: cannot import module 'nosuchmodule' of "

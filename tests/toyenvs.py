@@ -120,3 +120,62 @@ class InfoMaskedCue(CueTask):
 gymnasium.register("MaskedCue-v0", entry_point=MaskedCue)
 gymnasium.register("LaxMaskedCue-v0", entry_point=MaskedCue, kwargs={"strict": False})
 gymnasium.register("InfoMaskedCue-v0", entry_point=InfoMaskedCue)
+
+
+class TwoCues(gymnasium.Env):
+    """Two cues answered by one action of two discrete parts (MultiDiscrete([3, 2])): each step shows
+    a cue of 3 values and one of 2 (one-hot, side by side); each part of the action that names its
+    cue earns 1. An episode is 10 steps: the optimum is 20, acting at random earns 10 x (1/3 + 1/2)."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (5,), np.float32)
+    action_space = gymnasium.spaces.MultiDiscrete([3, 2])
+    LENGTH = 10
+
+    def __init__(self) -> None:
+        self.t, self.cues = 0, (0, 0)
+
+    def _observe(self) -> np.ndarray:
+        self.cues = (int(self.np_random.integers(3)), int(self.np_random.integers(2)))
+        obs = np.zeros(5, np.float32)
+        obs[self.cues[0]] = obs[3 + self.cues[1]] = 1.0
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observe(), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        assert self.action_space.contains(np.asarray(action)), action
+        reward = float(int(action[0]) == self.cues[0]) + float(int(action[1]) == self.cues[1])
+        self.t += 1
+        return self._observe(), reward, self.t >= self.LENGTH, False, {}
+
+
+class ThreeBits(gymnasium.Env):
+    """MultiBinary(3): each step shows 3 bits, and each bit of the action equal to its cue earns 1; 10
+    steps an episode: the optimum is 30, acting at random earns 15."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (3,), np.float32)
+    action_space = gymnasium.spaces.MultiBinary(3)
+    LENGTH = 10
+
+    def __init__(self) -> None:
+        self.t, self.bits = 0, np.zeros(3, np.int64)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        self.bits = self.np_random.integers(2, size=3)
+        return self.bits.astype(np.float32), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        assert self.action_space.contains(np.asarray(action)), action
+        reward = float((np.asarray(action) == self.bits).sum())
+        self.t += 1
+        self.bits = self.np_random.integers(2, size=3)
+        return self.bits.astype(np.float32), reward, self.t >= self.LENGTH, False, {}
+
+
+gymnasium.register("TwoCues-v0", entry_point=TwoCues)
+gymnasium.register("ThreeBits-v0", entry_point=ThreeBits)
