@@ -1,7 +1,8 @@
 """The `lfrl` command line: lfpy's (lfpy/cli.py: check, graph, compile and run LF programs, Python
 target) extended with what lfrl adds: `run`'s learner flags (--seed, --seeds, --jobs, --yes) and a
 resume that keeps finished runs (`keep_finished_runs`); `gen` renders program templates and `new`
-scaffolds projects with the generator package."""
+scaffolds projects with the generator package; `export` writes a run's policy as an ONNX or
+TorchScript file (lfrl.export)."""
 
 from __future__ import annotations
 
@@ -153,6 +154,22 @@ def cmd_gen(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from lfrl.errors import LoadError
+    from lfrl.export import ExportError, export
+
+    try:
+        out, shapes = export(args.run, args.format, args.output, force=args.force)
+    except (LoadError, ExportError) as exc:
+        print(f"lfrl export: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"lfrl export: error: {cannot_write(exc, args.output)}", file=sys.stderr)
+        return 1
+    print(f"wrote {out} ({args.format}: {shapes})")
+    return 0
+
+
 def cmd_new(args: argparse.Namespace) -> int:
     import json
     import logging
@@ -269,6 +286,15 @@ def build_command_line() -> CommandLine:
     processes = new.add_argument("--processes", help="yes: the workers, actors or agents in processes of their own, "
                                                      "a federated program")
     new.add_argument("-o", "--output", default=".", help="the folder to create the project folder in (default: here)")
+
+    export = cli.command("export", cmd_export, "write a run's trained policy as one file that acts without lfrl: "
+                                               "lfrl export RUN_OR_MODEL --format onnx|torchscript -o FILE")
+    export.add_argument("run", metavar="RUN_OR_MODEL", help="a learner run's folder (runs/PROGRAM_N) or its model.pt")
+    export.add_argument("--format", required=True, choices=("onnx", "torchscript"),
+                        help="onnx (onnxruntime and the other ONNX runtimes; needs the onnx package) or torchscript "
+                             "(torch.jit.load)")
+    export.add_argument("-o", "--output", required=True, metavar="FILE", help="the file to write")
+    export.add_argument("--force", action="store_true", help="replace FILE if it exists")
 
     run = add_run(cli, cmd_run)
     run.add_argument("--seed", type=seed_arg, metavar="S",

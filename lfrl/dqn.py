@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from lfrl.config import DQNConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module
-from lfrl.policy import MASKED, masked
+from lfrl.policy import MASKED, masked, masked_torch
 from lfrl.policy import Policy as BasePolicy
 
 
@@ -139,6 +139,9 @@ class Policy(BasePolicy):
 
     def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         return masked(self.outputs(obs), masks).argmax(axis=1)
+
+    def acting(self, obs: torch.Tensor, masks: torch.Tensor | None = None) -> torch.Tensor:
+        return masked_torch(self.network(obs), masks).argmax(dim=1)
 
     def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
         # epsilon-greedy with the last epsilon, as SB3's DQN predicts after training

@@ -93,6 +93,16 @@ class Policy:
     def to_env(self, action: np.ndarray) -> np.ndarray:
         return action
 
+    def acting(self, obs: torch.Tensor, masks: torch.Tensor | None = None) -> torch.Tensor:
+        """`exploit` and `to_env` in torch, for a batch: the deterministic actions in the environment's
+        space, which `lfrl export` traces into a file that acts without lfrl."""
+        raise NotImplementedError
+
+
+def masked_torch(out: torch.Tensor, masks: torch.Tensor | None) -> torch.Tensor:
+    """`masked` in torch."""
+    return out if masks is None else torch.where(masks, out, torch.tensor(MASKED, dtype=out.dtype))
+
 
 class ContinuousPolicy(Policy):
     """Actions in [-1, 1], rescaled to the environment's box: low + (a + 1) (high - low) / 2."""
@@ -109,3 +119,6 @@ class ContinuousPolicy(Policy):
 
     def to_env(self, action: np.ndarray) -> np.ndarray:
         return self.low + (action + 1.0) * self.half_range
+
+    def to_env_torch(self, action: torch.Tensor) -> torch.Tensor:
+        return torch.from_numpy(self.low) + (action + 1.0) * torch.from_numpy(self.half_range)

@@ -37,7 +37,7 @@ from lfrl import envs, seeds
 from lfrl.config import MAPPOConfig, PPOConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Gradients, Learner, networks_module
-from lfrl.policy import MASKED, masked
+from lfrl.policy import MASKED, masked, masked_torch
 from lfrl.policy import Policy as BasePolicy
 
 CLIP = 10.0  # VecNormalize's clip_obs and clip_reward
@@ -388,6 +388,18 @@ class Policy(BasePolicy):
         if self.spec.action_nvec is None:
             return out.argmax(axis=1)
         return np.stack([part.argmax(axis=1) for part in self.parts(out)], axis=1)
+
+    def acting(self, obs: torch.Tensor, masks: torch.Tensor | None = None) -> torch.Tensor:
+        if self.stats is not None:  # as `normalized`: in float64, then float32
+            mean, var = (torch.from_numpy(np.asarray(s, dtype=np.float64)) for s in self.stats)
+            obs = ((obs.double() - mean) / torch.sqrt(var + EPSILON)).clamp(-CLIP, CLIP).float()
+        out = self.network(obs)[0]
+        if not self.spec.discrete:
+            return torch.minimum(torch.maximum(out, torch.from_numpy(self.low)), torch.from_numpy(self.high))
+        out = masked_torch(out, masks)
+        if self.spec.action_nvec is None:
+            return out.argmax(dim=1)
+        return torch.stack([part.argmax(dim=1) for part in torch.split(out, list(self.spec.action_nvec), dim=1)], dim=1)
 
     def parts(self, out: np.ndarray) -> list[np.ndarray]:
         """The logits [n, sum(nvec)] of a multi-discrete action, part by part."""

@@ -148,5 +148,9 @@ class Policy(ContinuousPolicy):
         mean, _ = self.outputs(obs)
         return np.tanh(mean)
 
+    def acting(self, obs: torch.Tensor, masks: torch.Tensor | None = None) -> torch.Tensor:
+        mean, _ = self.network(obs)
+        return self.to_env_torch(torch.tanh(mean))
+
     def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
         return self.noisy(obs, rng, 0)

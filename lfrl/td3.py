@@ -125,3 +125,6 @@ class Policy(ContinuousPolicy):
 
     def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         return self.outputs(obs)
+
+    def acting(self, obs: torch.Tensor, masks: torch.Tensor | None = None) -> torch.Tensor:
+        return self.to_env_torch(self.network(obs))
