@@ -119,6 +119,8 @@ class Param:
             return "|".join(self.choices)
         if self.check == "input":
             return "FILE"
+        if self.check == "function":
+            return "MODULE:FUNCTION"
         return {int: "N", float: "X", bool: "yes|no", list: "N,N|none"}.get(self.type, "TEXT")
 
     def shown(self, value: object) -> str:
