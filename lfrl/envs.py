@@ -156,8 +156,8 @@ def stack(env: gymnasium.Env, setup: Setup) -> gymnasium.Env:
     of an episode stack copies of its first."""
     shape = env.observation_space.shape or ()
     frames = setup.stacked
-    if len(shape) == 2:  # a grayscale frame: channels first, one even when nothing is stacked
-        return gymnasium.wrappers.FrameStackObservation(env, frames)
+    if len(shape) == 2 and env.observation_space.dtype == np.uint8:  # a grayscale frame: channels first,
+        return gymnasium.wrappers.FrameStackObservation(env, frames)  # one channel even when nothing is stacked
     if frames == 1:
         return env
     if len(shape) != 1 or not isinstance(env.observation_space, gymnasium.spaces.Box):

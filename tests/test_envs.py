@@ -130,3 +130,15 @@ def test_a_wrapper_that_cannot_work_is_refused_with_the_reason(setup: envs.Setup
     with pytest.raises(envs.SetupError) as refused:
         envs.make(setup)
     assert (refused.value.setting, str(refused.value)) == ("wrapper", message)
+
+
+def test_only_grayscale_frames_and_vectors_are_stacked() -> None:
+    import tests.toyenvs  # noqa: F401 - registers the toy environments
+
+    grid = "tests.toyenvs:Grid-v0"
+    with pytest.raises(ValueError, match=r"^'tests.toyenvs:Grid-v0' has Box\(0.0, 1.0, \(3, 3\), float32\) "
+                                         r"observations; the learners take a flat vector or an image$"):
+        envs.describe(grid)  # a 2-D float observation is not taken for a frame
+    with pytest.raises(envs.SetupError, match="^observations are stacked when they are flat vectors or grayscale "
+                                              "frames; 'tests.toyenvs:Grid-v0' has Box"):
+        envs.make(envs.Setup(grid, frames=2))

@@ -179,3 +179,20 @@ class ThreeBits(gymnasium.Env):
 
 gymnasium.register("TwoCues-v0", entry_point=TwoCues)
 gymnasium.register("ThreeBits-v0", entry_point=ThreeBits)
+
+
+class Grid(gymnasium.Env):
+    """A 3x3 float observation (neither a flat vector nor an image), one action that ends the episode."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (3, 3), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return np.zeros((3, 3), np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return np.zeros((3, 3), np.float32), 0.0, True, False, {}
+
+
+gymnasium.register("Grid-v0", entry_point=Grid)
