@@ -1,0 +1,54 @@
+"""lfrl's PPO update is Stable-Baselines3's: one round of both on the same rollout, from the same weights
+(CartPole-v1, the RL Baselines3 Zoo's values, SB3's collection), gives the same weights and losses."""
+
+import numpy as np
+import pytest
+import torch
+
+from lfrl import envs
+from lfrl.config import PPOConfig
+from lfrl.ppo import PPO, Rollout
+
+# lfrl's ActorCritic parameters and SB3's MlpPolicy's, in the same roles
+PAIRS = [("pi.w0", "mlp_extractor.policy_net.0.weight"), ("pi.b0", "mlp_extractor.policy_net.0.bias"),
+         ("pi.w1", "mlp_extractor.policy_net.2.weight"), ("pi.b1", "mlp_extractor.policy_net.2.bias"),
+         ("pi.w2", "action_net.weight"), ("pi.b2", "action_net.bias"),
+         ("vf.w0", "mlp_extractor.value_net.0.weight"), ("vf.b0", "mlp_extractor.value_net.0.bias"),
+         ("vf.w1", "mlp_extractor.value_net.2.weight"), ("vf.b1", "mlp_extractor.value_net.2.bias"),
+         ("vf.w2", "value_net.weight"), ("vf.b2", "value_net.bias")]
+
+
+def test_one_round_of_ppo_updates_the_weights_as_stable_baselines3_does() -> None:
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    config = PPOConfig()  # CartPole-v1: 8 environments x 32 steps, 20 epochs of 256, linear schedules
+    total = config.total_steps
+    linear = lambda value: (lambda remaining: remaining * value)  # noqa: E731 - SB3's schedules
+    model = SB3PPO("MlpPolicy", make_vec_env(config.env_id, n_envs=config.envs_per_actor, seed=0),
+                   n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
+                   learning_rate=linear(config.learning_rate), gamma=config.gamma, gae_lambda=config.gae_lambda,
+                   clip_range=linear(config.clip_range), ent_coef=config.ent_coef, seed=0, verbose=0)
+    learner = PPO(envs.describe(config), config, 0)
+    mine, theirs = dict(learner.net.named_parameters()), dict(model.policy.named_parameters())
+    with torch.no_grad():
+        for name, sb3_name in PAIRS:
+            mine[name].copy_(theirs[sb3_name])
+    _, callback = model._setup_learn(total, None)
+    callback.on_training_start(locals(), globals())
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
+    buffer = model.rollout_buffer
+    # An episode that ends at step t is one whose next step starts one; no time limit (500) in 256 steps.
+    dones = np.concatenate([buffer.episode_starts[1:], model._last_episode_starts[None]]).astype(bool)
+    assert dones.any()
+    rollout = Rollout(buffer.observations.copy(), buffer.actions[..., 0].astype(np.int64), buffer.rewards.copy(),
+                      dones, np.zeros((0, 2), np.int64), np.zeros((0, 4), np.float32), model._last_obs.copy())
+    model._update_current_progress_remaining(model.num_timesteps, total)
+    model.train()
+    stats = learner.train(rollout, 1.0 - rollout.env_steps / total)
+    for name, sb3_name in PAIRS:
+        assert torch.allclose(mine[name].detach(), theirs[sb3_name].detach(), atol=1e-6), name
+    logged = model.logger.name_to_value
+    for key in ("policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "explained_variance"):
+        assert stats[key] == pytest.approx(float(logged[f"train/{key}"]), rel=1e-4, abs=1e-6), key
+    assert stats["clip_range"] == pytest.approx(float(logged["train/clip_range"]))
