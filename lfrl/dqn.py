@@ -23,8 +23,8 @@ import torch.nn.functional as F
 from lfrl.config import DQNConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen_copy, networks_module
-from lfrl.policy import MASKED, masked, masked_torch
 from lfrl.policy import Policy as BasePolicy
+from lfrl.policy import masked, masked_torch
 
 
 def td_targets(q_target_next: torch.Tensor, q_online_next: torch.Tensor | None, reward: torch.Tensor,
@@ -32,10 +32,8 @@ def td_targets(q_target_next: torch.Tensor, q_online_next: torch.Tensor | None, 
     """y = r + discount (1 - done) Q_target(s', a*): a* from the online network (double DQN) when
     `q_online_next` is given, else the target network's best action (DQN); only among the actions
     `next_mask` allows, where given."""
-    if next_mask is not None:
-        forbidden = torch.tensor(MASKED, dtype=q_target_next.dtype, device=q_target_next.device)
-        q_target_next = torch.where(next_mask, q_target_next, forbidden)
-        q_online_next = None if q_online_next is None else torch.where(next_mask, q_online_next, forbidden)
+    q_target_next = masked_torch(q_target_next, next_mask)
+    q_online_next = None if q_online_next is None else masked_torch(q_online_next, next_mask)
     if q_online_next is None:
         next_value = q_target_next.max(dim=1).values
     else:

@@ -375,6 +375,14 @@ def action_mask(env: gymnasium.Env, info: dict) -> np.ndarray:
     return allowed
 
 
+def action_masks(spec: EnvSpec, made: list[gymnasium.Env], infos: list[dict]) -> np.ndarray | None:
+    """The action masks of environments `made` now, [E, n] (`infos`: what their last reset or step
+    returned), or None where `spec` takes no masks: what actors and the evaluator act on."""
+    if not spec.masked:
+        return None
+    return np.stack([action_mask(env, info) for env, info in zip(made, infos, strict=True)])
+
+
 def categories(space: gymnasium.Space) -> tuple[int, ...] | None:
     """The choices of each part of a discrete action: (n,) for Discrete(n), nvec for a flat
     MultiDiscrete, 2 for each of MultiBinary(n)'s n; None for any other space."""

@@ -56,7 +56,7 @@ class Evaluator:
         scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         playing = list(range(len(self.envs)))
         while playing:
-            masks = self.masks([self.envs[i] for i in playing], [infos[i] for i in playing])
+            masks = envs.action_masks(self.spec, [self.envs[i] for i in playing], [infos[i] for i in playing])
             actions = self.policy.to_env(self.policy.exploit(np.stack([obs[i] for i in playing]), masks))
             still = []
             for i, action in zip(playing, actions, strict=True):
@@ -66,12 +66,6 @@ class Evaluator:
             playing = still
         ended = [score.finished for score in scores]
         return Evaluation(env_steps, tuple(float(e[0]) for e in ended), tuple(int(e[1]) for e in ended))  # type: ignore[index]
-
-    def masks(self, playing: list[Any], infos: list[dict]) -> np.ndarray | None:
-        """The action masks of the environments `playing` now (None without masks)."""
-        if not self.spec.masked:
-            return None
-        return np.stack([envs.action_mask(env, info) for env, info in zip(playing, infos, strict=True)])
 
     def record(self, path: str, width: int = 320, max_frames: int = 1000) -> int:
         """The first evaluation episode of the policy last evaluated, as an animated GIF at `path`
@@ -83,7 +77,7 @@ class Evaluator:
             obs, info = env.reset(seed=self.seeds[0])
             frames, done = [env.render()], False
             while not done:
-                action = self.policy.exploit(obs[None], self.masks([env], [info]))
+                action = self.policy.exploit(obs[None], envs.action_masks(self.spec, [env], [info]))
                 obs, _, terminated, truncated, info = env.step(self.policy.to_env(action)[0])
                 frames.append(env.render())
                 done = terminated or truncated

@@ -100,8 +100,10 @@ class Policy:
 
 
 def masked_torch(out: torch.Tensor, masks: torch.Tensor | None) -> torch.Tensor:
-    """`masked` in torch."""
-    return out if masks is None else torch.where(masks, out, torch.tensor(MASKED, dtype=out.dtype))
+    """`masked` in torch (on `out`'s device): the policies' acting, PPO's update, DQN's targets."""
+    if masks is None:
+        return out
+    return torch.where(masks, out, torch.tensor(MASKED, dtype=out.dtype, device=out.device))
 
 
 class ContinuousPolicy(Policy):

@@ -37,8 +37,8 @@ from lfrl import envs, seeds
 from lfrl.config import MAPPOConfig, PPOConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Gradients, Learner, networks_module
-from lfrl.policy import MASKED, masked, masked_torch
 from lfrl.policy import Policy as BasePolicy
+from lfrl.policy import masked, masked_torch
 
 CLIP = 10.0  # VecNormalize's clip_obs and clip_reward
 EPSILON = 1e-8  # VecNormalize's epsilon
@@ -120,8 +120,7 @@ def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | N
     MultiCategoricalDistribution), or a diagonal Gaussian of mean `out` and log standard deviation
     `log_std`."""
     if spec.discrete:
-        if masks is not None:
-            out = torch.where(masks, out, torch.tensor(MASKED, dtype=out.dtype, device=out.device))
+        out = masked_torch(out, masks)
         if spec.action_nvec is None:
             log_p = torch.log_softmax(out, dim=-1)
             chosen = log_p.gather(1, actions.long().unsqueeze(1)).squeeze(1)
@@ -423,18 +422,11 @@ class Actor:
         started = [env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * (first + e)))
                    for e, env in enumerate(self.envs)]
         self.obs = np.stack([obs for obs, _info in started])
-        self.masks = self.allowed([info for _obs, info in started])
+        self.masks = envs.action_masks(self.spec, self.envs, [info for _obs, info in started])
         self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * index + 1))
         self.policy = Policy(self.spec, config)
         self.n_steps = config.n_steps
         self.width = config.actors * count  # environments in all: steps per step of each
-
-    def allowed(self, infos: list[dict]) -> np.ndarray | None:
-        """Each environment's action mask now [E, n] (`infos`: what their last step or reset returned),
-        or None without masks."""
-        if not self.spec.masked:
-            return None
-        return np.stack([envs.action_mask(env, info) for env, info in zip(self.envs, infos, strict=True)])
 
     def collect(self, weights: tuple[Any, ...], env_steps: int) -> tuple[Rollout, list[tuple[float, int, int]]]:
         """One round of `n_steps` steps of every environment with the policy of `weights`, the run's
@@ -470,7 +462,7 @@ class Actor:
                 following.append(next_obs)
                 infos.append(info)
             self.obs = np.stack(following)
-            self.masks = self.allowed(infos)
+            self.masks = envs.action_masks(self.spec, self.envs, infos)
         final = np.stack(final_obs) if final_obs else np.empty((0, *self.obs.shape[1:]), dtype=self.obs.dtype)
         rollout = Rollout(obs, np.stack(actions), rewards, dones, np.asarray(truncated, dtype=np.int64).reshape(-1, 2),
                           final, self.obs.copy(), masks=masks)
