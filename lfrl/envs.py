@@ -18,6 +18,11 @@ the same environment.
 Every environment `make` makes reports its episodes as the environment itself counts them
 (`Scored`, beneath the wrappers that change what an episode or a reward is for training), so that
 the logs show whole games and real scores, as SB3's Monitor does.
+
+Observations reach the learners as a flat vector or an image, as Stable-Baselines3's policies read
+them: Dict, Tuple, Discrete, MultiDiscrete and MultiBinary observations, and boxes of other shapes,
+flattened into one vector (`Flat`, what SB3's MultiInputPolicy does with such parts); images with
+their channels last transposed to channels first (`ChannelsFirst`, SB3's VecTransposeImage).
 """
 
 from __future__ import annotations
@@ -25,13 +30,16 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import gymnasium
 import numpy as np
+
+W = TypeVar("W", bound=gymnasium.Env)
 
 
 def is_atari(env_id: str) -> bool:
@@ -85,8 +93,7 @@ def register_atari() -> None:
 
 
 class SetupError(ValueError):
-    """A setting of the environment's setup that cannot work (`setting`: frame_stack, wrapper or
-    masking)."""
+    """A setting of the environment's setup that cannot work (`setting`: wrapper or masking)."""
 
     def __init__(self, setting: str, message: str) -> None:
         super().__init__(message)
@@ -146,24 +153,137 @@ def make(env: str | Any, training: bool = True, render_mode: str | None = None) 
         if training:
             made = gymnasium.wrappers.ClipReward(made, -1.0, 1.0)
     else:
+        if not plain(made.observation_space):
+            made = Flat(made)
+        elif channels_last(made.observation_space):
+            made = ChannelsFirst(made)
         made = Scored(made)
     return stack(made, setup)
 
 
+def plain(space: gymnasium.Space) -> bool:
+    """Whether the learners take observations of `space` as they come: a flat vector, an image (3
+    dimensions), a grayscale frame (2 dimensions, uint8; stacked into an image). The others are
+    flattened (`Flat`)."""
+    if not isinstance(space, gymnasium.spaces.Box):
+        return False
+    dims = len(space.shape)
+    return dims in (1, 3) or (dims == 2 and space.dtype == np.uint8)
+
+
+class SpaceError(ValueError):
+    """Observations the learners cannot take (the message follows the environment's id: "has ...")."""
+
+
+FLAT_PARTS = (gymnasium.spaces.Box, gymnasium.spaces.Discrete, gymnasium.spaces.MultiDiscrete,
+              gymnasium.spaces.MultiBinary)
+
+
+def parts(space: gymnasium.Space, where: str = "") -> list[tuple[str, gymnasium.Space]]:
+    """The parts of a Dict or Tuple observation space (nested ones too), in the order gymnasium
+    flattens them, each with where it is (`['key'][0]`): the spaces `Flat` flattens."""
+    if isinstance(space, gymnasium.spaces.Dict):
+        return [p for key, sub in space.spaces.items() for p in parts(sub, f"{where}[{key!r}]")]
+    if isinstance(space, gymnasium.spaces.Tuple):
+        return [p for i, sub in enumerate(space.spaces) for p in parts(sub, f"{where}[{i}]")]
+    return [(where, space)]
+
+
+class Flat(gymnasium.ObservationWrapper):
+    """Dict and Tuple observations (nested ones too), Discrete, MultiDiscrete and MultiBinary ones,
+    and boxes of 2 dimensions or more that are no image, as one flat float32 vector, as
+    Stable-Baselines3's MultiInputPolicy and MlpPolicy read them (gymnasium.spaces.flatten): the
+    parts end to end in the space's order (a Dict's keys sorted, a Tuple's positions), a Discrete
+    one-hot, a MultiDiscrete one-hot per part. Actors, replay buffers, normalisation, frame stacks,
+    checkpoints and networks then take it as any vector; `source` is the environment's own space,
+    which `lfrl.load`'s predict takes. Raises SpaceError for a part that has no flat form (Text,
+    Sequence, Graph) or is an image (uint8, 3 dimensions), which would lose its convolutions."""
+
+    def __init__(self, env: gymnasium.Env) -> None:
+        super().__init__(env)
+        self.source = env.observation_space
+        for where, part in parts(self.source):
+            what = f"observations whose part {where} is" if where else "observations of"
+            if not isinstance(part, FLAT_PARTS):
+                raise SpaceError(f"has {what} {part}; the learners take boxes, Discrete, MultiDiscrete and "
+                                 "MultiBinary observations, alone or in Dict and Tuple ones")
+            if where and isinstance(part, gymnasium.spaces.Box) and len(part.shape) == 3 \
+                    and part.dtype == np.uint8:
+                raise SpaceError(f"has {what} an image, {part}; the learners take an image as a whole "
+                                 "observation, not yet as a part of a Dict or Tuple one")
+        flat = gymnasium.spaces.flatten_space(self.source)
+        self.observation_space = gymnasium.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32),
+                                                      dtype=np.float32)
+
+    def observation(self, observation: Any) -> np.ndarray:
+        return np.asarray(gymnasium.spaces.flatten(self.source, observation), dtype=np.float32)
+
+
+def flattened(space: gymnasium.Space, observation: Any) -> np.ndarray:
+    """One observation of `space` (a `Flat` one's source) as `Flat` gives it [n], or a batch of them
+    [B, n] (each part with a leading dimension of B, as Stable-Baselines3's predict takes a batch of
+    Dict observations). Raises ValueError for an observation that is not of `space`."""
+    leaves = parts(space)
+    where, first = leaves[0]
+    leaf = observation
+    try:
+        for key in re.findall(r"\[('[^']*'|\d+)\]", where):
+            leaf = leaf[key[1:-1] if key.startswith("'") else int(key)]
+        dims = np.ndim(leaf) - len(first.shape)
+        if dims == 0:
+            return np.asarray(gymnasium.spaces.flatten(space, observation), dtype=np.float32)
+        if dims == 1:
+            return np.stack([gymnasium.spaces.flatten(space, pick(observation, i)) for i in range(len(leaf))]
+                            ).astype(np.float32)
+    except (KeyError, IndexError, TypeError, ValueError):
+        pass
+    raise ValueError(f"an observation that is not of {space} (nor a batch of them)")
+
+
+def pick(observation: Any, i: int) -> Any:
+    """The `i`th observation of a batch of Dict or Tuple observations (every part batched)."""
+    if isinstance(observation, dict):
+        return {key: pick(value, i) for key, value in observation.items()}
+    if isinstance(observation, tuple):
+        return tuple(pick(value, i) for value in observation)
+    return np.asarray(observation)[i]
+
+
 def stack(env: gymnasium.Env, setup: Setup) -> gymnasium.Env:
     """`env` with its last `setup.stacked` observations as one: flat vectors end to end (oldest
-    first, as SB3's VecFrameStack), grayscale frames as channels (Atari's); the first observations
-    of an episode stack copies of its first."""
+    first, as SB3's VecFrameStack), grayscale frames and images as channels (Atari's; channels first);
+    the first observations of an episode stack copies of its first."""
     shape = env.observation_space.shape or ()
     frames = setup.stacked
-    if len(shape) == 2 and env.observation_space.dtype == np.uint8:  # a grayscale frame: channels first,
-        return gymnasium.wrappers.FrameStackObservation(env, frames)  # one channel even when nothing is stacked
+    if len(shape) == 2:  # a grayscale frame (`plain`): channels first, one channel even when nothing is stacked
+        return gymnasium.wrappers.FrameStackObservation(env, frames)
     if frames == 1:
         return env
-    if len(shape) != 1 or not isinstance(env.observation_space, gymnasium.spaces.Box):
-        raise SetupError("frame_stack", f"observations are stacked when they are flat vectors or grayscale frames; "
-                                        f"{setup.env_id!r} has {env.observation_space}")
-    return gymnasium.wrappers.FlattenObservation(gymnasium.wrappers.FrameStackObservation(env, frames))
+    stacked = gymnasium.wrappers.FrameStackObservation(env, frames)
+    if len(shape) == 3:
+        return gymnasium.wrappers.ReshapeObservation(stacked, (frames * shape[0], *shape[1:]))
+    return gymnasium.wrappers.FlattenObservation(stacked)
+
+
+class ChannelsFirst(gymnasium.ObservationWrapper):
+    """An image with its channels last (H, W, C), as the convolutions take it: channels first (C, H,
+    W). Which dimension holds the channels is decided as Stable-Baselines3 decides it (the smallest
+    one; first if it is first, else last), which transposes it the same way (VecTransposeImage)."""
+
+    def __init__(self, env: gymnasium.Env) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        self.observation_space = gymnasium.spaces.Box(np.transpose(space.low, (2, 0, 1)),
+                                                      np.transpose(space.high, (2, 0, 1)), dtype=space.dtype)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.transpose(observation, (2, 0, 1)))
+
+
+def channels_last(space: gymnasium.Space) -> bool:
+    """Whether `space` is an image (3 dimensions) with its channels last."""
+    shape = space.shape or ()
+    return isinstance(space, gymnasium.spaces.Box) and len(shape) == 3 and int(np.argmin(shape)) != 0
 
 
 def wrapper(name: str) -> Callable[[gymnasium.Env], gymnasium.Env]:
@@ -216,8 +336,17 @@ class Scored(gymnasium.Wrapper):
 
 def scored(env: gymnasium.Env) -> Scored:
     """The `Scored` layer of an environment `make` made."""
-    while not isinstance(env, Scored):
-        env = env.env  # type: ignore[attr-defined]
+    found = layer(env, Scored)
+    assert found is not None, "an environment lfrl.envs.make made"
+    return found
+
+
+def layer(env: gymnasium.Env, kind: type[W]) -> W | None:
+    """The outermost wrapper of `kind` around `env` (or None)."""
+    while not isinstance(env, kind):
+        if not isinstance(env, gymnasium.Wrapper):
+            return None
+        env = env.env
     return env
 
 
@@ -293,6 +422,8 @@ class EnvSpec:
     action_high: tuple[float, ...] | None = None
     masked: bool = False
     action_nvec: tuple[int, ...] | None = None
+    # The environment's own observation space where lfrl flattens it (`Flat`; predict flattens too)
+    source: gymnasium.Space | None = field(default=None, compare=False)
 
     @property
     def discrete(self) -> bool:
@@ -404,33 +535,36 @@ def replay_fields(env: str | Any) -> dict[str, tuple[list[int], str]]:
 def describe(env: str | Any) -> EnvSpec:
     """The spaces of `env` (an id, or settings: `Setup.of`), as the learners see them (built once and
     closed). Raises ValueError for an environment that needs a package not installed, for a wrapper
-    or a stack that cannot work, and for spaces the learners cannot use: observations must be a
-    flat vector or an image, actions discrete or a flat box."""
+    or a stack that cannot work, and for spaces the learners cannot use: observations that have no
+    flat form and are no image (`Flat`), actions neither discrete nor a flat box."""
     setup = Setup.of(env)
     env_id = setup.env_id
     try:
         made = make(env)
     except gymnasium.error.DependencyNotInstalled as exc:
         raise ValueError(f"{env_id!r} needs a package that is not installed: {exc}") from None
+    except SpaceError as exc:
+        raise ValueError(f"{env_id!r} {exc}") from None
     try:
         obs, act = made.observation_space, made.action_space
         masked = setup.masking != "no" and has_masks(made, made.reset(seed=0)[1])
+        flat = layer(made, Flat)
     finally:
         made.close()
+    source = None if flat is None else flat.source
     choices = categories(act)
     if masked and choices is None:
         raise SetupError("masking", f"{env_id!r} gives action masks for {act} actions; masks are taken for "
                                     "discrete actions (give --masking no to leave them out)")
-    if not isinstance(obs, gymnasium.spaces.Box) or len(obs.shape) not in (1, 3):
-        raise ValueError(f"{env_id!r} has {obs} observations; the learners take a flat vector or an image")
     dtype = "uint8" if obs.dtype == np.uint8 and len(obs.shape) == 3 else "float32"
     if choices is not None:
-        parts = None if isinstance(act, gymnasium.spaces.Discrete) else choices
-        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=sum(choices), action_nvec=parts, masked=masked)
+        nvec = None if isinstance(act, gymnasium.spaces.Discrete) else choices
+        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=sum(choices), action_nvec=nvec, masked=masked,
+                       source=source)
     if isinstance(act, gymnasium.spaces.Box) and len(act.shape) == 1 and np.all(np.isfinite(act.low)) \
             and np.all(np.isfinite(act.high)):
         return EnvSpec(env_id, tuple(obs.shape), dtype, action_low=tuple(map(float, act.low)),
-                       action_high=tuple(map(float, act.high)))
+                       action_high=tuple(map(float, act.high)), source=source)
     raise ValueError(f"{env_id!r} has {act} actions; the learners take discrete actions (Discrete, a flat "
                      "MultiDiscrete or MultiBinary) or a bounded flat box")
 

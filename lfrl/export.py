@@ -4,7 +4,8 @@ observation normalisation included.
 
 The file's inputs and output (a batch of any size along the first axis):
 - `obs`: the observations as the run's environment gives them (lfrl.envs.make: Atari's stacked
-  frames, a frame stack, a user's wrapper applied), float32 [batch, *shape], or uint8 for images;
+  frames, a frame stack, a user's wrapper applied; Dict, Tuple and Discrete observations flattened,
+  `gymnasium.spaces.flatten`), float32 [batch, *shape], or uint8 for images (channels first);
 - `action_mask` (only for a run whose environment gives action masks): bool [batch, n], one value per
   choice of every part of the action, True for allowed;
 - `action`: the deterministic action in the environment's space, what `lfrl.load(RUN).predict(obs,

@@ -64,9 +64,15 @@ class SavedPolicy:
         (greedy, or the mean); else DQN explores with its last epsilon and SAC samples, as in SB3.
         `state` and `episode_start` are SB3's, for recurrent policies: there are none here.
         `action_masks`: the actions allowed (True) for each observation, as sb3-contrib's
-        MaskablePPO takes them (discrete actions; the environment's `action_masks()`)."""
-        obs = np.asarray(observation, dtype=self.policy.spec.obs_dtype)
+        MaskablePPO takes them (discrete actions; the environment's `action_masks()`). Observations
+        that lfrl flattens (Dict, Tuple, Discrete, ...: lfrl.envs.Flat) are taken as the environment
+        gives them (a batch of Dict observations: each key's array with a leading dimension, as SB3
+        takes them) or as `make_env`'s environment gives them, flattened."""
         shape = self.observation_shape
+        source = self.policy.spec.source
+        if source is not None and not (isinstance(observation, np.ndarray) and observation.shape[-1:] == shape):
+            observation = envs.flattened(source, observation)  # the environment's own, not make_env's
+        obs = np.asarray(observation, dtype=self.policy.spec.obs_dtype)
         if obs.shape == shape:
             batch = obs[None]
         elif obs.shape[1:] == shape:

@@ -132,13 +132,19 @@ def test_a_wrapper_that_cannot_work_is_refused_with_the_reason(setup: envs.Setup
     assert (refused.value.setting, str(refused.value)) == ("wrapper", message)
 
 
-def test_only_grayscale_frames_and_vectors_are_stacked() -> None:
+def test_observations_of_other_shapes_are_flattened_and_images_stacked_as_channels() -> None:
     import tests.toyenvs  # noqa: F401 - registers the toy environments
 
-    grid = "tests.toyenvs:Grid-v0"
-    with pytest.raises(ValueError, match=r"^'tests.toyenvs:Grid-v0' has Box\(0.0, 1.0, \(3, 3\), float32\) "
-                                         r"observations; the learners take a flat vector or an image$"):
-        envs.describe(grid)  # a 2-D float observation is not taken for a frame
-    with pytest.raises(envs.SetupError, match="^observations are stacked when they are flat vectors or grayscale "
-                                              "frames; 'tests.toyenvs:Grid-v0' has Box"):
-        envs.make(envs.Setup(grid, frames=2))
+    # a 2-D float box is a vector to the learners, not a frame (SB3's MlpPolicy flattens it too)
+    assert envs.describe("tests.toyenvs:Grid-v0").obs_shape == (9,)
+    grid = envs.make(envs.Setup("tests.toyenvs:Grid-v0", frames=2))
+    assert grid.observation_space == gymnasium.spaces.Box(0.0, 1.0, (18,), np.float32)
+    # an RGB image with its channels last: channels first, as SB3's VecTransposeImage gives it
+    raw, _ = gymnasium.make("Pixels-v0").reset(seed=0)
+    obs, _ = envs.make("tests.toyenvs:Pixels-v0").reset(seed=0)
+    assert raw.shape == (8, 8, 3) and obs.dtype == np.uint8
+    assert np.array_equal(obs, np.transpose(raw, (2, 0, 1)))
+    assert envs.describe("tests.toyenvs:Pixels-v0").obs_shape == (3, 8, 8)
+    # stacked as channels, oldest first: an episode's first observation repeated
+    stacked, _ = envs.make(envs.Setup("tests.toyenvs:Pixels-v0", frames=3)).reset(seed=0)
+    assert stacked.shape == (9, 8, 8) and all(np.array_equal(stacked[3 * i:3 * i + 3], obs) for i in range(3))

@@ -196,3 +196,91 @@ class Grid(gymnasium.Env):
 
 
 gymnasium.register("Grid-v0", entry_point=Grid)
+
+
+class DictCue(gymnasium.Env):
+    """A Dict observation, only one of whose keys tells what pays: each step `cue` (Discrete(3),
+    one-hot once flattened) names the action that earns 1; `noise` (a box of 2) and `step` (the
+    step of the episode, MultiBinary(4) as bits) tell nothing. An episode is 10 steps: the optimum
+    is 10, acting at random earns 10/3. Continuous (`DictCueBox`): a Box(-1, 1) action earns
+    1 - |action - target|, the target -1, 0 or 1 by the cue (the optimum 10 again)."""
+
+    observation_space = gymnasium.spaces.Dict({
+        "cue": gymnasium.spaces.Discrete(3),
+        "noise": gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32),
+        "step": gymnasium.spaces.MultiBinary(4),
+    })
+    LENGTH = 10
+
+    def __init__(self, continuous: bool = False) -> None:
+        self.continuous = continuous
+        self.action_space = (gymnasium.spaces.Box(-1.0, 1.0, (1,), np.float32) if continuous
+                             else gymnasium.spaces.Discrete(3))
+        self.t, self.cue = 0, 0
+
+    def _observe(self) -> dict:
+        self.cue = int(self.np_random.integers(3))
+        bits = np.array([(self.t >> i) & 1 for i in range(4)], np.int8)
+        return {"cue": self.cue, "noise": self.np_random.uniform(-1, 1, 2).astype(np.float32), "step": bits}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observe(), {}
+
+    def step(self, action) -> tuple[dict, float, bool, bool, dict]:  # type: ignore[no-untyped-def]
+        if self.continuous:
+            reward = 1.0 - abs(float(np.asarray(action).reshape(-1)[0]) - (self.cue - 1))
+        else:
+            reward = float(int(action) == self.cue)
+        self.t += 1
+        return self._observe(), reward, self.t >= self.LENGTH, False, {}
+
+
+class TupleCue(DictCue):
+    """DictCue's observation as a Tuple: (noise, (cue, step))."""
+
+    observation_space = gymnasium.spaces.Tuple((DictCue.observation_space["noise"], gymnasium.spaces.Tuple(
+        (DictCue.observation_space["cue"], DictCue.observation_space["step"]))))
+
+    def _observe(self) -> tuple:  # type: ignore[override]
+        d = super()._observe()
+        return d["noise"], (d["cue"], d["step"])
+
+
+class Pixels(gymnasium.Env):
+    """An 8x8 RGB image (channels last), alone or (`in_dict`) beside a vector in a Dict; one step."""
+
+    IMAGE = gymnasium.spaces.Box(0, 255, (8, 8, 3), np.uint8)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, in_dict: bool = False) -> None:
+        self.in_dict = in_dict
+        self.observation_space = (gymnasium.spaces.Dict({"image": self.IMAGE, "v": gymnasium.spaces.Box(0, 1, (2,))})
+                                  if in_dict else self.IMAGE)
+
+    def _observe(self) -> np.ndarray | dict:
+        image = self.np_random.integers(0, 256, self.IMAGE.shape, dtype=np.uint8)
+        return {"image": image, "v": np.zeros(2, np.float32)} if self.in_dict else image
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple:
+        super().reset(seed=seed)
+        return self._observe(), {}
+
+    def step(self, action: int) -> tuple:
+        return self._observe(), 0.0, True, False, {}
+
+
+class Texts(Pixels):
+    """A Text observation in a Dict, which has no flat form."""
+
+    def __init__(self) -> None:
+        self.observation_space = gymnasium.spaces.Dict({"name": gymnasium.spaces.Text(5)})
+
+
+gymnasium.register("DictCue-v0", entry_point=DictCue)
+gymnasium.register("DictCueBox-v0", entry_point=DictCue, kwargs={"continuous": True})
+gymnasium.register("TupleCue-v0", entry_point=TupleCue)
+gymnasium.register("Pixels-v0", entry_point=Pixels)
+gymnasium.register("DictPixels-v0", entry_point=Pixels, kwargs={"in_dict": True})
+gymnasium.register("Texts-v0", entry_point=Texts)
