@@ -38,9 +38,12 @@ def make_policy(config: Config, spec: EnvSpec) -> Policy:
     return ALGORITHMS[config.ALGO][1](spec, config)  # type: ignore[call-arg]
 
 
-def builders(algo: str) -> tuple[str, ...]:
-    """The functions of the networks module (`--networks`) that `algo`'s learner and policy call."""
-    return ALGORITHMS[algo][0].BUILDERS
+def builders(config: Config) -> tuple[str, ...]:
+    """The functions of the networks module (`--networks`) that `config`'s learner and policy call:
+    the algorithm's, or for a recurrent PPO (`recurrent`) recurrent_actor_critic."""
+    if getattr(config, "recurrent", "none") != "none":
+        return ("recurrent_actor_critic",)
+    return ALGORITHMS[config.ALGO][0].BUILDERS
 
 
 Shapes = dict[str, dict[str, tuple[int, ...]]]  # network -> tensor -> shape

@@ -843,6 +843,15 @@ class PPOConfig(OnPolicyConfig):
     """action masks: auto acts only on the actions the environment allows, where it says which (its
     action_masks() method, sb3-contrib's MaskablePPO convention, or info["action_mask"]), as
     MaskablePPO does; no: on every action"""
+    recurrent: Literal["none", "lstm"] = "none"
+    """memory: lstm carries an LSTM's state through each episode, as sb3-contrib's RecurrentPPO
+    (minibatches of whole sequences; evaluation and predict carry the state); none: a feed-forward
+    policy"""
+    lstm_hidden: Annotated[int, Between(1, 4096)] = 256
+    """with --recurrent lstm: the LSTM's hidden units (RecurrentPPO's lstm_hidden_size)"""
+    shared_lstm: bool = False
+    """with --recurrent lstm: the value network reads the policy's LSTM (its gradient stopped there)
+    instead of an LSTM of its own (RecurrentPPO's shared_lstm)"""
 
     @property
     def round_steps(self) -> int:

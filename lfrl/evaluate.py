@@ -1,5 +1,5 @@
-"""Evaluation: deterministic episodes (the policy's `exploit`) on environments of its own, with real
-rewards (no Atari reward clipping). Every evaluation plays the same episode seeds, so that two
+"""Evaluation: deterministic episodes (the policy's `exploit`; a recurrent one's carrying its state
+through each episode) on environments of its own, with real rewards (no Atari reward clipping). Every evaluation plays the same episode seeds, so that two
 evaluations differ only by the weights they evaluate. The episodes run side by side, one
 environment each, so that each step asks the policy once for all of them (one batched inference,
 not one per episode). `record` draws an episode into an animated GIF, to watch the policy."""
@@ -55,9 +55,17 @@ class Evaluator:
         obs, infos = [o for o, _ in started], [info for _, info in started]
         scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         playing = list(range(len(self.envs)))
+        memory = self.policy.initial_state(len(self.envs))  # a recurrent policy's, of each episode
         while playing:
             masks = envs.action_masks(self.spec, [self.envs[i] for i in playing], [infos[i] for i in playing])
-            actions = self.policy.to_env(self.policy.exploit(np.stack([obs[i] for i in playing]), masks))
+            batch = np.stack([obs[i] for i in playing])
+            if memory is None:
+                chosen = self.policy.exploit(batch, masks)
+            else:
+                state = memory[playing]
+                chosen = self.policy.exploit(batch, masks, state=state)  # type: ignore[call-arg]
+                memory[playing] = state
+            actions = self.policy.to_env(chosen)
             still = []
             for i, action in zip(playing, actions, strict=True):
                 obs[i], _, terminated, truncated, infos[i] = self.envs[i].step(action)
@@ -76,8 +84,11 @@ class Evaluator:
         try:
             obs, info = env.reset(seed=self.seeds[0])
             frames, done = [env.render()], False
+            state = self.policy.initial_state(1)
             while not done:
-                action = self.policy.exploit(obs[None], envs.action_masks(self.spec, [env], [info]))
+                masks = envs.action_masks(self.spec, [env], [info])
+                action = (self.policy.exploit(obs[None], masks) if state is None
+                          else self.policy.exploit(obs[None], masks, state=state))  # type: ignore[call-arg]
                 obs, _, terminated, truncated, info = env.step(self.policy.to_env(action)[0])
                 frames.append(env.render())
                 done = terminated or truncated

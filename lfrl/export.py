@@ -8,9 +8,13 @@ The file's inputs and output (a batch of any size along the first axis):
   `gymnasium.spaces.flatten`), float32 [batch, *shape], or uint8 for images (channels first);
 - `action_mask` (only for a run whose environment gives action masks): bool [batch, n], one value per
   choice of every part of the action, True for allowed;
+- `state` (only for a recurrent policy, `--recurrent lstm`): float32 [batch, rows, hidden], the
+  LSTMs' state before the step: zeros at an episode's start, then the `next_state` output of the
+  step before (what predict's `state` is);
 - `action`: the deterministic action in the environment's space, what `lfrl.load(RUN).predict(obs,
   deterministic=True)` gives: int64 [batch] for one discrete choice, int64 [batch, parts] for a
-  MultiDiscrete or MultiBinary action, float32 [batch, d] for a box (clipped to its bounds).
+  MultiDiscrete or MultiBinary action, float32 [batch, d] for a box (clipped to its bounds);
+- `next_state` (a recurrent policy's): the state after the step, float32 [batch, rows, hidden].
 """
 
 from __future__ import annotations
@@ -39,9 +43,15 @@ class Acting(torch.nn.Module):
         super().__init__()
         self.network = policy.network  # a submodule: its weights go into the file
         self.policy = policy
+        self.masked = policy.spec.masked
+        self.memory = policy.initial_state(1) is not None
 
-    def forward(self, obs: torch.Tensor, action_mask: torch.Tensor | None = None) -> torch.Tensor:
-        return self.policy.acting(obs, action_mask)
+    def forward(self, obs: torch.Tensor, *more: torch.Tensor) -> Any:
+        """The inputs after `obs`: the action mask (a masked environment's), then the state (a recurrent policy's)."""
+        mask = more[0] if self.masked else None
+        if self.memory:
+            return self.policy.acting(obs, mask, more[-1])
+        return self.policy.acting(obs, mask)
 
 
 def export(where: str | os.PathLike, fmt: str, output: str | os.PathLike, force: bool = False) -> tuple[Path, str]:
@@ -73,14 +83,19 @@ def export(where: str | os.PathLike, fmt: str, output: str | os.PathLike, force:
     if spec.masked:
         inputs += (torch.ones((2, spec.n_actions), dtype=torch.bool),)
         names.append("action_mask")
+    state = policy.initial_state(2)
+    if state is not None:
+        inputs += (torch.from_numpy(state),)
+        names.append("state")
+    outputs = ["action", "next_state"] if state is not None else ["action"]
     temporary = out.with_name(f".{out.name}.tmp")
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")  # the exporters' notes on tracing and deprecations
             if fmt == "onnx":
                 torch.onnx.export(module, inputs, str(temporary), dynamo=False, input_names=names,
-                                  output_names=["action"],
-                                  dynamic_axes={name: {0: "batch"} for name in [*names, "action"]})
+                                  output_names=outputs,
+                                  dynamic_axes={name: {0: "batch"} for name in [*names, *outputs]})
             else:
                 torch.jit.trace(module, inputs).save(str(temporary))
         os.replace(temporary, out)
@@ -88,7 +103,10 @@ def export(where: str | os.PathLike, fmt: str, output: str | os.PathLike, force:
         temporary.unlink(missing_ok=True)
         raise
     shapes = ", ".join(f"{name} {describe(t)}" for name, t in zip(names, inputs, strict=True))
-    return out, f"inputs {shapes}; output action {describe(module(*inputs).detach())}"
+    produced = module(*inputs)
+    produced = produced if isinstance(produced, tuple) else (produced,)
+    results = ", ".join(f"{name} {describe(t.detach())}" for name, t in zip(outputs, produced, strict=True))
+    return out, f"inputs {shapes}; output{'s' if len(outputs) > 1 else ''} {results}"
 
 
 def describe(tensor: torch.Tensor) -> str:

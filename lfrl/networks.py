@@ -1,7 +1,7 @@
 """The learners' networks, and the place to change them.
 
 Every learner builds its networks with the functions below. To use your own, write a module
-with the same four functions (copy this file as a start) next to your program and generate it with
+with the same functions (copy this file as a start) next to your program and generate it with
 `--networks MODULE` (`lfrl gen sac --networks my_networks ...`): actors, learners and the evaluator
 then build theirs from it (`lfrl gen` imports it first, as the program will, and refuses a module
 without a function the algorithm calls: each learner's `BUILDERS`). Each function gets the
@@ -16,6 +16,10 @@ identical for any number of workers.
   the tanh squashing (SAC)
 - `critics(spec, net_arch, n, generator)`: (observations, actions in [-1, 1]) -> Q-values [n, B] of n
   independent critics (TD3 and SAC take the minimum of two; DDPG has one)
+- `recurrent_actor_critic(spec, net_arch, generator, activation="tanh", log_std_init=0.0, hidden=256,
+  shared=False)`: PPO with `--recurrent lstm`: (observations [L, B, ...], state [B, rows, hidden])
+  -> (policy head [L, B, k], values [L, B], state after), with `state_rows` and `log_std` as
+  RecurrentActorCritic has them
 - `actor_critic(spec, net_arch, generator, activation="tanh", log_std_init=0.0, value_inputs=0)`:
   observations -> (logits [B, n_actions], or the mean of a Gaussian in the environment's units [B, d];
   values [B]), with a `log_std` parameter [d] for continuous actions (PPO); with `value_inputs`
@@ -33,6 +37,7 @@ own needs no such method: without it, acting goes through torch.
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -40,6 +45,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from lfrl.envs import EnvSpec
+
+N = TypeVar("N", bound=nn.Module)
 
 
 def init_uniform(module: nn.Module, generator: torch.Generator | None) -> nn.Module:
@@ -283,7 +290,7 @@ class ActorCritic(nn.Module):
         return self.pi.forward_numpy(obs), None if self.value_inputs else self.vf.forward_numpy(obs)[:, 0]
 
 
-def init_orthogonal(network: ActorCritic, generator: torch.Generator | None) -> ActorCritic:
+def init_orthogonal(network: N, generator: torch.Generator | None) -> N:
     """SB3's orthogonal initialisation of `network` (see ActorCritic), drawn from `generator`."""
     if generator is None:
         return network
@@ -315,3 +322,56 @@ def _orthogonal(weight: torch.Tensor, gain: float, generator: torch.Generator) -
 def actor_critic(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None, activation: str = "tanh",
                  log_std_init: float = 0.0, value_inputs: int = 0) -> nn.Module:
     return init_orthogonal(ActorCritic(spec, net_arch, activation, log_std_init, value_inputs), generator)
+
+
+class RecurrentActorCritic(nn.Module):
+    """PPO's network with memory, as sb3-contrib's RecurrentActorCriticPolicy lays it out: the
+    observations' features (the Nature CNN's for images) go through an LSTM of `hidden` units carried
+    through the episode, then ActorCritic's policy and value MLPs (`net_arch` each). The value reads
+    an LSTM of its own, or with `shared` the policy's, its gradient stopped there (RecurrentPPO's
+    shared_lstm). The state of a batch of B environments is one tensor [B, `state_rows`, hidden]: the
+    policy LSTM's h and c, then (not shared) the value LSTM's; zeros at an episode's start.
+    Initialised as ActorCritic, but for the LSTMs, which keep torch's uniform initialisation (drawn
+    from the generator), as RecurrentActorCriticPolicy's do."""
+
+    def __init__(self, spec: EnvSpec, net_arch: list[int], activation: str = "tanh", log_std_init: float = 0.0,
+                 hidden: int = 256, shared: bool = False) -> None:
+        super().__init__()
+        self.encoder, size = features(spec)
+        self.lstm = nn.LSTM(size, hidden)
+        self.critic_lstm = None if shared else nn.LSTM(size, hidden)
+        self.state_rows = 2 if shared else 4
+        out = spec.n_actions if spec.discrete else spec.action_dim
+        self.pi = mlp([hidden, *net_arch, out or 0], activation=activation)
+        self.vf = mlp([hidden, *net_arch, 1], activation=activation)
+        if not spec.discrete:
+            self.log_std = nn.Parameter(torch.full((spec.action_dim,), float(log_std_init)))
+
+    def forward(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(policy head [L, B, k], values [L, B], the state after the last step [B, rows, hidden]) for
+        sequences of observations [L, B, ...] that start from `state` (no episode starts within them)."""
+        steps, batch = obs.shape[:2]
+        x = encode(self.encoder, obs.reshape(steps * batch, *obs.shape[2:])).reshape(steps, batch, -1)
+        rows = state.transpose(0, 1).contiguous()  # [rows, B, hidden]: (h, c) pairs as nn.LSTM takes them
+        latent, (h, c) = self.lstm(x, (rows[0:1], rows[1:2]))
+        after = [h, c]
+        if self.critic_lstm is None:
+            latent_vf = latent.detach()
+        else:
+            latent_vf, (hv, cv) = self.critic_lstm(x, (rows[2:3], rows[3:4]))
+            after += [hv, cv]
+        return self.pi(latent), self.vf(latent_vf).squeeze(-1), torch.cat(after).transpose(0, 1)
+
+
+def recurrent_actor_critic(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None,
+                           activation: str = "tanh", log_std_init: float = 0.0, hidden: int = 256,
+                           shared: bool = False) -> nn.Module:
+    network = init_orthogonal(RecurrentActorCritic(spec, net_arch, activation, log_std_init, hidden, shared),
+                              generator)
+    if generator is not None:
+        with torch.no_grad():
+            bound = 1.0 / math.sqrt(hidden)
+            for lstm in (network.lstm, network.critic_lstm):
+                for p in [] if lstm is None else lstm.parameters():
+                    p.uniform_(-bound, bound, generator=generator)
+    return network

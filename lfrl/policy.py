@@ -81,6 +81,12 @@ class Policy:
         """The algorithm's exploration once learning has started."""
         raise NotImplementedError
 
+    def initial_state(self, n: int) -> np.ndarray | None:
+        """A recurrent policy's state of `n` environments at their episodes' start, which `exploit`
+        and `sample` then take (`state=`) and update; None: the policy has no memory (lfrl.ppo's
+        with `--recurrent lstm` has)."""
+        return None
+
     def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
         """Deterministic actions for a batch of observations (evaluation)."""
         raise NotImplementedError

@@ -91,7 +91,9 @@ class Rollout:
     A centralised critic (lfrl.mappo) has inputs of its own beside each observation: `critic_obs`
     [T, E, S], `final_critic_obs` [k, S], `last_critic_obs` [E, S]; None where the critic reads the
     observations. `masks` [T, E, n]: the actions the environment allowed at each step (lfrl.envs.
-    action_mask), which the update masks as acting did; None without action masks."""
+    action_mask), which the update masks as acting did; None without action masks. `first_state`
+    [E, rows, hidden]: a recurrent policy's state before the round's first step (zeros where an
+    episode starts there), from which the learner runs its LSTM through the round; None without."""
 
     obs: np.ndarray
     actions: np.ndarray
@@ -104,6 +106,7 @@ class Rollout:
     final_critic_obs: np.ndarray | None = None
     last_critic_obs: np.ndarray | None = None
     masks: np.ndarray | None = None
+    first_state: np.ndarray | None = None
 
     @property
     def env_steps(self) -> int:
@@ -211,15 +214,23 @@ class PPO(Learner):
         obs = normalized(rollout.obs, stats)
         rewards = self.rewards(rollout)
         critic = None if rollout.critic_obs is None else self.as_input(rollout.critic_obs.reshape(T * N, -1))
+        sequences = None
         with torch.no_grad():
             flat_obs = self.as_input(obs.reshape(T * N, *obs.shape[2:]))
-            out, values = self.forward(flat_obs, critic)
+            if rollout.first_state is None:
+                out, values = self.forward(flat_obs, critic)
+                last_values = self.value(normalized(rollout.last_obs, stats), rollout.last_critic_obs)
+            else:
+                sequences = Sequences(self.net, flat_obs, rollout.dones, self.as_input(rollout.first_state))
+                out, values = sequences.out, sequences.values
+                last_values = sequences.value(self.net, self.as_input(normalized(rollout.last_obs, stats)))
             actions = torch.from_numpy(rollout.actions.reshape(T * N, *rollout.actions.shape[2:])).to(self.device)
             masks = None if rollout.masks is None else self.as_input(rollout.masks.reshape(T * N, -1))
             old_log_prob, _ = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions, masks)
-            last_values = self.value(normalized(rollout.last_obs, stats), rollout.last_critic_obs)
             if len(rollout.truncated):
-                final = self.value(normalized(rollout.final_obs, stats), rollout.final_critic_obs)
+                final_obs = normalized(rollout.final_obs, stats)
+                final = (self.value(final_obs, rollout.final_critic_obs) if sequences is None
+                         else sequences.value(self.net, self.as_input(final_obs), rollout.truncated))
                 rewards[rollout.truncated[:, 0], rollout.truncated[:, 1]] += self.gamma * final
         values_np = values.cpu().numpy().reshape(T, N)
         advantages = self.gae(rewards, values_np, rollout.dones, last_values)
@@ -227,7 +238,7 @@ class PPO(Learner):
         if self.config.normalize:
             self.obs_norm.update(rollout.obs.reshape(T * N, *rollout.obs.shape[2:]))
         return self.epochs(flat_obs, critic, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
-                           returns.reshape(-1), progress_remaining, masks)
+                           returns.reshape(-1), progress_remaining, masks, sequences)
 
     def forward(self, obs: torch.Tensor, critic: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(policy head, values); a centralised critic's values from its own inputs `critic`."""
@@ -257,7 +268,8 @@ class PPO(Learner):
 
     def epochs(self, obs: torch.Tensor, critic: torch.Tensor | None, actions: torch.Tensor, old_log_prob: torch.Tensor,
                old_values: torch.Tensor, advantages: np.ndarray, returns: np.ndarray, progress_remaining: float,
-               masks: torch.Tensor | None = None) -> dict[str, float]:
+               masks: torch.Tensor | None = None, sequences: Sequences | None = None) -> dict[str, float]:
+        """`n_epochs` epochs of minibatches (`sequences`: of a recurrent policy's sequences)."""
         config = self.config
         self.optimizer.lr = schedule(config.learning_rate, config.lr_schedule, progress_remaining)
         clip = schedule(config.clip_range, config.clip_schedule, progress_remaining)
@@ -266,13 +278,20 @@ class PPO(Learner):
         ent_coef, vf_coef = config.ent_coef, config.vf_coef
         sums = {"policy_gradient_loss": [], "value_loss": [], "entropy_loss": [], "approx_kl": [], "clip_fraction": []}
         for _ in range(config.n_epochs):
-            order = torch.randperm(size, generator=self.generator)
-            for start in range(0, size, batch_size):
-                rows = order[start:start + batch_size].to(self.device)
+            if sequences is None:
+                order = torch.randperm(size, generator=self.generator)
+                minibatches = [order[start:start + batch_size] for start in range(0, size, batch_size)]
+            else:
+                minibatches = sequences.minibatches(batch_size, self.generator)
+            for rows in minibatches:
+                rows = rows.to(self.device)
                 a = adv[rows]
                 if config.normalize_advantage and len(a) > 1:
                     a = (a - a.mean()) / (a.std() + 1e-8)
-                out, values = self.forward(obs[rows], None if critic is None else critic[rows])
+                if sequences is None:
+                    out, values = self.forward(obs[rows], None if critic is None else critic[rows])
+                else:
+                    out, values = sequences.forward(self.net, obs, rows)
                 log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows],
                                                      None if masks is None else masks[rows])
                 ratio = torch.exp(log_prob - old_log_prob[rows])
@@ -295,9 +314,77 @@ class PPO(Learner):
         return stats
 
 
+class Sequences:
+    """A recurrent policy's round as the update reads it, as sb3-contrib's RecurrentRolloutBuffer
+    does. The network runs through the round step by step from the actors' first states, its state
+    zeroed where an episode ends, as the actors' was: that gives the old policy outputs and values
+    (`out`, `values`, time-major [T * N, ...]) and the state before every step. A minibatch is a run
+    of `batch_size` consecutive steps of one environment after another, from a random point (the
+    buffer's split index); it is cut into sequences where an episode or an environment starts, and
+    each sequence runs from its state before its first step, padded to the longest."""
+
+    def __init__(self, net: torch.nn.Module, obs: torch.Tensor, dones: np.ndarray, first_state: torch.Tensor) -> None:
+        steps, width = dones.shape
+        self.width = width
+        ended = torch.from_numpy(dones).to(obs.device)
+        # where a sequence must begin: an environment's first step in the round, or an episode's first
+        starts = torch.ones_like(ended)
+        starts[1:] = ended[:-1]
+        self.starts = starts.reshape(-1)
+        state, outs, values, before, self.after = first_state, [], [], [], []
+        inputs = obs.reshape(steps, width, *obs.shape[1:])
+        for t in range(steps):
+            before.append(state)
+            out, value, state = net(inputs[t:t + 1], state)
+            outs.append(out[0])
+            values.append(value[0])
+            self.after.append(state)
+            state = state * (~ended[t]).to(state.dtype)[:, None, None]
+        self.state = state  # the next round's first state
+        self.out, self.values = torch.cat(outs), torch.cat(values)
+        self.before = torch.cat(before)  # [T * N, rows, hidden]
+        steps_of_each = torch.arange(steps, device=obs.device)[None, :] * width
+        self.env_major = (steps_of_each + torch.arange(width, device=obs.device)[:, None]).reshape(-1)
+
+    def value(self, net: torch.nn.Module, obs: torch.Tensor, truncated: np.ndarray | None = None) -> np.ndarray:
+        """The values of observations [n, ...] after the round (the next round's first ones), or, with
+        `truncated` [n, 2] of (t, e), of the final observations of the episodes a time limit ended at
+        step t (from the state after that step)."""
+        state = self.state if truncated is None else torch.stack([self.after[t][e] for t, e in truncated])
+        return net(obs[None], state)[1][0].cpu().numpy()
+
+    def minibatches(self, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
+        """An epoch's minibatches of time-major row indices, each steps of one environment after another."""
+        size = len(self.env_major)
+        split = int(torch.randint(size, (1,), generator=generator))
+        order = torch.roll(self.env_major, -split)
+        return [order[start:start + batch_size] for start in range(0, size, batch_size)]
+
+    def forward(self, net: torch.nn.Module, obs: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The policy head and values of a minibatch's rows, by sequences."""
+        first = self.starts[rows].clone()
+        first[0] = True
+        sequence = torch.cumsum(first.long(), 0) - 1
+        heads = torch.nonzero(first).squeeze(1)
+        position = torch.arange(len(rows), device=rows.device) - heads[sequence]
+        padded = obs.new_zeros((int(position.max()) + 1, len(heads), *obs.shape[1:]))
+        padded[position, sequence] = obs[rows]
+        out, values, _ = net(padded, self.before[rows[heads]])
+        return out[position, sequence], values[position, sequence]
+
+
+def recurrent(config: PPOConfig | MAPPOConfig) -> bool:
+    """Whether the policy has memory (`--recurrent lstm`)."""
+    return getattr(config, "recurrent", "none") != "none"
+
+
 def build(spec: EnvSpec, config: PPOConfig | MAPPOConfig, generator: torch.Generator | None,
           value_inputs: int = 0) -> torch.nn.Module:
     args = (spec, config.net_arch, generator, config.activation, config.log_std_init)
+    if recurrent(config):
+        assert isinstance(config, PPOConfig)
+        return networks_module(config).recurrent_actor_critic(*args, hidden=config.lstm_hidden,
+                                                              shared=config.shared_lstm)
     if value_inputs:  # only MAPPO's centralised critic passes it: a --networks module made for ppo need not take it
         return networks_module(config).actor_critic(*args, value_inputs=value_inputs)
     return networks_module(config).actor_critic(*args)
@@ -318,7 +405,8 @@ def join(rollouts: list[Rollout]) -> Rollout:
                    np.concatenate(truncated).reshape(-1, 2), joined("final_obs", 0), joined("last_obs", 0),
                    joined("critic_obs", 1) if critic else None, joined("final_critic_obs", 0) if critic else None,
                    joined("last_critic_obs", 0) if critic else None,
-                   joined("masks", 1) if rollouts[0].masks is not None else None)
+                   joined("masks", 1) if rollouts[0].masks is not None else None,
+                   joined("first_state", 0) if rollouts[0].first_state is not None else None)
 
 
 def draw(logits: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -334,7 +422,11 @@ class Policy(BasePolicy):
     """How PPO acts: a sample of its distribution while collecting (and `lfrl.load`'s predict when not
     deterministic), its mode when evaluated: the most likely action, or the Gaussian's mean; on
     observations normalised with the statistics that came with the weights. Continuous actions go to
-    the environment clipped to its bounds, as SB3 clips them."""
+    the environment clipped to its bounds, as SB3 clips them.
+
+    A recurrent policy (`--recurrent lstm`) acts on the memory of each environment's episode so far:
+    `sample` and `exploit` take `state` [n, rows, hidden] (`initial_state`, zeros at an episode's
+    start) and update it in place with the step's observations."""
 
     NETWORK = "actor_critic"
 
@@ -342,6 +434,7 @@ class Policy(BasePolicy):
 
     def __init__(self, spec: EnvSpec, config: PPOConfig | MAPPOConfig, value_inputs: int = 0) -> None:
         super().__init__(spec, config, build(spec, config, None, value_inputs))
+        self.recurrent = recurrent(config)
         self.stats: tuple[np.ndarray, np.ndarray] | None = None
         self.log_std = getattr(self.network, "log_std", None)
         if not spec.discrete:
@@ -360,16 +453,31 @@ class Policy(BasePolicy):
             norm.load_state_dict(saved["obs_norm"])
             self.stats = norm.stats()
 
-    def head(self, obs: np.ndarray) -> np.ndarray:
-        """The policy head's output for raw observations (normalised here): logits, or the mean."""
-        return self.outputs(normalized(obs, self.stats))[0]
+    def initial_state(self, n: int) -> np.ndarray | None:
+        """The state of `n` environments at their episodes' start: zeros (None: no memory)."""
+        if not self.recurrent:
+            return None
+        return np.zeros((n, self.network.state_rows, self.config.lstm_hidden), dtype=np.float32)  # type: ignore[union-attr]
+
+    def head(self, obs: np.ndarray, state: np.ndarray | None = None) -> np.ndarray:
+        """The policy head's output for raw observations (normalised here): logits, or the mean; a
+        recurrent policy's from `state`, which it updates."""
+        if not self.recurrent:
+            return self.outputs(normalized(obs, self.stats))[0]
+        if state is None:
+            raise ValueError("a recurrent policy acts on a state (initial_state)")
+        with torch.inference_mode():
+            out, _, after = self.network(torch.from_numpy(normalized(obs, self.stats))[None], torch.from_numpy(state))
+        state[:] = after.numpy()
+        return out[0].numpy()
 
     def explore(self, obs: np.ndarray, rng: np.random.Generator, env_steps: int,
                 masks: np.ndarray | None = None) -> np.ndarray:
         return self.sample(obs, rng, masks)
 
-    def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None) -> np.ndarray:
-        out = self.head(obs)
+    def sample(self, obs: np.ndarray, rng: np.random.Generator, masks: np.ndarray | None = None,
+               state: np.ndarray | None = None) -> np.ndarray:
+        out = self.head(obs, state)
         if self.spec.discrete:
             out = masked(out, masks)  # a forbidden action's probability: exactly 0
             if self.spec.action_nvec is None:
@@ -379,8 +487,9 @@ class Policy(BasePolicy):
         std = np.exp(self.log_std.detach().numpy())
         return (out + std * rng.standard_normal(out.shape, dtype=np.float32)).astype(np.float32)
 
-    def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
-        out = self.head(obs)
+    def exploit(self, obs: np.ndarray, masks: np.ndarray | None = None, state: np.ndarray | None = None
+                ) -> np.ndarray:
+        out = self.head(obs, state)
         if not self.spec.discrete:
             return out
         out = masked(out, masks)
@@ -388,17 +497,26 @@ class Policy(BasePolicy):
             return out.argmax(axis=1)
         return np.stack([part.argmax(axis=1) for part in self.parts(out)], axis=1)
 
-    def acting(self, obs: torch.Tensor, masks: torch.Tensor | None = None) -> torch.Tensor:
+    def acting(self, obs: torch.Tensor, masks: torch.Tensor | None = None, state: torch.Tensor | None = None) -> Any:
+        """`Policy.acting`; a recurrent policy's from `state`: (actions, the state after the step)."""
         if self.stats is not None:  # as `normalized`: in float64, then float32
             mean, var = (torch.from_numpy(np.asarray(s, dtype=np.float64)) for s in self.stats)
             obs = ((obs.double() - mean) / torch.sqrt(var + EPSILON)).clamp(-CLIP, CLIP).float()
-        out = self.network(obs)[0]
+        if state is None:
+            out = self.network(obs)[0]
+        else:
+            out, _, state = self.network(obs[None], state)
+            out = out[0]
         if not self.spec.discrete:
-            return torch.minimum(torch.maximum(out, torch.from_numpy(self.low)), torch.from_numpy(self.high))
-        out = masked_torch(out, masks)
-        if self.spec.action_nvec is None:
-            return out.argmax(dim=1)
-        return torch.stack([part.argmax(dim=1) for part in torch.split(out, list(self.spec.action_nvec), dim=1)], dim=1)
+            action = torch.minimum(torch.maximum(out, torch.from_numpy(self.low)), torch.from_numpy(self.high))
+        else:
+            out = masked_torch(out, masks)
+            if self.spec.action_nvec is None:
+                action = out.argmax(dim=1)
+            else:
+                action = torch.stack([part.argmax(dim=1) for part in torch.split(out, list(self.spec.action_nvec), dim=1)],
+                                     dim=1)
+        return action if state is None else (action, state)
 
     def parts(self, out: np.ndarray) -> list[np.ndarray]:
         """The logits [n, sum(nvec)] of a multi-discrete action, part by part."""
@@ -425,6 +543,7 @@ class Actor:
         self.masks = envs.action_masks(self.spec, self.envs, [info for _obs, info in started])
         self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * index + 1))
         self.policy = Policy(self.spec, config)
+        self.state = self.policy.initial_state(count)  # a recurrent policy's memory of each episode
         self.n_steps = config.n_steps
         self.width = config.actors * count  # environments in all: steps per step of each
 
@@ -440,11 +559,12 @@ class Actor:
         dones = np.zeros((T, E), dtype=bool)
         masks = None if self.masks is None else np.empty((T, *self.masks.shape), dtype=bool)
         truncated, final_obs, ended = [], [], []
+        first_state = None if self.state is None else self.state.copy()
         for t in range(T):
             obs[t] = self.obs
             if masks is not None:
                 masks[t] = self.masks
-            action = self.policy.sample(self.obs, self.rng, self.masks)
+            action = self.policy.sample(self.obs, self.rng, self.masks, self.state)
             actions.append(action)
             to_env = self.policy.to_env(action)
             following, infos = [], []
@@ -458,6 +578,8 @@ class Actor:
                         final_obs.append(next_obs)
                     if self.scores[e].finished is not None:  # not an Atari life lost while training
                         ended.append((*self.scores[e].finished, env_steps + (t + 1) * self.width))
+                    if self.state is not None:
+                        self.state[e] = 0.0  # the next episode starts with no memory
                     next_obs, info = env.reset()
                 following.append(next_obs)
                 infos.append(info)
@@ -465,7 +587,7 @@ class Actor:
             self.masks = envs.action_masks(self.spec, self.envs, infos)
         final = np.stack(final_obs) if final_obs else np.empty((0, *self.obs.shape[1:]), dtype=self.obs.dtype)
         rollout = Rollout(obs, np.stack(actions), rewards, dones, np.asarray(truncated, dtype=np.int64).reshape(-1, 2),
-                          final, self.obs.copy(), masks=masks)
+                          final, self.obs.copy(), masks=masks, first_state=first_state)
         return rollout, ended
 
     def close(self) -> None:

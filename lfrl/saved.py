@@ -62,7 +62,10 @@ class SavedPolicy:
         """(action, None) for one observation, or (actions, None) for a batch of them (a leading
         dimension), in the environment's action space. `deterministic`: the evaluator's actions
         (greedy, or the mean); else DQN explores with its last epsilon and SAC samples, as in SB3.
-        `state` and `episode_start` are SB3's, for recurrent policies: there are none here.
+        `state` and `episode_start` as sb3-contrib's RecurrentPPO takes them, for a recurrent policy
+        (`--recurrent lstm`): give back the state the last call returned (None: an episode's start)
+        and `episode_start` (one bool per observation) True where an episode starts; the result is
+        then (actions, the new state) [n, rows, hidden], a copy. Other policies return None.
         `action_masks`: the actions allowed (True) for each observation, as sb3-contrib's
         MaskablePPO takes them (discrete actions; the environment's `action_masks()`). Observations
         that lfrl flattens (Dict, Tuple, Discrete, ...: lfrl.envs.Flat) are taken as the environment
@@ -93,9 +96,33 @@ class SavedPolicy:
             masks = masks.reshape(len(batch), n)
             if not masks.any(axis=1).all():
                 raise ValueError("action_masks: a mask that allows no action")
-        actions = self.policy.exploit(batch, masks) if deterministic else self.policy.sample(batch, self.rng, masks)
+        memory = self.memory(state, episode_start, len(batch))
+        if memory is None:
+            actions = self.policy.exploit(batch, masks) if deterministic else self.policy.sample(batch, self.rng, masks)
+        else:
+            actions = (self.policy.exploit(batch, masks, state=memory) if deterministic  # type: ignore[call-arg]
+                       else self.policy.sample(batch, self.rng, masks, state=memory))  # type: ignore[call-arg]
         actions = self.policy.to_env(actions)
-        return (actions if batch is obs else actions.squeeze(axis=0)), None
+        return (actions if batch is obs else actions.squeeze(axis=0)), memory
+
+    def memory(self, state: Any, episode_start: Any, n: int) -> np.ndarray | None:
+        """A recurrent policy's state for a batch of `n` observations: `state` (or the start's), the
+        rows of `episode_start` zeroed; None for a policy without memory."""
+        start = self.policy.initial_state(n)
+        if start is None:
+            return None
+        if state is None:
+            return start
+        memory = np.array(state, dtype=np.float32)  # a copy: the caller's stays as it was
+        if memory.shape != start.shape:
+            raise ValueError(f"a state of shape {memory.shape}: expected {start.shape} for {n} observation"
+                             f"{'s' if n > 1 else ''} (the state predict returned)")
+        if episode_start is not None:
+            starts = np.asarray(episode_start, dtype=bool).reshape(-1)
+            if starts.shape != (n,):
+                raise ValueError(f"episode_start of shape {np.shape(episode_start)}: expected ({n},), one per observation")
+            memory[starts] = 0.0
+        return memory
 
     def make_env(self, render_mode: str | None = None) -> gymnasium.Env:
         """A new environment as the evaluator plays it (real rewards; Atari preprocessed)."""
@@ -340,7 +367,7 @@ def check_learner_files(config: Config, folder: str | os.PathLike[str]) -> None:
     shapes this program's have. Raises LoadError naming the setting."""
     if config.networks == "lfrl.networks" and not config.load:
         return  # lfrl's own, which has them all
-    networks_module(config.networks, config.ALGO, folder)
+    networks_module(config.networks, config, folder)
     if not config.load:
         return
     path = weights_path(config.load, folder)
@@ -362,9 +389,10 @@ def check_learner_files(config: Config, folder: str | os.PathLike[str]) -> None:
         raise LoadError(f"{path} does not fit this program's networks: {problem}", "load")
 
 
-def networks_module(name: str, algo: str, folder: str | os.PathLike[str]) -> ModuleType:
+def networks_module(name: str, config: Config, folder: str | os.PathLike[str]) -> ModuleType:
     """Module `name` (`--networks`), imported as the program in `folder` imports it (lfpy.build: its
-    folder first, the current folder last), with every function `algo` builds its networks with.
+    folder first, the current folder last), with every function `config`'s algorithm builds its
+    networks with (lfrl.algorithms.builders).
     Raises LoadError."""
     path = list(sys.path)
     sys.path.insert(0, str(folder))
@@ -378,7 +406,7 @@ def networks_module(name: str, algo: str, folder: str | os.PathLike[str]) -> Mod
                             f"PYTHONPATH", "networks") from None
     finally:
         sys.path[:] = path
-    needed = builders(algo)
+    needed, algo = builders(config), config.ALGO
     for function in needed:
         if not hasattr(module, function):
             raise LoadError(f"module {name!r} ({module.__file__}) has no function {function}; {algo} builds its "

@@ -1,7 +1,8 @@
 """`lfrl export`: a run's policy as an ONNX file (run here with onnxruntime) and a TorchScript file,
 each picking the actions `lfrl.load(run).predict(obs, deterministic=True)` picks on 1,000
 observations: one discrete choice with normalised observations, masks as an input, several discrete
-parts, a box; and the command's refusals."""
+parts, a box; a recurrent policy's actions and states through whole episodes; and the command's
+refusals."""
 
 import subprocess
 from pathlib import Path
@@ -84,6 +85,43 @@ def test_the_exported_policy_acts_as_predict_does(tmp_path: Path, case: str) -> 
             np.testing.assert_allclose(actions, expected, atol=1e-5)
     if masks is not None:
         assert masks[np.arange(len(masks)), from_onnx].all()  # never a masked action
+
+
+def test_an_exported_recurrent_policy_carries_its_state_as_predict_does(tmp_path: Path) -> None:
+    program = generate(tmp_path, "ppo", **{**PPO, "env_id": "tests.toyenvs:Recall-v0", "recurrent": "lstm",
+                                           "lstm_hidden": 8, "normalize": True})
+    run(program)
+    folder = run_folder(program)
+    onnx_file, script_file = tmp_path / "policy.onnx", tmp_path / "policy.pt"
+    for fmt, file in (("onnx", onnx_file), ("torchscript", script_file)):
+        done = subprocess.run(command("export", str(folder), "--format", fmt, "-o", str(file)), capture_output=True,
+                              text=True, cwd=ROOT, timeout=300)
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        assert done.stdout == (f"wrote {file} ({fmt}: inputs obs float32 [batch, 4], state float32 [batch, 4, 8]; "
+                               "outputs action int64 [batch], next_state float32 [batch, 4, 8])\n")
+    import onnxruntime
+
+    saved = lfrl.load(folder)
+    session = onnxruntime.InferenceSession(str(onnx_file))
+    scripted = torch.jit.load(str(script_file))
+    made = [saved.make_env(), saved.make_env()]
+    # two environments side by side for 3 episodes each, the states zeroed at each episode's start
+    obs = np.stack([env.reset(seed=s)[0] for s, env in enumerate(made)])
+    starts = np.ones(2, dtype=bool)
+    state = onnx_state = script_state = np.zeros((2, 4, 8), np.float32)
+    for _ in range(3 * 7):
+        expected, state = saved.predict(obs, state=state, episode_start=starts, deterministic=True)
+        onnx_state, script_state = onnx_state * ~starts[:, None, None], script_state * ~starts[:, None, None]
+        action, onnx_state = session.run(["action", "next_state"], {"obs": obs, "state": onnx_state})
+        scripted_action, scripted_state = scripted(torch.from_numpy(obs), torch.from_numpy(script_state))
+        script_state = scripted_state.numpy()
+        assert np.array_equal(action, expected) and np.array_equal(scripted_action.numpy(), expected)
+        np.testing.assert_allclose(onnx_state, state, atol=1e-5)
+        np.testing.assert_allclose(script_state, state, atol=1e-5)
+        stepped = [env.step(int(a)) for env, a in zip(made, expected, strict=True)]
+        starts = np.array([terminated or truncated for _, _, terminated, truncated, _ in stepped])
+        obs = np.stack([env.reset()[0] if start else s[0] for env, start, s in zip(made, starts, stepped, strict=True)])
+    assert np.abs(state).sum() > 0
 
 
 def test_export_refuses_what_it_cannot_write(tmp_path: Path) -> None:

@@ -96,6 +96,10 @@ def test_networks_must_define_every_builder_the_algorithm_calls(tmp_path: Path) 
     assert refusal(tmp_path, "td3", networks="half_networks") == (
         "--networks: module 'half_networks' ({tmp}/half_networks.py) has no function deterministic_actor; td3 builds "
         "its networks with deterministic_actor, critics (see lfrl/networks.py)")
+    (tmp_path / "feedforward.py").write_text("from lfrl.networks import actor_critic\n")
+    assert refusal(tmp_path, "ppo", networks="feedforward", recurrent="lstm") == (
+        "--networks: module 'feedforward' ({tmp}/feedforward.py) has no function recurrent_actor_critic; ppo builds "
+        "its networks with recurrent_actor_critic (see lfrl/networks.py)")
 
 
 def test_the_cli_refuses_a_bad_load_before_writing_anything(tmp_path: Path) -> None:

@@ -284,3 +284,39 @@ gymnasium.register("TupleCue-v0", entry_point=TupleCue)
 gymnasium.register("Pixels-v0", entry_point=Pixels)
 gymnasium.register("DictPixels-v0", entry_point=Pixels, kwargs={"in_dict": True})
 gymnasium.register("Texts-v0", entry_point=Texts)
+
+
+class Recall(gymnasium.Env):
+    """A cue shown once and answered `delay` steps later: the first observation shows one of two
+    cues (one-hot) with a start flag, the next ones show nothing, the last (after `delay` steps) an
+    answer flag; the action taken then earns 1 if it names the cue (actions at other steps earn 0).
+    The optimum is 1 an episode; without memory of the cue, 0.5."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (4,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def __init__(self, delay: int = 6) -> None:
+        self.delay = delay
+        self.t, self.cue = 0, 0
+
+    def _observe(self) -> np.ndarray:
+        obs = np.zeros(4, np.float32)
+        if self.t == 0:
+            obs[self.cue] = obs[2] = 1.0
+        elif self.t == self.delay:
+            obs[3] = 1.0
+        return obs
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        self.t, self.cue = 0, int(self.np_random.integers(2))
+        return self._observe(), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
+        answered = self.t == self.delay
+        reward = float(answered and int(action) == self.cue)
+        self.t += 1
+        return self._observe(), reward, answered, False, {}
+
+
+gymnasium.register("Recall-v0", entry_point=Recall)
