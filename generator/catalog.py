@@ -444,8 +444,11 @@ def settings_of(name: str, values: Mapping[str, object]) -> Settings:
 def derive_ppo(values: dict[str, object]) -> dict[str, object]:
     """Checks of PPO's values against its environment and each other; the program's settings."""
     config = template_settings("ppo", values)
-    env_spec(config)
+    spec = env_spec(config)
     assert isinstance(config, PPOConfig)
+    if spec.packing is not None and config.normalize:
+        raise TemplateError(f"--normalize: {config.env_id!r} has images in its observations, which are not "
+                            "normalised (the convolutions scale them); give --normalize no")
     nodes = placed(values, "actors", config.actors)
     check_together(config)
     return {"config": config.to_dict(), "parameters": program_parameters("ppo", config.to_dict()),

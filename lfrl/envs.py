@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -93,7 +92,7 @@ def register_atari() -> None:
 
 
 class SetupError(ValueError):
-    """A setting of the environment's setup that cannot work (`setting`: wrapper or masking)."""
+    """A setting of the environment's setup that cannot work (`setting`: wrapper, masking or frame_stack)."""
 
     def __init__(self, setting: str, message: str) -> None:
         super().__init__(message)
@@ -179,65 +178,123 @@ FLAT_PARTS = (gymnasium.spaces.Box, gymnasium.spaces.Discrete, gymnasium.spaces.
               gymnasium.spaces.MultiBinary)
 
 
-def parts(space: gymnasium.Space, where: str = "") -> list[tuple[str, gymnasium.Space]]:
+Place = tuple[str | int, ...]  # where a part of a Dict or Tuple observation is: its keys and positions
+
+
+def parts(space: gymnasium.Space, path: Place = ()) -> list[tuple[Place, gymnasium.Space]]:
     """The parts of a Dict or Tuple observation space (nested ones too), in the order gymnasium
-    flattens them, each with where it is (`['key'][0]`): the spaces `Flat` flattens."""
+    flattens them, each with where it is: the spaces `Flat` flattens."""
     if isinstance(space, gymnasium.spaces.Dict):
-        return [p for key, sub in space.spaces.items() for p in parts(sub, f"{where}[{key!r}]")]
+        return [p for key, sub in space.spaces.items() for p in parts(sub, (*path, key))]
     if isinstance(space, gymnasium.spaces.Tuple):
-        return [p for i, sub in enumerate(space.spaces) for p in parts(sub, f"{where}[{i}]")]
-    return [(where, space)]
+        return [p for i, sub in enumerate(space.spaces) for p in parts(sub, (*path, i))]
+    return [(path, space)]
+
+
+def where(path: Place) -> str:
+    """A part's place as Python indexes it: ['image'][0]."""
+    return "".join(f"[{key!r}]" for key in path)
+
+
+def part_of(observation: Any, path: Place) -> Any:
+    for key in path:
+        observation = observation[key]
+    return observation
+
+
+def is_image(space: gymnasium.Space) -> bool:
+    """An image, as the convolutions take it: uint8 of 3 dimensions (channels first or last)."""
+    return isinstance(space, gymnasium.spaces.Box) and len(space.shape or ()) == 3 and space.dtype == np.uint8
+
+
+@dataclass(frozen=True)
+class Packing:
+    """How a Dict or Tuple observation with images is laid out as one uint8 vector (`Flat`): first its
+    other parts, flattened as float32 (`vector` values, 4 bytes each), then each image byte for byte,
+    channels first (`images`: their shapes). The networks read it back (lfrl.networks.MultiInput)."""
+
+    vector: int
+    images: tuple[tuple[int, int, int], ...]
+
+    @property
+    def size(self) -> int:
+        return 4 * self.vector + sum(int(np.prod(shape)) for shape in self.images)
 
 
 class Flat(gymnasium.ObservationWrapper):
     """Dict and Tuple observations (nested ones too), Discrete, MultiDiscrete and MultiBinary ones,
-    and boxes of 2 dimensions or more that are no image, as one flat float32 vector, as
-    Stable-Baselines3's MultiInputPolicy and MlpPolicy read them (gymnasium.spaces.flatten): the
-    parts end to end in the space's order (a Dict's keys sorted, a Tuple's positions), a Discrete
-    one-hot, a MultiDiscrete one-hot per part. Actors, replay buffers, normalisation, frame stacks,
-    checkpoints and networks then take it as any vector; `source` is the environment's own space,
-    which `lfrl.load`'s predict takes. Raises SpaceError for a part that has no flat form (Text,
-    Sequence, Graph) or is an image (uint8, 3 dimensions), which would lose its convolutions."""
+    and boxes of 2 dimensions or more that are no image, as one flat vector, as Stable-Baselines3's
+    MultiInputPolicy and MlpPolicy read them (gymnasium.spaces.flatten): the parts end to end in the
+    space's order (a Dict's keys sorted, a Tuple's positions), a Discrete one-hot, a MultiDiscrete
+    one-hot per part, float32. Actors, replay buffers, normalisation, frame stacks, checkpoints and
+    networks then take it as any vector. Images among the parts go to convolutions of their own, as
+    in SB3's CombinedExtractor: the observation is then a uint8 vector (`packing`) of the other parts'
+    float32 bytes and the images' bytes (channels first), which takes no normalisation nor stacking.
+    `source` is the environment's own space, which `lfrl.load`'s predict takes. Raises SpaceError for
+    a part that has no flat form (Text, Sequence, Graph)."""
 
     def __init__(self, env: gymnasium.Env) -> None:
         super().__init__(env)
         self.source = env.observation_space
-        for where, part in parts(self.source):
-            what = f"observations whose part {where} is" if where else "observations of"
+        self.vectors, self.images = [], []
+        for path, part in parts(self.source):
             if not isinstance(part, FLAT_PARTS):
+                what = f"observations whose part {where(path)} is" if path else "observations of"
                 raise SpaceError(f"has {what} {part}; the learners take boxes, Discrete, MultiDiscrete and "
                                  "MultiBinary observations, alone or in Dict and Tuple ones")
-            if where and isinstance(part, gymnasium.spaces.Box) and len(part.shape) == 3 \
-                    and part.dtype == np.uint8:
-                raise SpaceError(f"has {what} an image, {part}; the learners take an image as a whole "
-                                 "observation, not yet as a part of a Dict or Tuple one")
-        flat = gymnasium.spaces.flatten_space(self.source)
-        self.observation_space = gymnasium.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32),
-                                                      dtype=np.float32)
+            (self.images if path and is_image(part) else self.vectors).append((path, part))
+        self.packing = None
+        if not self.images:
+            flat = gymnasium.spaces.flatten_space(self.source)
+            self.observation_space = gymnasium.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32),
+                                                          dtype=np.float32)
+            return
+        self.packing = Packing(sum(gymnasium.spaces.flatdim(part) for _, part in self.vectors),
+                               tuple(channels_first(part.shape) for _, part in self.images))
+        self.observation_space = gymnasium.spaces.Box(0, 255, (self.packing.size,), np.uint8)
 
     def observation(self, observation: Any) -> np.ndarray:
-        return np.asarray(gymnasium.spaces.flatten(self.source, observation), dtype=np.float32)
+        if self.packing is None:
+            return np.asarray(gymnasium.spaces.flatten(self.source, observation), dtype=np.float32)
+        vector = [np.asarray(gymnasium.spaces.flatten(part, part_of(observation, path)), dtype=np.float32)
+                  for path, part in self.vectors]
+        images = [np.asarray(part_of(observation, path), dtype=np.uint8) for path, _ in self.images]
+        return np.concatenate([np.concatenate(vector or [np.zeros(0, np.float32)]).view(np.uint8),
+                               *(np.transpose(i, (2, 0, 1)).ravel() if channels_last(part) else i.ravel()
+                                 for i, (_, part) in zip(images, self.images, strict=True))])
 
 
-def flattened(space: gymnasium.Space, observation: Any) -> np.ndarray:
-    """One observation of `space` (a `Flat` one's source) as `Flat` gives it [n], or a batch of them
-    [B, n] (each part with a leading dimension of B, as Stable-Baselines3's predict takes a batch of
-    Dict observations). Raises ValueError for an observation that is not of `space`."""
-    leaves = parts(space)
-    where, first = leaves[0]
-    leaf = observation
+def channels_first(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """An image's shape with its channels first (`ChannelsFirst`)."""
+    h, w, c = shape if int(np.argmin(shape)) != 0 else (shape[1], shape[2], shape[0])
+    return (int(c), int(h), int(w))
+
+
+def flattened(env: gymnasium.Env | gymnasium.Space, observation: Any) -> np.ndarray:
+    """One observation of a `Flat` environment's source space (`env`: the environment, or that space)
+    as `Flat` gives it [n], or a batch of them [B, n] (each part with a leading dimension of B, as
+    Stable-Baselines3's predict takes a batch of Dict observations). Raises ValueError for an
+    observation that is not of that space."""
+    flat = env if isinstance(env, Flat) else Flat(Observing(env))  # type: ignore[arg-type]
+    path, first = parts(flat.source)[0]
     try:
-        for key in re.findall(r"\[('[^']*'|\d+)\]", where):
-            leaf = leaf[key[1:-1] if key.startswith("'") else int(key)]
-        dims = np.ndim(leaf) - len(first.shape)
+        dims = np.ndim(part_of(observation, path)) - len(first.shape)
         if dims == 0:
-            return np.asarray(gymnasium.spaces.flatten(space, observation), dtype=np.float32)
+            return flat.observation(observation)
         if dims == 1:
-            return np.stack([gymnasium.spaces.flatten(space, pick(observation, i)) for i in range(len(leaf))]
-                            ).astype(np.float32)
+            count = len(part_of(observation, path))
+            return np.stack([flat.observation(pick(observation, i)) for i in range(count)])
     except (KeyError, IndexError, TypeError, ValueError):
         pass
-    raise ValueError(f"an observation that is not of {space} (nor a batch of them)")
+    raise ValueError(f"an observation that is not of {flat.source} (nor a batch of them)")
+
+
+class Observing(gymnasium.Env):
+    """An environment that is only an observation space, for `Flat` to flatten observations of it."""
+
+    def __init__(self, space: gymnasium.Space) -> None:
+        self.observation_space = space
+        self.action_space = gymnasium.spaces.Discrete(1)
 
 
 def pick(observation: Any, i: int) -> Any:
@@ -255,6 +312,10 @@ def stack(env: gymnasium.Env, setup: Setup) -> gymnasium.Env:
     the first observations of an episode stack copies of its first."""
     shape = env.observation_space.shape or ()
     frames = setup.stacked
+    flat = layer(env, Flat)
+    if frames > 1 and flat is not None and flat.packing is not None:
+        raise SetupError("frame_stack", f"{setup.env_id!r} has images in its {type(flat.source).__name__} "
+                                        "observations, which are not stacked (stack them in a --wrapper of yours)")
     if len(shape) == 2:  # a grayscale frame (`plain`): channels first, one channel even when nothing is stacked
         return gymnasium.wrappers.FrameStackObservation(env, frames)
     if frames == 1:
@@ -424,6 +485,7 @@ class EnvSpec:
     action_nvec: tuple[int, ...] | None = None
     # The environment's own observation space where lfrl flattens it (`Flat`; predict flattens too)
     source: gymnasium.Space | None = field(default=None, compare=False)
+    packing: Packing | None = None  # a Dict or Tuple observation with images, as `Flat` lays it out
 
     @property
     def discrete(self) -> bool:
@@ -551,20 +613,20 @@ def describe(env: str | Any) -> EnvSpec:
         flat = layer(made, Flat)
     finally:
         made.close()
-    source = None if flat is None else flat.source
+    source, packing = (None, None) if flat is None else (flat.source, flat.packing)
     choices = categories(act)
     if masked and choices is None:
         raise SetupError("masking", f"{env_id!r} gives action masks for {act} actions; masks are taken for "
                                     "discrete actions (give --masking no to leave them out)")
-    dtype = "uint8" if obs.dtype == np.uint8 and len(obs.shape) == 3 else "float32"
+    dtype = "uint8" if obs.dtype == np.uint8 and (len(obs.shape) == 3 or packing) else "float32"
     if choices is not None:
         nvec = None if isinstance(act, gymnasium.spaces.Discrete) else choices
         return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=sum(choices), action_nvec=nvec, masked=masked,
-                       source=source)
+                       source=source, packing=packing)
     if isinstance(act, gymnasium.spaces.Box) and len(act.shape) == 1 and np.all(np.isfinite(act.low)) \
             and np.all(np.isfinite(act.high)):
         return EnvSpec(env_id, tuple(obs.shape), dtype, action_low=tuple(map(float, act.low)),
-                       action_high=tuple(map(float, act.high)), source=source)
+                       action_high=tuple(map(float, act.high)), source=source, packing=packing)
     raise ValueError(f"{env_id!r} has {act} actions; the learners take discrete actions (Discrete, a flat "
                      "MultiDiscrete or MultiBinary) or a bounded flat box")
 

@@ -5,7 +5,9 @@ observation normalisation included.
 The file's inputs and output (a batch of any size along the first axis):
 - `obs`: the observations as the run's environment gives them (lfrl.envs.make: Atari's stacked
   frames, a frame stack, a user's wrapper applied; Dict, Tuple and Discrete observations flattened,
-  `gymnasium.spaces.flatten`), float32 [batch, *shape], or uint8 for images (channels first);
+  `gymnasium.spaces.flatten`), float32 [batch, *shape], or uint8 for images (channels first) and
+  for Dict or Tuple observations with images (lfrl.envs.Packing: the other parts' float32 bytes,
+  then each image's bytes);
 - `action_mask` (only for a run whose environment gives action masks): bool [batch, n], one value per
   choice of every part of the action, True for allowed;
 - `state` (only for a recurrent policy, `--recurrent lstm`): float32 [batch, rows, hidden], the

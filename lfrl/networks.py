@@ -26,7 +26,8 @@ identical for any number of workers.
   (MAPPO's centralised critic) `forward(obs, critic_inputs)`, the values computed from the critic's
   own inputs [B, value_inputs] (None without them)
 
-Images (Atari) go through the Nature DQN convolutions first, uint8 scaled to [0, 1].
+Images (Atari) go through the Nature DQN convolutions first, uint8 scaled to [0, 1]; a Dict or Tuple
+observation with images (lfrl.envs.Packing) through `MultiInput`, SB3's CombinedExtractor.
 
 The acting networks of this module also have `forward_numpy`: the same function on numpy arrays,
 which actors and the evaluator use for vector observations. Acting asks for one small batch at a
@@ -44,7 +45,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from lfrl.envs import EnvSpec
+from lfrl.envs import EnvSpec, Packing
 
 N = TypeVar("N", bound=nn.Module)
 
@@ -118,10 +119,13 @@ def mlp(sizes: list[int], activate_last: bool = False, activation: str = "relu")
 
 
 class NatureCNN(nn.Module):
-    """The convolutions of DQN's Nature paper: 4x84x84 uint8 frames -> 512 features."""
+    """The convolutions of DQN's Nature paper: 4x84x84 uint8 frames -> 512 features (`features`)."""
 
-    def __init__(self, channels: int, height: int, width: int) -> None:
+    def __init__(self, channels: int, height: int, width: int, features: int = 512) -> None:
         super().__init__()
+        if height < 36 or width < 36:
+            raise ValueError(f"images of {height}x{width}: the Nature CNN's convolutions take 36x36 or more "
+                             "(resize them in a --wrapper, or give --networks of your own)")
         self.convs = nn.Sequential(
             nn.utils.skip_init(nn.Conv2d, channels, 32, 8, stride=4), nn.ReLU(),
             nn.utils.skip_init(nn.Conv2d, 32, 64, 4, stride=2), nn.ReLU(),
@@ -131,7 +135,7 @@ class NatureCNN(nn.Module):
         self.convs.to(memory_format=torch.channels_last)
         with torch.no_grad():
             size = self.convs(torch.zeros(1, channels, height, width)).shape[1]
-        self.out = MLP([size, 512], activate_last=True)
+        self.out = MLP([size, features], activate_last=True)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         # One new tensor, scaled in place: the same values as obs.float() / 255, without a second
@@ -140,8 +144,52 @@ class NatureCNN(nn.Module):
         return self.out(self.convs(frames))
 
 
+class MultiInput(nn.Module):
+    """The features of a Dict or Tuple observation with images (lfrl.envs.Packing), as SB3's
+    CombinedExtractor makes them: its other parts as they are (flattened), then each image's Nature
+    CNN features (256 each, SB3's cnn_output_dim), side by side."""
+
+    IMAGE_FEATURES = 256
+
+    def __init__(self, packing: Packing) -> None:
+        super().__init__()
+        self.vector, self.images = packing.vector, packing.images
+        self.cnns = nn.ModuleList(NatureCNN(*shape, features=self.IMAGE_FEATURES) for shape in packing.images)
+        self.size = self.vector + self.IMAGE_FEATURES * len(self.images)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        batch = obs.shape[:-1]
+        start = 4 * self.vector
+        out = [floats(obs[..., :start])]
+        for cnn, shape in zip(self.cnns, self.images, strict=True):
+            end = start + math.prod(shape)
+            out.append(cnn(obs[..., start:end].reshape(-1, *shape)).reshape(*batch, -1))
+            start = end
+        return torch.cat(out, dim=-1)
+
+
+def floats(raw: torch.Tensor) -> torch.Tensor:
+    """The float32 values [..., n] whose bytes (little-endian) are `raw` [..., 4n] (uint8). Traced into
+    a file (lfrl export), where a tensor cannot be read as another dtype, they are decoded by their
+    IEEE 754 fields instead, in float64: the same values, exactly."""
+    if not torch.jit.is_tracing():
+        return raw.contiguous().view(torch.float32)
+    b = raw.reshape(*raw.shape[:-1], -1, 4).to(torch.int64)
+    bits = b[..., 0] + b[..., 1] * 256 + b[..., 2] * 65536 + b[..., 3] * 16777216
+    sign = 1.0 - 2.0 * torch.div(bits, 2**31, rounding_mode="floor").double()
+    exponent = torch.remainder(torch.div(bits, 2**23, rounding_mode="floor"), 256)
+    normal = exponent > 0
+    fraction = torch.remainder(bits, 2**23).double() / 2**23 + normal.double()
+    scale = torch.where(normal, exponent - 127, torch.full_like(exponent, -126)).double()  # subnormals: 2^-126
+    return (sign * fraction * torch.pow(torch.full_like(fraction, 2.0), scale)).float()
+
+
 def features(spec: EnvSpec) -> tuple[nn.Module | None, int]:
-    """The observation encoder and its output size: the CNN for images, none for vectors."""
+    """The observation encoder and its output size: the CNN for images, each image's and the other
+    parts side by side for a Dict or Tuple observation with images, none for vectors."""
+    if spec.packing is not None:
+        encoder = MultiInput(spec.packing)
+        return encoder, encoder.size
     if spec.image:
         return NatureCNN(*spec.obs_shape), 512
     return None, spec.obs_shape[0]
@@ -297,8 +345,11 @@ def init_orthogonal(network: N, generator: torch.Generator | None) -> N:
     with torch.no_grad():
         hidden = []
         if network.encoder is not None:
-            hidden += [m.weight for m in network.encoder.modules() if isinstance(m, nn.Conv2d)]
-            hidden += [w for w, _ in network.encoder.out.layers()]
+            for module in network.encoder.modules():
+                if isinstance(module, nn.Conv2d):
+                    hidden.append(module.weight)
+                elif isinstance(module, MLP):
+                    hidden += [w for w, _ in module.layers()]
         for mlp_, last_gain in ((network.pi, 0.01), (network.vf, 1.0)):
             layers = mlp_.layers()
             hidden += [w for w, _ in layers[:-1]]

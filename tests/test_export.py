@@ -1,7 +1,7 @@
 """`lfrl export`: a run's policy as an ONNX file (run here with onnxruntime) and a TorchScript file,
 each picking the actions `lfrl.load(run).predict(obs, deterministic=True)` picks on 1,000
 observations: one discrete choice with normalised observations, masks as an input, several discrete
-parts, a box; a recurrent policy's actions and states through whole episodes; and the command's
+parts, a box, a Dict observation with an image; a recurrent policy's actions and states through whole episodes; and the command's
 refusals."""
 
 import subprocess
@@ -25,6 +25,7 @@ CASES = {
     "ppo-masked": ("ppo", {**PPO, "env_id": "tests.toyenvs:MaskedCue-v0"}),
     "ppo-multidiscrete": ("ppo", {**PPO, "env_id": "tests.toyenvs:TwoCues-v0"}),
     "ppo-box": ("ppo", {**PPO, "env_id": "Pendulum-v1", "normalize": True}),
+    "ppo-dict-image": ("ppo", {**PPO, "env_id": "tests.toyenvs:ImageCue-v0", "total_steps": 256}),
     "dqn": ("dqn", {**DQN, "total_steps": 600, "learning_starts": 200}),
     "sac": ("sac", {**SAC, "total_steps": 300}),
 }
@@ -69,7 +70,7 @@ def test_the_exported_policy_acts_as_predict_does(tmp_path: Path, case: str) -> 
     import onnxruntime
 
     session = onnxruntime.InferenceSession(str(onnx_file))
-    feeds = {"obs": obs.astype(np.float32)}
+    feeds = {"obs": obs if obs.dtype == np.uint8 else obs.astype(np.float32)}
     if masks is not None:
         feeds["action_mask"] = masks
     assert [i.name for i in session.get_inputs()] == list(feeds)

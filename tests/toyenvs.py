@@ -320,3 +320,38 @@ class Recall(gymnasium.Env):
 
 
 gymnasium.register("Recall-v0", entry_point=Recall)
+
+
+class ImageCue(gymnasium.Env):
+    """DictCue with its cue in an image: `image` (36x36 RGB, channels last) shows a bright band in
+    the left, middle or right third, which names the action that earns 1; `noise` (a box of 2) tells
+    nothing. An episode is 10 steps: the optimum is 10, acting at random earns 10/3."""
+
+    observation_space = gymnasium.spaces.Dict({
+        "image": gymnasium.spaces.Box(0, 255, (36, 36, 3), np.uint8),
+        "noise": gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32),
+    })
+    action_space = gymnasium.spaces.Discrete(3)
+    LENGTH = 10
+
+    def __init__(self) -> None:
+        self.t, self.cue = 0, 0
+
+    def _observe(self) -> dict:
+        self.cue = int(self.np_random.integers(3))
+        image = self.np_random.integers(0, 64, (36, 36, 3), dtype=np.uint8)
+        image[:, 12 * self.cue:12 * self.cue + 12] = 255
+        return {"image": image, "noise": self.np_random.uniform(-1, 1, 2).astype(np.float32)}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observe(), {}
+
+    def step(self, action: int) -> tuple[dict, float, bool, bool, dict]:
+        reward = float(int(action) == self.cue)
+        self.t += 1
+        return self._observe(), reward, self.t >= self.LENGTH, False, {}
+
+
+gymnasium.register("ImageCue-v0", entry_point=ImageCue)
