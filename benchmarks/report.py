@@ -64,6 +64,8 @@ BENCHMARKS = [
               2.8, 0.5),
     Benchmark("learners", "The learners' time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX "
               "port), and DQN's training throughput on Pong, lfrl against SB3", ("--seeds", "1"), ("--quick",), 32, 6),
+    Benchmark("portable", "What `lfrl run --portable` costs: torch's kernels pinned against as the processor picks "
+              "them", ("--rounds", "1"), ("--quick",), 1.5, 0.5),
     Benchmark("parallel_learners", "SAC's updates/s with each batch split over L learner reactors (1 and 2 "
               "runtime threads)", ("--rounds", "1", "--nets", "64,64"),
               ("--quick",), 1.1, 0.7),

@@ -210,6 +210,7 @@ class CommandLine:
         otherwise (`exit(n)`, 130 for Ctrl-C)."""
         prog = self.parser.prog
         args, unknown = self.parser.parse_known_args(argv)
+        args.argv = list(sys.argv[1:] if argv is None else argv)  # as given: for a command that starts itself again
         if unknown:  # with the usage of the subcommand they were given to, not the top parser's
             self.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
         func: Callable[[argparse.Namespace], int] = args.func

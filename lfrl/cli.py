@@ -25,6 +25,7 @@ from lfpy.cli import (
     run_program,
 )
 from lfpy.diagnostics import Diagnostics
+from lfrl import portable
 
 
 def seed_arg(text: str) -> int:
@@ -72,7 +73,23 @@ def learner_flags(args: argparse.Namespace, diags: Diagnostics) -> int | None:
             report(diags)
             return 1
         args.param.extend(seeded(main.parameters, args.seed))
+    if (args.portable or asks_portable(args)) and not portable.active():
+        portable.restart(args.argv)  # torch's kernels pinned before it is imported: lfrl.portable
     return None
+
+
+def asks_portable(args: argparse.Namespace) -> bool:
+    """Whether the program's main reactor has `portable` true (a learner's template setting, or
+    `--param portable=true`); a program that does not elaborate is left to the run to report."""
+    from lfpy.frontend import analyze
+    from lfpy.overrides import overrides_by_name
+
+    try:
+        overrides = overrides_by_name(args.param)
+    except ValueError:
+        return False
+    elaborated = analyze(args.file, Diagnostics(), overrides=overrides)
+    return elaborated is not None and elaborated.main.parameters.get("portable") is True
 
 
 def keep_finished_runs(checkpoint: str) -> str:
@@ -103,7 +120,7 @@ def run_seeds(args: argparse.Namespace, diags: Diagnostics) -> int:
     options = [*(["--workers", str(args.workers)] if args.workers else []),
                *(["--timeout", format_ns(args.timeout)] if args.timeout is not None else []),
                *(["--fast"] if args.fast else []), *(["--lfc"] if args.lfc else []),
-               *(["--debug"] if args.debug else [])]
+               *(["--debug"] if args.debug else []), *(["--portable"] if args.portable else [])]
     status = sweep(args.file, args.seeds, args.jobs or os.cpu_count() or 1, options, sys.stderr.isatty(), diags,
                    yes=args.yes)
     report(diags)
@@ -305,6 +322,10 @@ def build_command_line() -> CommandLine:
                           "process of its own (at most --jobs at once), then the mean and spread of their "
                           "evaluation returns in LOGDIR/PROGRAM_seeds_N (learning_curve.png/.csv, returns.md/.csv); "
                           "status 1 if a seed failed")
+    run.add_argument("--portable", action="store_true",
+                     help="the same weights on any x86-64 processor with AVX2 or better, whatever its vendor: torch's "
+                          "choice of kernels pinned in every process of the run (lfrl.portable; slower where those "
+                          "were faster); a learner program generated with --portable yes asks for it itself")
     run.add_argument("--jobs", type=positive_int, metavar="N",
                      help="with --seeds, how many seeds run at once (default: one per CPU)")
     run.add_argument("--yes", action="store_true",

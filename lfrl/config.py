@@ -404,6 +404,9 @@ class Config(Settings):
     name it here"""
     torch_threads: Annotated[int, Between(1, 256)] = 1
     """torch's threads for each network operation"""
+    portable: bool = False
+    """the same weights on any x86-64 processor with AVX2 or better: lfrl run pins torch's choice of
+    kernels, as lfrl run --portable does (lfrl.portable; slower where those were faster)"""
     device: Literal["auto", "cpu", "cuda"] = "cpu"
     """where the learner's networks and batches live (actors and the evaluator act on the CPU): cuda
     for large networks such as Atari's convolutions; auto takes cuda when torch finds a GPU where the

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import torch
 
+from lfrl import portable
 from lfrl.config import Config
 
 
 def apply(config: Config) -> None:
     """torch's threads per operation (`torch_threads`): actors in processes of their own
-    (`--processes yes`) would otherwise each take one per CPU and contend."""
+    (`--processes yes`) would otherwise each take one per CPU and contend; and in a portable run
+    (lfrl.portable), its kernels' choice."""
     torch.set_num_threads(config.torch_threads)
+    portable.apply()

@@ -306,7 +306,7 @@ def test_lfpy_has_a_command_line_of_its_own_that_lfrls_check_graph_compile_and_r
         assert (lfpy.returncode, lfpy.stdout) == (lfrl.returncode, lfrl.stdout), args
         assert lfpy.stderr.replace("usage: lfpy", "usage: lfrl").replace("lfpy run:", "lfrl run:") \
             == lfrl.stderr.replace("[--on-node-loss {stop,resume}] [--seed S] [--seeds LIST]\n"
-                                   "                [--jobs N] [--yes]", "[--on-node-loss {stop,resume}]"), args
+                                   "                [--portable] [--jobs N] [--yes]", "[--on-node-loss {stop,resume}]"), args
     assert run_lfpy("run", str(ok)).stdout == "tick 0\ntick 500000000\ntick 1000000000\n"
     assert run_lfpy("check", str(bad)).returncode == 1
     assert run_lfpy("run", str(ok), "--workers", "0").stderr.splitlines()[-1] == \
@@ -340,5 +340,5 @@ def test_lfrls_run_is_lfpys_with_lfrls_flags_after_it() -> None:
 
     lfpy, lfrl = options(run_lfpy("run", "--help").stdout), options(run_lfrl("run", "--help").stdout)
     assert lfrl[:len(lfpy)] == lfpy
-    assert [line.split()[0] for line in lfrl[len(lfpy):] if line.startswith("  -")] == ["--seed", "--seeds", "--jobs",
-                                                                                       "--yes"]
+    assert [line.split()[0] for line in lfrl[len(lfpy):] if line.startswith("  -")] == [
+        "--seed", "--seeds", "--portable", "--jobs", "--yes"]

@@ -47,6 +47,13 @@ EXCLUDES = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-gen"
 PASSED_ENV = re.compile(r"^LFPY_|^(PYTHONHASHSEED|CUBLAS_WORKSPACE_CONFIG|[A-Z]+_NUM_THREADS)$")
 
 
+def forwarded() -> dict[str, str]:
+    """The variables of this process's environment that every federate's actor gets too: those
+    LFPY_ENV names (comma-separated; lfrl's --portable names torch's kernel settings)."""
+    names = [name for name in os.environ.get("LFPY_ENV", "").split(",") if name]
+    return {name: os.environ[name] for name in [*names, "LFPY_ENV"] if name in os.environ} if names else {}
+
+
 class ClusterError(Exception):
     """A cluster run that cannot start: no Ray, no cluster there, a placement that cannot be met.
     `loc`: the program's text it is about (an `at`), if any."""
@@ -258,7 +265,7 @@ class Cluster:
         on_sigterm = signal.getsignal(signal.SIGTERM)
         try:
             ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
-                     runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES})
+                     runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES, "env_vars": forwarded()})
         except (ConnectionError, ValueError, RuntimeError) as exc:
             hint = ""
             if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":

@@ -1,0 +1,55 @@
+"""`--portable`: the same weights on any x86-64 processor with AVX2 or better, whatever its vendor.
+
+torch picks its CPU kernels by the processor it runs on: ATen's vectorised kernels by the widest
+instructions there are (AVX-512 where the processor has them), MKL's code path by the processor's
+vendor and instructions, oneDNN's kernels compiled for the processor at hand (its instructions, its
+caches). Each choice rounds differently, so the same program on two kinds of processor gives two sets
+of weights. A portable run pins every choice, in the environment of lfrl's process before torch is
+imported (`lfrl run` starts itself again with it), which every federate, actor process and Ray actor
+inherits (`lfpy.runtime.cluster` gives Ray's actors the variables LFPY_ENV names):
+
+- ATEN_CPU_CAPABILITY=avx2: ATen's AVX2 kernels on every processor;
+- MKL_CBWR=COMPATIBLE,STRICT: MKL's conditional numerical reproducibility, the code path that gives
+  the same results on every x86 processor, Intel's or not, whatever the arrays' alignment;
+- MKL_DYNAMIC=FALSE: MKL computes on the threads torch gives it (`torch_threads`), never fewer;
+- oneDNN off (`torch.backends.mkldnn.enabled = False`, by `apply` where networks are made):
+  convolutions go through ATen and MKL instead; ONEDNN_MAX_CPU_ISA=AVX2 besides.
+
+Not covered: GPUs (`--device cuda`), ARM processors, x86-64 processors without AVX2. A portable run
+is slower where those choices were faster: benchmarks/portable.py measures by how much.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+MARK = "LFRL_PORTABLE"  # set in a portable run's processes
+VARIABLES = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE,STRICT", "MKL_DYNAMIC": "FALSE",
+             "ONEDNN_MAX_CPU_ISA": "AVX2", MARK: "1"}
+
+
+def active() -> bool:
+    """Whether this process is a portable run's (its environment pinned: `restart`)."""
+    return all(os.environ.get(name) == value for name, value in VARIABLES.items())
+
+
+def restart(argv: Sequence[str]) -> NoReturn:
+    """This `lfrl` command (`argv`, its arguments) again, in a process whose environment pins torch's
+    kernels (VARIABLES), and for a cluster's Ray actors too (LFPY_ENV)."""
+    forwarded = [name for name in os.environ.get("LFPY_ENV", "").split(",") if name]
+    environment = {**os.environ, **VARIABLES, "LFPY_ENV": ",".join(dict.fromkeys([*forwarded, *VARIABLES]))}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "lfrl", *argv], environment)
+
+
+def apply() -> None:
+    """In a portable run's process, before networks run: oneDNN off (its kernels are compiled for the
+    processor at hand)."""
+    if active():
+        import torch
+
+        torch.backends.mkldnn.enabled = False

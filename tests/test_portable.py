@@ -1,0 +1,68 @@
+"""`lfrl run --portable` (lfrl.portable): the same weights whatever kernels the processor would have
+torch pick. Other processors are emulated from outside, in the run's environment: ATen's vectorised
+kernels off (ATEN_CPU_CAPABILITY=default), MKL's vendor-independent path (MKL_CBWR=COMPATIBLE), oneDNN
+held to AVX2 (ONEDNN_MAX_CPU_ISA, for convolutions). Without --portable the emulations give other
+weights (the test has teeth); with it, one checksum."""
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lfpy.runtime.cluster import forwarded
+from lfrl import portable
+from tests.test_learners_run import DQN, SAC, command, generate, last_lines, run_folder
+
+ROOT = Path(__file__).parent.parent
+EMULATED = [{}, {"ATEN_CPU_CAPABILITY": "default"}, {"MKL_CBWR": "COMPATIBLE"}]
+CNN = [{}, {"ONEDNN_MAX_CPU_ISA": "AVX2"}, {"ATEN_CPU_CAPABILITY": "default"}]
+PPO = {"progress": False, "eval_episodes": 2, "total_steps": 512, "envs_per_actor": 4, "n_steps": 64,
+       "batch_size": 64, "n_epochs": 2, "eval_every": 512}
+
+
+def checksum(program: Path, environment: dict[str, str], *args: str) -> str:
+    clean = {k: v for k, v in os.environ.items() if k not in portable.VARIABLES and k != "LFPY_ENV"}
+    result = subprocess.run(command("run", str(program), *args), capture_output=True, text=True, cwd=ROOT,
+                            timeout=600, env={**clean, **environment})
+    assert result.returncode == 0, result.stderr
+    return last_lines(result.stdout.splitlines())[1]
+
+
+def check(program: Path, variants: list[dict[str, str]]) -> None:
+    assert len({checksum(program, v) for v in variants}) > 1  # the emulated processors round otherwise
+    assert len({checksum(program, v, "--portable") for v in variants}) == 1
+
+
+def test_sac_gives_one_set_of_weights_on_every_emulated_processor(tmp_path: Path) -> None:
+    check(generate(tmp_path, "sac", **{**SAC, "total_steps": 400}), EMULATED)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("algo", "values", "variants"), [
+    ("dqn", {**DQN, "total_steps": 800}, EMULATED),
+    ("td3", {**SAC, "total_steps": 400}, EMULATED),
+    ("ppo", PPO, EMULATED),
+    ("ppo", {**PPO, "env_id": "tests.toyenvs:ImageCue-v0", "total_steps": 256}, CNN),  # convolutions: oneDNN's
+])
+def test_every_learner_gives_one_set_of_weights_on_every_emulated_processor(tmp_path: Path, algo: str, values: dict,
+                                                                            variants: list[dict[str, str]]) -> None:
+    check(generate(tmp_path, algo, **values), variants)
+
+
+def test_a_program_generated_portable_runs_portable_itself(tmp_path: Path) -> None:
+    plain = generate(tmp_path, "sac", name="plain", **{**SAC, "total_steps": 300})
+    asked = generate(tmp_path, "sac", name="asked", **{**SAC, "total_steps": 300, "portable": True})
+    pinned = checksum(plain, {}, "--portable")
+    assert checksum(asked, {"ATEN_CPU_CAPABILITY": "default"}) == pinned
+    assert checksum(plain, {"ATEN_CPU_CAPABILITY": "default"}, "--param", "portable=true") == pinned
+    assert '"portable": true' in (run_folder(asked) / "hyperparameters.json").read_text()
+
+
+def test_a_clusters_actors_get_the_variables_lfpy_env_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LFPY_ENV", raising=False)
+    assert forwarded() == {}
+    monkeypatch.setenv("LFPY_ENV", "MKL_CBWR,NOT_SET")
+    monkeypatch.setenv("MKL_CBWR", "COMPATIBLE,STRICT")
+    monkeypatch.delenv("NOT_SET", raising=False)
+    assert forwarded() == {"MKL_CBWR": "COMPATIBLE,STRICT", "LFPY_ENV": "MKL_CBWR,NOT_SET"}
