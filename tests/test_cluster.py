@@ -139,10 +139,15 @@ def test_traces_on_the_cluster_are_the_main_reactors(tmp_path: Path, nodes: Node
                                                  r"cpus=8, gpus=1, actor_slot=1; [\d.]+ \(\w{12}\): cpus=4\)\n"),
     (False, ("--resources", "a:gpus=1"), r"Test\.lf:20:27: error: federate a asks for cpus=1, gpus=1: node a has "
                                       r"cpus=8, actor_slot=1\n"),
-], ids=["unknown-name", "no-node-has-it", "not-on-that-node"])
+    (False, ("--resources", "a:cpus=5", "--resources", "b:cpus=5"),
+     r"Test\.lf:20:27: error: federates a, b are placed at a together and ask for cpus=10 in all; node a has cpus=8, "
+     r"actor_slot=1: give it more, place some elsewhere, or ask for less \(--resources\)\n"),
+], ids=["unknown-name", "no-node-has-it", "not-on-that-node", "not-all-together"])
 def test_a_placement_that_cannot_be_met_is_an_error_within_seconds(tmp_path: Path, nodes: Nodes, nowhere: bool,
                                                                     args: tuple[str, ...], message: str) -> None:
     program = PLACED.replace("at b;", "at nowhere;") if nowhere else PLACED
+    if "b:cpus=5" in args:  # both sinks on node a
+        program = program.replace("at b;", "at a;")
     started = time.monotonic()
     result = on_cluster(tmp_path, nodes, program, *args)
     assert time.monotonic() - started < 10

@@ -352,6 +352,7 @@ class Cluster:
                 raise ClusterError(f"{who} runs in lfrl's process, on node {self.own_node[:12]}: `at {host.text}` "
                                    f"must name that node (or run lfrl on {host_name(host)})", host.loc)
         spread: list[int] = []
+        together: dict[str, list[int]] = {}  # the federates placed `at` each name
         for k, fed in enumerate(self.listed[1:], start=1):
             demand = self.demands.get(k, Demand())
             host = hosts.get(fed.name.split("[", 1)[0])
@@ -371,14 +372,36 @@ class Cluster:
                 raise ClusterError(f"federate {fed.name} asks for {demand}: node {name} has "
                                    f"{describe(_counted(candidates[0]))}", host.loc)
             ids = [n["NodeID"] for n in fitting]
+            together.setdefault(name, []).append(k)
             self.labels[k] = name
             self.strategies[k] = {"label_selector": {"ray.io/node-id": ids[0] if len(ids) == 1 else f"in({','.join(ids)})"}}
+        for name, members in together.items():
+            self._fit_together(name, members, self._named(name, nodes), hosts)
         if spread:
             self.group = placement_group([self.demands.get(k, Demand()).resources() for k in spread], strategy="SPREAD")
             for bundle, k in enumerate(spread):
                 self.labels[k] = None
                 self.strategies[k] = {"scheduling_strategy": PlacementGroupSchedulingStrategy(
                     self.group, placement_group_bundle_index=bundle)}
+
+    def _fit_together(self, name: str, members: list[int], candidates: list[dict[str, Any]],
+                      hosts: dict[str, Any]) -> None:
+        """The federates placed `at` one node (`name`, a single node) must fit there all at once, or
+        Ray would leave some waiting for resources that their own siblings hold: a ClusterError naming
+        them, what they ask for in all and what the node has."""
+        if len(members) < 2 or len(candidates) != 1:
+            return
+        asked: dict[str, float] = {}
+        for k in members:
+            for resource, amount in self.demands.get(k, Demand()).resources().items():
+                asked[resource] = asked.get(resource, 0.0) + amount
+        has = _counted(candidates[0])
+        if all(has.get(resource, 0.0) >= amount for resource, amount in asked.items()):
+            return
+        names = [self.listed[k].name for k in members]
+        raise ClusterError(f"federates {', '.join(names)} are placed at {name} together and ask for {describe(asked)} "
+                           f"in all; node {name} has {describe(has)}: give it more, place some elsewhere, or ask for "
+                           "less (--resources)", hosts[names[0].split("[", 1)[0]].loc)
 
     # ------------------------------------------------------------ federates
 
