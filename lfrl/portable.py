@@ -6,7 +6,7 @@ vendor and instructions, oneDNN's kernels compiled for the processor at hand (it
 caches). Each choice rounds differently, so the same program on two kinds of processor gives two sets
 of weights. A portable run pins every choice, in the environment of lfrl's process before torch is
 imported (`lfrl run` starts itself again with it), which every federate, actor process and Ray actor
-inherits (`lfpy.runtime.cluster` gives Ray's actors the variables LFPY_ENV names):
+inherits (`lfpy.runtime.cluster` passes the variables LFPY_ENV names to a cluster's federates):
 
 - ATEN_CPU_CAPABILITY=avx2: ATen's AVX2 kernels on every processor;
 - MKL_CBWR=COMPATIBLE,STRICT: MKL's conditional numerical reproducibility, the code path that gives
@@ -38,7 +38,7 @@ def active() -> bool:
 
 def restart(argv: Sequence[str]) -> NoReturn:
     """This `lfrl` command (`argv`, its arguments) again, in a process whose environment pins torch's
-    kernels (VARIABLES), and for a cluster's Ray actors too (LFPY_ENV)."""
+    kernels (VARIABLES), and for a cluster's federates too (LFPY_ENV)."""
     forwarded = [name for name in os.environ.get("LFPY_ENV", "").split(",") if name]
     environment = {**os.environ, **VARIABLES, "LFPY_ENV": ",".join(dict.fromkeys([*forwarded, *VARIABLES]))}
     sys.stdout.flush()

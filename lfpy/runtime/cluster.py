@@ -47,11 +47,11 @@ EXCLUDES = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-gen"
 PASSED_ENV = re.compile(r"^LFPY_|^(PYTHONHASHSEED|CUBLAS_WORKSPACE_CONFIG|[A-Z]+_NUM_THREADS)$")
 
 
-def forwarded() -> dict[str, str]:
-    """The variables of this process's environment that every federate's actor gets too: those
-    LFPY_ENV names (comma-separated; lfrl's --portable names torch's kernel settings)."""
-    names = [name for name in os.environ.get("LFPY_ENV", "").split(",") if name]
-    return {name: os.environ[name] for name in [*names, "LFPY_ENV"] if name in os.environ} if names else {}
+def passed() -> dict[str, str]:
+    """The variables of this process's environment that every federate gets (PASSED_ENV's, and those
+    LFPY_ENV names, comma-separated: lfrl's --portable names torch's kernel settings)."""
+    named = {name for name in os.environ.get("LFPY_ENV", "").split(",") if name}
+    return {name: value for name, value in os.environ.items() if PASSED_ENV.match(name) or name in named}
 
 
 class ClusterError(Exception):
@@ -265,7 +265,7 @@ class Cluster:
         on_sigterm = signal.getsignal(signal.SIGTERM)
         try:
             ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
-                     runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES, "env_vars": forwarded()})
+                     runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES})
         except (ConnectionError, ValueError, RuntimeError) as exc:
             hint = ""
             if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
@@ -424,7 +424,7 @@ class Cluster:
         port = listener.getsockname()[1]
         argv = [os.path.relpath(lf_path, self.root), str(k), "--connect", f"{self.address}:{port}", "--forward-output",
                 *self.program_args, *(["--restoring"] if restoring else [])]
-        environ = {name: value for name, value in os.environ.items() if PASSED_ENV.match(name)}
+        environ = passed()
         where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
         process = RemoteProcess(actor, where, actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path)),
                                 self.labels[k], self.root)
