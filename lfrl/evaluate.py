@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,13 +52,20 @@ class Evaluator:
     def evaluate(self, weights: tuple[torch.Tensor, ...], env_steps: int) -> Evaluation:
         self.policy.load(weights)
         self.evaluated = True
+        return self.play(lambda obs, masks: self.policy.to_env(self.policy.exploit(obs, masks)), env_steps)
+
+    def play(self, act: Callable[[np.ndarray, np.ndarray | None], np.ndarray], env_steps: int) -> Evaluation:
+        """The evaluation episodes, with the actions `act` gives for a batch of observations (and their
+        action masks, None without masks), as the environments take them. `evaluate` plays them with
+        the policy's deterministic actions; benchmarks/learners.py with another library's, so that
+        both sides of a comparison are evaluated on the same episodes."""
         started = [env.reset(seed=seed) for env, seed in zip(self.envs, self.seeds, strict=True)]
         obs, infos = [o for o, _ in started], [info for _, info in started]
         scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         playing = list(range(len(self.envs)))
         while playing:
             masks = envs.action_masks(self.spec, [self.envs[i] for i in playing], [infos[i] for i in playing])
-            actions = self.policy.to_env(self.policy.exploit(np.stack([obs[i] for i in playing]), masks))
+            actions = act(np.stack([obs[i] for i in playing]), masks)
             still = []
             for i, action in zip(playing, actions, strict=True):
                 obs[i], _, terminated, truncated, infos[i] = self.envs[i].step(action)

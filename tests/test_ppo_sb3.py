@@ -52,3 +52,29 @@ def test_one_round_of_ppo_updates_the_weights_as_stable_baselines3_does() -> Non
     for key in ("policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "explained_variance"):
         assert stats[key] == pytest.approx(float(logged[f"train/{key}"]), rel=1e-4, abs=1e-6), key
     assert stats["clip_range"] == pytest.approx(float(logged["train/clip_range"]))
+
+
+def test_an_sb3_policy_with_lfrls_weights_plays_the_evaluation_episodes_as_lfrl_does() -> None:
+    """benchmarks/learners.py evaluates its peers with lfrl's evaluator (Evaluator.play with their
+    deterministic actions): the same episodes, so that the same weights get the same returns."""
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from lfrl.evaluate import Evaluator
+    from lfrl.ppo import Actor
+    from lfrl.rounds import OnPolicyRounds
+
+    config = PPOConfig(eval_episodes=6)
+    rounds, actor = OnPolicyRounds(config, ".", "run"), Actor(config, 0)
+    for _ in range(12):  # 3,072 steps: episodes of different lengths
+        rounds.update([actor.collect(*rounds.policy())[0]])
+    evaluator = Evaluator(config)
+    evaluated = evaluator.evaluate(*rounds.weights())
+    model = SB3PPO("MlpPolicy", make_vec_env(config.env_id, n_envs=1), verbose=0)
+    theirs, mine = dict(model.policy.named_parameters()), dict(rounds.learner.net.named_parameters())
+    with torch.no_grad():
+        for name, sb3_name in PAIRS:
+            theirs[sb3_name].copy_(mine[name])
+    played = evaluator.play(lambda obs, masks: model.predict(obs, deterministic=True)[0], rounds.env_steps)
+    assert played == evaluated
+    assert played.env_steps == 3072 and len(set(played.returns)) > 1 and min(played.returns) > 20
