@@ -12,8 +12,18 @@ SB3's environments, buffers and callbacks. Thresholds as in Tianshou's benchmark
 within 20,000), and for ppo on Pendulum-v1 (case ppo-pendulum, with lfrl's defaults for it: the RL
 Zoo's values, with observations normalised in place of the zoo's gSDE, for all sides) -250 within
 200,000. PPO's peers step SB3's own vectorised environments (make_vec_env, actors x
-envs-per-actor of them). Every `eval_every` steps each side plays `eval_episodes` deterministic
-episodes on an environment of its own, and stops at the first evaluation that reaches the threshold.
+envs-per-actor of them). Every side is evaluated as lfrl evaluates (lfrl.rounds, lfrl.evaluate): once
+the update after the collection that passed a multiple of `eval_every` steps is done (and at the
+end), at the steps trained on, `eval_episodes` deterministic episodes, the same ones (seeds) at every
+evaluation and for every side (the peers play lfrl's Evaluator's episodes with their own predict);
+each side stops at the first evaluation that reaches the threshold. (SB3's EvalCallback would
+evaluate in the middle of a collection, with the weights of the update before, on new episodes each
+time: another protocol.) Steps to threshold vary widely from seed to seed (PPO on CartPole-v1: from
+about 1,000 to 37,000), and for one seed from library to library even where their updates are the
+same (tests/test_ppo_sb3.py): PPO's training amplifies a difference in rounding (1e-7 in the weights)
+to 1e-2 within about 25 rounds, and the runs part. A median over 5 or 10 seeds is a coarse estimate:
+PPO on CartPole-v1 evaluated every 1,024 steps needs a median of 14,336 steps over seeds 0-119 with
+lfrl and with SB3, but lfrl's median is 1.79x SB3's over seeds 0-9 and 0.74x over seeds 10-19.
 SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double-q no` here.
 
 What SBX (sbx-rl 0.28) does not take as SB3 does, said again under the table (SBX_DIFFERENCES):
@@ -109,7 +119,7 @@ threshold = float(sys.argv[2])
 sbx = sys.argv[3] == "sbx"
 library = importlib.import_module(sys.argv[3])
 DDPG, DQN, PPO, SAC, TD3 = (getattr(library, name) for name in ("DDPG", "DQN", "PPO", "SAC", "TD3"))
-from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.noise import NormalActionNoise
 if sbx:
     import flax.linen as nn
@@ -118,18 +128,13 @@ else:
     activations = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
 
 env = gym.make(c["env_id"])
-eval_env = gym.make(c["env_id"])
-eval_freq = c["eval_every"]
 if c["algo"] == "ppo":
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
     n_envs = c["actors"] * c["envs_per_actor"]
     env = make_vec_env(c["env_id"], n_envs=n_envs, seed=c["seed"])
-    eval_env = make_vec_env(c["env_id"], n_envs=1)
     if c["normalize"] or c["normalize_reward"]:
         env = VecNormalize(env, norm_obs=c["normalize"], norm_reward=c["normalize_reward"], gamma=c["gamma"])
-        eval_env = VecNormalize(eval_env, norm_obs=c["normalize"], norm_reward=False, training=False)
-    eval_freq = max(c["eval_every"] // n_envs, 1)  # EvalCallback counts steps of the vectorised environment
     linear = lambda value, kind: (lambda remaining: remaining * value) if kind == "linear" else value
     # ortho_init: SB3's default (lfrl's too); SBX's initialises only the policy's last layer so
     model = PPO("MlpPolicy", env, learning_rate=linear(c["learning_rate"], c["lr_schedule"]), n_steps=c["n_steps"],
@@ -164,19 +169,38 @@ else:
     model = (TD3 if c["algo"] == "td3" else DDPG)("MlpPolicy", env, tau=c["tau"], action_noise=noise, **common,
                                                    **critic, **extra)
 
-class RecordAndStop(BaseCallback):
-    # after every evaluation: record it; stop training once it reaches the threshold
-    def _on_step(self):
-        mean = float(self.parent.last_mean_reward)
-        print(json.dumps({"step": self.num_timesteps, "mean": mean, "training": time.perf_counter() - learning}),
-              flush=True)
-        return mean < threshold
+# lfrl's evaluation episodes (lfrl.evaluate.Evaluator: the same seeds at every evaluation), played with
+# the peer's deterministic actions; PPO's on observations normalised with the training statistics.
+from lfrl.config import of as settings
+from lfrl.evaluate import Evaluator
+evaluator = Evaluator(settings(c))
+normalizer = model.get_vec_normalize_env()
+def act(obs, masks, episodes):
+    return model.predict(obs if normalizer is None else normalizer.normalize_obs(obs), deterministic=True)[0]
 
-eval_env.reset(seed=c["seed"] + 10_000) if c["algo"] != "ppo" else eval_env.seed(c["seed"] + 10_000)
-callback = EvalCallback(eval_env, n_eval_episodes=c["eval_episodes"], eval_freq=eval_freq, deterministic=True,
-                        callback_after_eval=RecordAndStop(), verbose=0)
+class EvaluateAndStop(BaseCallback):
+    # lfrl's timing (lfrl.rounds): once the update after a collection that passed a multiple of eval_every
+    # is done (when the next collection starts), and at the end; the steps are those trained on. Records
+    # every evaluation; training stops at the first that reaches the threshold.
+    evaluated_at, last, reached = -1, 0, False
+    def _on_rollout_start(self):
+        steps, every = self.model.num_timesteps, c["eval_every"]
+        if steps // every > self.last // every:
+            self.evaluate()
+        self.last = steps
+    def _on_training_end(self):
+        if not self.reached and self.evaluated_at != self.model.num_timesteps:
+            self.evaluate()
+    def evaluate(self):
+        mean = evaluator.play(act, self.model.num_timesteps).mean
+        self.evaluated_at, self.reached = self.model.num_timesteps, mean >= threshold
+        print(json.dumps({"step": self.model.num_timesteps, "mean": mean, "training": time.perf_counter() - learning}),
+              flush=True)
+    def _on_step(self):
+        return not self.reached
+
 learning = time.perf_counter()
-model.learn(c["total_steps"], callback=callback)
+model.learn(c["total_steps"], callback=EvaluateAndStop())
 print(json.dumps({"threads": torch.get_num_threads()}))  # SBX computes with JAX: its threads are XLA's
 """
 
@@ -300,7 +324,7 @@ def run_peer(algo: str, seed: int, side: str, threads: str) -> Run:
     config = lfrl_config(algo, seed)
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", PEER_RUN, json.dumps(config), str(THRESHOLDS[algo]), PEERS[side],
-                          threads], check=True, capture_output=True, text=True)
+                          threads], check=True, capture_output=True, text=True, cwd=ROOT)  # lfrl: this checkout's
     run = Run(side, algo, seed, threads, time.perf_counter() - start)
     for line in out.stdout.splitlines():
         if not line.startswith("{"):  # not one of the script's records

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,21 +52,32 @@ class Evaluator:
     def evaluate(self, weights: tuple[torch.Tensor, ...], env_steps: int) -> Evaluation:
         self.policy.load(weights)
         self.evaluated = True
+        memory = self.policy.initial_state(len(self.envs))  # a recurrent policy's, of each episode
+
+        def act(obs: np.ndarray, masks: np.ndarray | None, episodes: list[int]) -> np.ndarray:
+            if memory is None:
+                return self.policy.to_env(self.policy.exploit(obs, masks))
+            state = memory[episodes]
+            chosen = self.policy.exploit(obs, masks, state=state)  # type: ignore[call-arg]
+            memory[episodes] = state
+            return self.policy.to_env(chosen)
+
+        return self.play(act, env_steps)
+
+    def play(self, act: Callable[[np.ndarray, np.ndarray | None, list[int]], np.ndarray], env_steps: int
+             ) -> Evaluation:
+        """The evaluation episodes, with the actions `act` gives for a batch of observations, their
+        action masks (None without masks) and which of the episodes they are (their indices: a policy
+        with memory keeps each one's), as the environments take them. `evaluate` plays them with the
+        policy's deterministic actions; benchmarks/learners.py with another library's, so that both
+        sides of a comparison are evaluated on the same episodes."""
         started = [env.reset(seed=seed) for env, seed in zip(self.envs, self.seeds, strict=True)]
         obs, infos = [o for o, _ in started], [info for _, info in started]
         scores = [envs.scored(env) for env in self.envs]  # episodes as the environments count them
         playing = list(range(len(self.envs)))
-        memory = self.policy.initial_state(len(self.envs))  # a recurrent policy's, of each episode
         while playing:
             masks = envs.action_masks(self.spec, [self.envs[i] for i in playing], [infos[i] for i in playing])
-            batch = np.stack([obs[i] for i in playing])
-            if memory is None:
-                chosen = self.policy.exploit(batch, masks)
-            else:
-                state = memory[playing]
-                chosen = self.policy.exploit(batch, masks, state=state)  # type: ignore[call-arg]
-                memory[playing] = state
-            actions = self.policy.to_env(chosen)
+            actions = act(np.stack([obs[i] for i in playing]), masks, playing)
             still = []
             for i, action in zip(playing, actions, strict=True):
                 obs[i], _, terminated, truncated, infos[i] = self.envs[i].step(action)

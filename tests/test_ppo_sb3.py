@@ -1,5 +1,6 @@
-"""lfrl's PPO update is Stable-Baselines3's: one round of both on the same rollout, from the same weights
-(CartPole-v1, the RL Baselines3 Zoo's values, SB3's collection), gives the same weights and losses."""
+"""lfrl's PPO is Stable-Baselines3's: rounds of both on the same rollouts, from the same weights (CartPole-v1,
+the RL Baselines3 Zoo's values, SB3's collection), give the same weights and losses, truncated episodes
+included; and SB3's policy with lfrl's weights plays lfrl's evaluation episodes to the same returns."""
 
 import numpy as np
 import pytest
@@ -52,3 +53,84 @@ def test_one_round_of_ppo_updates_the_weights_as_stable_baselines3_does() -> Non
     for key in ("policy_gradient_loss", "value_loss", "entropy_loss", "clip_fraction", "explained_variance"):
         assert stats[key] == pytest.approx(float(logged[f"train/{key}"]), rel=1e-4, abs=1e-6), key
     assert stats["clip_range"] == pytest.approx(float(logged["train/clip_range"]))
+
+
+def test_an_sb3_policy_with_lfrls_weights_plays_the_evaluation_episodes_as_lfrl_does() -> None:
+    """benchmarks/learners.py evaluates its peers with lfrl's evaluator (Evaluator.play with their
+    deterministic actions): the same episodes, so that the same weights get the same returns."""
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    from lfrl.evaluate import Evaluator
+    from lfrl.ppo import Actor
+    from lfrl.rounds import OnPolicyRounds
+
+    config = PPOConfig(eval_episodes=6)
+    rounds, actor = OnPolicyRounds(config, ".", "run"), Actor(config, 0)
+    for _ in range(12):  # 3,072 steps: episodes of different lengths
+        rounds.update([actor.collect(*rounds.policy())[0]])
+    evaluator = Evaluator(config)
+    evaluated = evaluator.evaluate(*rounds.weights())
+    model = SB3PPO("MlpPolicy", make_vec_env(config.env_id, n_envs=1), verbose=0)
+    theirs, mine = dict(model.policy.named_parameters()), dict(rounds.learner.net.named_parameters())
+    with torch.no_grad():
+        for name, sb3_name in PAIRS:
+            theirs[sb3_name].copy_(mine[name])
+    played = evaluator.play(lambda obs, masks, episodes: model.predict(obs, deterministic=True)[0], rounds.env_steps)
+    assert played == evaluated
+    assert played.env_steps == 3072 and len(set(played.returns)) > 1 and min(played.returns) > 20
+
+
+def test_rounds_with_truncated_episodes_update_the_weights_as_stable_baselines3_does() -> None:
+    """Four rounds in a row on SB3's rollouts of CartPole-v1 cut at 20 steps, from the same weights: a
+    time limit's last reward gets gamma V(final observation) on both sides (SB3 adds it as it
+    collects, lfrl as it trains), and the schedules and Adam's state carry over from round to round
+    as SB3's do: the same weights after every round."""
+    from stable_baselines3 import PPO as SB3PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    config = PPOConfig()
+    total = config.total_steps
+    linear = lambda value: (lambda remaining: remaining * value)  # noqa: E731 - SB3's schedules
+    model = SB3PPO("MlpPolicy", make_vec_env(config.env_id, n_envs=config.envs_per_actor, seed=0,
+                                             env_kwargs={"max_episode_steps": 20}),
+                   n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
+                   learning_rate=linear(config.learning_rate), gamma=config.gamma, gae_lambda=config.gae_lambda,
+                   clip_range=linear(config.clip_range), ent_coef=config.ent_coef, seed=0, verbose=0)
+    learner = PPO(envs.describe(config), config, 0)
+    mine, theirs = dict(learner.net.named_parameters()), dict(model.policy.named_parameters())
+    with torch.no_grad():
+        for name, sb3_name in PAIRS:
+            mine[name].copy_(theirs[sb3_name])
+
+    class Steps(BaseCallback):
+        """Each step of a collection as the environments returned it (before SB3 adds the bootstrap)."""
+
+        def _on_rollout_start(self) -> None:
+            self.seen: list[tuple[np.ndarray, np.ndarray, list]] = []
+
+        def _on_step(self) -> bool:
+            truncated = [(e, info["terminal_observation"]) for e, info in enumerate(self.locals["infos"])
+                         if info.get("TimeLimit.truncated", False)]
+            self.seen.append((self.locals["rewards"].copy(), self.locals["dones"].copy(), truncated))
+            return True
+
+    steps = Steps()
+    _, callback = model._setup_learn(total, steps)
+    callback.on_training_start(locals(), globals())
+    for _ in range(4):
+        model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
+        cut = [(t, e, obs) for t, (_, _, truncated) in enumerate(steps.seen) for e, obs in truncated]
+        assert len(cut) >= 4
+        rollout = Rollout(model.rollout_buffer.observations.copy(),
+                          model.rollout_buffer.actions[..., 0].astype(np.int64),
+                          np.stack([rewards for rewards, _, _ in steps.seen]),
+                          np.stack([dones for _, dones, _ in steps.seen]).astype(bool),
+                          np.array([(t, e) for t, e, _ in cut], dtype=np.int64), np.stack([obs for _, _, obs in cut]),
+                          model._last_obs.copy())
+        model._update_current_progress_remaining(model.num_timesteps, total)
+        model.train()
+        learner.train(rollout, 1.0 - model.num_timesteps / total)
+        for name, sb3_name in PAIRS:
+            assert torch.allclose(mine[name].detach(), theirs[sb3_name].detach(), atol=1e-6), name
