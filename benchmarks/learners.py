@@ -1,7 +1,8 @@
 """The learners: wall-clock time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX
 port), and DQN's training throughput on Pong, lfrl against SB3, side by side.
 
-  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo,ppo-pendulum] [--seeds 5] [--sides lfrl,sb3,sbx]
+  .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo,ppo-pendulum,ppo-masked,ppo-recurrent]
+                                          [--seeds 5] [--sides lfrl,sb3,sbx]
                                           [--peer-threads 1,default] [--pong-steps 20000] [--quick]
 
 For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
@@ -25,6 +26,10 @@ to 1e-2 within about 25 rounds, and the runs part. A median over 5 or 10 seeds i
 PPO on CartPole-v1 evaluated every 1,024 steps needs a median of 14,336 steps over seeds 0-119 with
 lfrl and with SB3, but lfrl's median is 1.79x SB3's over seeds 0-9 and 0.74x over seeds 10-19.
 SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double-q no` here.
+Two cases measure what only sb3-contrib has, against it: ppo-masked (tests/toyenvs.py's MaskedCue,
+which only action masks make solvable; 9.5 of 10) against MaskablePPO, and ppo-recurrent (Recall, a
+cue answered 6 steps later, which only memory solves; 0.95 of 1) against RecurrentPPO, each with the
+values of its test (CONTRIB); SBX has neither, and sits them out.
 
 What SBX (sbx-rl 0.28) does not take as SB3 does, said again under the table (SBX_DIFFERENCES):
 - dqn: no `max_grad_norm`: SBX's DQN does not clip its gradients (lfrl and SB3 clip their norm at
@@ -90,8 +95,23 @@ sys.path.insert(0, str(ROOT))
 
 # The cases timed, by name: their thresholds, and (OTHER_ENVS) the template and environment of those
 # that run a template on another environment than its default, with that family's defaults.
-THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0, "ppo": 475.0, "ppo-pendulum": -250.0}
-OTHER_ENVS = {"ppo-pendulum": ("ppo", "Pendulum-v1")}
+THRESHOLDS = {"dqn": 475.0, "ddpg": -200.0, "td3": -200.0, "sac": -200.0, "ppo": 475.0, "ppo-pendulum": -250.0,
+              "ppo-masked": 9.5, "ppo-recurrent": 0.95}
+OTHER_ENVS = {"ppo-pendulum": ("ppo", "Pendulum-v1"), "ppo-masked": ("ppo", "tests.toyenvs:MaskedCue-v0"),
+              "ppo-recurrent": ("ppo", "tests.toyenvs:Recall-v0")}
+# The cases whose SB3 side is sb3-contrib's (MaskablePPO, RecurrentPPO; SBX has neither), with the
+# values of their tests (tests/test_masks.py, tests/test_recurrent.py) over the template's defaults:
+# tasks that only masks, or only memory, make solvable.
+SMALL_PPO = {"actors": 1, "envs_per_actor": 4, "n_steps": 64, "batch_size": 64, "n_epochs": 4, "learning_rate": 3e-3,
+             "lr_schedule": "constant", "clip_schedule": "constant", "net_arch": [16], "gamma": 0.9, "gae_lambda": 0.9}
+CONTRIB = {"ppo-masked": {**SMALL_PPO, "total_steps": 4096, "eval_every": 256, "eval_episodes": 10},
+           "ppo-recurrent": {**SMALL_PPO, "total_steps": 16384, "eval_every": 512, "eval_episodes": 20,
+                             "recurrent": "lstm", "lstm_hidden": 32}}
+
+
+def sides_of(case: str, sides: list[str]) -> list[str]:
+    """The sides that run a case: SBX has no counterpart of sb3-contrib's (CONTRIB)."""
+    return [side for side in sides if not (case in CONTRIB and side == "sbx")]
 
 
 def template_of(case: str) -> tuple[str, str | None]:
@@ -136,13 +156,25 @@ if c["algo"] == "ppo":
     if c["normalize"] or c["normalize_reward"]:
         env = VecNormalize(env, norm_obs=c["normalize"], norm_reward=c["normalize_reward"], gamma=c["gamma"])
     linear = lambda value, kind: (lambda remaining: remaining * value) if kind == "linear" else value
+    # sb3-contrib's counterparts of lfrl's --recurrent lstm and its action masks
+    from lfrl import envs
+    from lfrl.config import of as settings
+    masked = envs.describe(settings(c)).masked
+    policy, extra_policy = "MlpPolicy", {}
+    if c.get("recurrent", "none") == "lstm":
+        from sb3_contrib import RecurrentPPO as PPO
+        policy = "MlpLstmPolicy"
+        extra_policy = dict(lstm_hidden_size=c["lstm_hidden"], shared_lstm=c["shared_lstm"],
+                            enable_critic_lstm=not c["shared_lstm"])
+    elif masked:
+        from sb3_contrib import MaskablePPO as PPO
     # ortho_init: SB3's default (lfrl's too); SBX's initialises only the policy's last layer so
-    model = PPO("MlpPolicy", env, learning_rate=linear(c["learning_rate"], c["lr_schedule"]), n_steps=c["n_steps"],
+    model = PPO(policy, env, learning_rate=linear(c["learning_rate"], c["lr_schedule"]), n_steps=c["n_steps"],
                 batch_size=c["batch_size"], n_epochs=c["n_epochs"], gamma=c["gamma"], gae_lambda=c["gae_lambda"],
                 clip_range=linear(c["clip_range"], c["clip_schedule"]), ent_coef=c["ent_coef"], vf_coef=c["vf_coef"],
                 max_grad_norm=c["max_grad_norm"], normalize_advantage=c["normalize_advantage"],
-                policy_kwargs=dict(net_arch=c["net_arch"], log_std_init=c["log_std_init"], ortho_init=True,
-                                   activation_fn=activations[c["activation"]]),
+                policy_kwargs=dict(net_arch=c["net_arch"], ortho_init=True, activation_fn=activations[c["activation"]],
+                                   **({} if masked else dict(log_std_init=c["log_std_init"])), **extra_policy),
                 seed=c["seed"], verbose=0)
 else:
     common = dict(learning_rate=c["learning_rate"], buffer_size=c["buffer_size"], learning_starts=c["learning_starts"],
@@ -175,8 +207,20 @@ from lfrl.config import of as settings
 from lfrl.evaluate import Evaluator
 evaluator = Evaluator(settings(c))
 normalizer = model.get_vec_normalize_env()
+memory = {}  # a recurrent policy's state of each episode, (h, c) [1, episodes, hidden]: new at each evaluation
 def act(obs, masks, episodes):
-    return model.predict(obs if normalizer is None else normalizer.normalize_obs(obs), deterministic=True)[0]
+    obs = obs if normalizer is None else normalizer.normalize_obs(obs)
+    if masks is not None:  # MaskablePPO
+        return model.predict(obs, deterministic=True, action_masks=masks)[0]
+    if c.get("recurrent", "none") != "lstm":
+        return model.predict(obs, deterministic=True)[0]
+    if not memory:
+        zeros = np.zeros((1, c["eval_episodes"], c["lstm_hidden"]), np.float32)
+        memory.update(h=zeros, c=zeros.copy())
+    state = (memory["h"][:, episodes], memory["c"][:, episodes])
+    action, (h, cell) = model.predict(obs, state=state, episode_start=np.zeros(len(episodes), bool), deterministic=True)
+    memory["h"][:, episodes], memory["c"][:, episodes] = h, cell
+    return action
 
 class EvaluateAndStop(BaseCallback):
     # lfrl's timing (lfrl.rounds): once the update after a collection that passed a multiple of eval_every
@@ -192,6 +236,7 @@ class EvaluateAndStop(BaseCallback):
         if not self.reached and self.evaluated_at != self.model.num_timesteps:
             self.evaluate()
     def evaluate(self):
+        memory.clear()
         mean = evaluator.play(act, self.model.num_timesteps).mean
         self.evaluated_at, self.reached = self.model.num_timesteps, mean >= threshold
         print(json.dumps({"step": self.model.num_timesteps, "mean": mean, "training": time.perf_counter() - learning}),
@@ -290,7 +335,8 @@ def lfrl_config(algo: str, seed: int, as_sb3: bool = True) -> dict:
 
     name, env_id = template_of(algo)
     tpl = CATALOG[name]
-    values = {**tpl.defaults(env_id), "seed": seed, "progress": False, **({"env_id": env_id} if env_id else {})}
+    values = {**tpl.defaults(env_id), "seed": seed, "progress": False, **({"env_id": env_id} if env_id else {}),
+              **CONTRIB.get(algo, {})}
     if algo == "dqn" and as_sb3:
         values["double_q"] = False
     return tpl.derive(values)["config"]  # type: ignore[misc,index]
@@ -304,6 +350,8 @@ def run_lfrl(algo: str, seed: int, as_sb3: bool = True) -> Run:
         flags += ["--env-id", env_id]
     if algo == "dqn" and as_sb3:
         flags += ["--double-q", "no"]
+    for key, value in CONTRIB.get(algo, {}).items():
+        flags += [f"--{key.replace('_', '-')}", ",".join(map(str, value)) if isinstance(value, list) else str(value)]
     with tempfile.TemporaryDirectory() as tmp:
         program = Path(tmp) / f"{name}.lf"
         lfrl = [sys.executable, "-m", "lfrl"]
@@ -484,11 +532,12 @@ def summarise(runs: list[Run], algos: list[str], sides: list[str]) -> list[str]:
              (" |" if ratio_columns else "|"), "|" + "---|" * (8 + len(ratio_columns))]
     for algo in algos:
         config = lfrl_config(algo, 0)
-        best = {peer: faster_setting(runs, algo, peer) for peer in peers}
+        running = [peer for peer in peers if peer in sides_of(algo, sides)]
+        best = {peer: faster_setting(runs, algo, peer) for peer in running}
         mine_lfrl = of_variant(runs, algo, "lfrl")
         ratios = [f"**{median(r.time_to_threshold(kind) for r in mine_lfrl) / median(r.time_to_threshold(kind) for r in of_variant(runs, algo, peer, best[peer])):.2f}x**"  # noqa: E501
-                  for peer in peers for kind in ("process", "training")]
-        for side in sides:
+                  if peer in running else "-" for peer in peers for kind in ("process", "training")]
+        for side in sides_of(algo, sides):
             for setting in sorted({r.setting for r in of_variant(runs, algo, side)}):
                 mine = of_variant(runs, algo, side, setting)
                 times = {k: [r.time_to_threshold(k) for r in mine] for k in ("process", "training")}
@@ -613,11 +662,11 @@ def main() -> None:
     machine = Machine()
     runs: list[Run] = []
     pong: list[Round] = []
-    total = len(algos) * seeds * len(order) + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
+    total = sum(seeds * len([v for v in order if v[0] in sides_of(a, sides)]) for a in algos) + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
     with tqdm(total=total, unit="run") as bar:
         for algo in algos:
             for seed in range(seeds):
-                for side, setting in order:
+                for side, setting in (v for v in order if v[0] in sides_of(algo, sides)):
                     bar.set_postfix_str(f"{algo} seed {seed} {variant(side, setting)}")
                     runs.append(run_side(side, setting, algo, seed))
                     bar.update(1)
@@ -710,6 +759,7 @@ def summary_row(runs: list[Run], algo: str, sides: list[str]) -> Summary:
     peer's), with SBX's ratio in `others`, and steps to the threshold in the note; a ratio only where
     both sides reached the threshold in every seed. The target: at most half SB3's time and less
     than SBX's."""
+    sides = sides_of(algo, sides)
     peers = [side for side in sides if side != "lfrl"]
     setting = {side: None if side == "lfrl" else faster_setting(runs, algo, side) for side in sides}
     mine = {side: of_variant(runs, algo, side, setting[side]) for side in sides}
