@@ -64,8 +64,6 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
     `optimize_memory_usage=True` is refused: every row keeps its own next observation.
     """
 
-    _prioritized = False
-
     def __init__(
         self,
         buffer_size: int,
@@ -126,15 +124,15 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         assignment into its arrays does)."""
         n = self.n_envs
         (obs_shape, obs_dtype), (act_shape, act_dtype) = self._spec["obs"], self._spec["action"]
-        if handle := self.handle_timeout_termination:
-            timeout = np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=np.float32)
+        timeout = np.array([info.get("TimeLimit.truncated", False) for info in infos] if self.handle_timeout_termination
+                           else np.zeros(n), dtype=np.float32)
         self._buffer.add(
             obs=np.array(obs, dtype=obs_dtype).reshape((n, *obs_shape)),
             next_obs=np.array(next_obs, dtype=obs_dtype).reshape((n, *obs_shape)),
             action=np.array(action, dtype=act_dtype).reshape((n, *act_shape)),
             reward=np.array(reward, dtype=np.float32).reshape(n),
             done=np.array(done, dtype=np.float32).reshape(n),
-            timeout=timeout if handle else np.zeros(n, dtype=np.float32),
+            timeout=timeout,
         )
         self.pos += 1
         if self.pos == self.buffer_size:
@@ -190,10 +188,10 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     beta rises linearly from `beta` to `final_beta` over the first `beta_annealing_steps`
     transitions added (counted as SB3 counts timesteps: n_envs for each `add`), and stays there;
     with `beta_annealing_steps=None` it stays `beta`. Give it the run's total_timesteps to reach 1
-    when training ends, as the paper does.
+    when training ends, as the paper does. `reset()` empties the buffer (priorities too) but keeps
+    the schedule's count. `_get_samples(batch_inds)` reads given positions as SB3's does, without
+    weights.
     """
-
-    _prioritized = True
 
     def __init__(
         self,
