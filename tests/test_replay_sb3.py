@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
-from stable_baselines3 import DQN
+from stable_baselines3 import DQN, SAC, TD3
 from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
@@ -195,16 +195,29 @@ DQN_CARTPOLE = dict(learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, le
 @pytest.mark.slow  # about 30 s of CPU
 def test_sb3_dqn_learns_cartpole_with_pyreplay() -> None:
     # Mean return of 10 deterministic episodes after 20,000 steps, seeds 0-19 (random play: about 22):
-    #   SB3's own ReplayBuffer:    500 274 500 193 163 102 132 156 175 110 285 233 123 347 209 162 276 133 251 202
-    #   pyreplay.sb3.ReplayBuffer: 175 375 116 249 115 217  95 115 103 134 107 192 115 394 108 392 136 173  97 232
-    # (medians 197 and 135: DQN's spread from seed to seed, Mann-Whitney U p = 0.09); all 40 runs clear 90.
+    #   SB3's ReplayBuffer:          500 274 500 193 163 102 132 156 175 110 285 233 123 347 209 162 276 133 251 202
+    #   pyreplay.sb3.ReplayBuffer:   175 375 116 249 115 217  95 115 103 134 107 192 115 394 108 392 136 173  97 232
+    #   SB3's, own numpy Generator:  157 117 186 125 153 104  88 500 181 127 133 150 185 169 116 317 118 108 143 108
+    # Medians 197, 135 and 138. The last is SB3's buffer drawing the same way from a generator of its own
+    # instead of numpy's global one (which exploration draws from too), as pyreplay does: it matches
+    # pyreplay (Mann-Whitney U p = 0.91), so the gap to SB3's (p = 0.09) comes from sharing that
+    # generator, not from the buffer. All 60 runs clear 80.
     model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=prs.ReplayBuffer, seed=0, device="cpu", **DQN_CARTPOLE)
     assert type(model.replay_buffer) is prs.ReplayBuffer
     model.learn(20_000)
     env = Monitor(gym.make("CartPole-v1"))
     env.reset(seed=1000)
     mean, _ = evaluate_policy(model, env, n_eval_episodes=10, deterministic=True)
-    assert mean >= 90
+    assert mean >= 80
+
+
+@pytest.mark.parametrize("algo", [SAC, TD3])
+def test_sb3_sac_and_td3_train_on_it_from_batches_larger_than_the_buffer(algo: type) -> None:
+    # Their first batch of 256 comes when 100 transitions are stored, as with SB3's own buffer.
+    model = algo("MlpPolicy", "Pendulum-v1", learning_starts=100, seed=0, device="cpu",
+                 policy_kwargs={"net_arch": [32, 32]}, replay_buffer_class=prs.ReplayBuffer)
+    model.learn(150)
+    assert model._n_updates == 50 and model.replay_buffer.size() == 150
 
 
 def test_import_pyreplay_imports_neither_sb3_nor_torch() -> None:
