@@ -220,6 +220,17 @@ def test_sb3_sac_and_td3_train_on_it_from_batches_larger_than_the_buffer(algo: t
     assert model._n_updates == 50 and model.replay_buffer.size() == 150
 
 
+def test_a_seeded_run_draws_the_same_batches_every_time() -> None:
+    def trained(seed: int) -> dict[str, torch.Tensor]:
+        model = DQN("MlpPolicy", "CartPole-v1", learning_starts=100, train_freq=4, seed=seed, device="cpu",
+                    replay_buffer_class=prs.ReplayBuffer)
+        return model.learn(400).policy.state_dict()
+
+    first, again, other = trained(3), trained(3), trained(4)
+    assert all(torch.equal(first[k], again[k]) for k in first)
+    assert not all(torch.equal(first[k], other[k]) for k in first)
+
+
 def test_import_pyreplay_imports_neither_sb3_nor_torch() -> None:
     code = "import sys, pyreplay; print(sorted(m for m in ('stable_baselines3', 'torch') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
