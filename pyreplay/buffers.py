@@ -191,13 +191,19 @@ class ReplayBuffer:
         _stride, _offsets, (pos, size, max_priority, rng_counter) = self._core.layout()
         return {"pos": pos, "size": size, "max_priority": max_priority, "rng_counter": rng_counter}
 
-    def _fields(self) -> dict[str, np.ndarray]:
-        """Copies of the stored fields for slots 0 .. len-1 (debugging and tests; not synchronised
-        with concurrent writers)."""
+    def _records(self) -> np.ndarray:
+        """A read-only structured view (no copy) of every slot's row, one numpy field per field of
+        the spec: for reading given slots from one thread (pyreplay.sb3); not synchronised with
+        concurrent writers, unlike `sample`."""
         stride, offsets, _ = self._core.layout()
         dt = np.dtype({"names": list(self.spec), "formats": [(d, s) for s, d in self.spec.values()],
                        "offsets": list(offsets), "itemsize": stride})
-        records = np.frombuffer(self._core, dtype=dt, count=self._capacity)[: len(self)]
+        return np.frombuffer(self._core, dtype=dt, count=self._capacity)
+
+    def _fields(self) -> dict[str, np.ndarray]:
+        """Copies of the stored fields for slots 0 .. len-1 (debugging and tests; not synchronised
+        with concurrent writers)."""
+        records = self._records()[: len(self)]
         return {name: records[name].copy() for name in self.spec}
 
     def _meta(self) -> dict[str, Any]:

@@ -1,0 +1,426 @@
+"""pyreplay for Stable-Baselines3: replay buffers to pass as `replay_buffer_class=`, and DQN with
+prioritized replay.
+
+    from pyreplay.sb3 import ReplayBuffer
+    model = DQN("MlpPolicy", "CartPole-v1", replay_buffer_class=ReplayBuffer)
+
+`ReplayBuffer` subclasses SB3's `stable_baselines3.common.buffers.ReplayBuffer` (so SB3's checks,
+`save_replay_buffer` and `load_replay_buffer` accept it) but keeps no numpy arrays of its own: every
+transition is one row of a pyreplay buffer, and `sample` draws in pyreplay's C core. What `sample`
+returns is what SB3's buffer returns for the same transitions: the same fields, shapes, dtypes and
+device, `done * (1 - timeout)` as SB3 computes it with `handle_timeout_termination`, and observations
+and rewards normalised by a VecNormalize `env` as SB3 does.
+
+`PrioritizedReplayBuffer` draws transition i with probability p_i^alpha / sum_j p_j^alpha and returns
+importance weights and slots beside the usual fields; `PERDQN` and `PERSAC` are SB3's DQN and SAC
+that use them.
+
+This module imports stable_baselines3 (and torch); `import pyreplay` imports neither.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+try:
+    import torch as th
+    from gymnasium import spaces
+    from stable_baselines3 import DQN, SAC
+    from stable_baselines3.common import buffers as sb3_buffers
+    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+    from stable_baselines3.common.utils import polyak_update
+    from stable_baselines3.common.vec_env import VecNormalize
+    from torch.nn import functional as F  # noqa: N812 - SB3's own spelling
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(f"pyreplay.sb3 needs stable-baselines3 (pip install stable-baselines3): {exc}") from exc
+
+from pyreplay import buffers as core_buffers
+
+
+class PrioritizedReplayBufferSamples(NamedTuple):
+    """SB3's ReplayBufferSamples (the same first six fields) with `weights`, the importance weights
+    (float32, shape (batch, 1), on the buffer's device), and `indices`, the slots drawn (int64 numpy,
+    shape (batch,)) to give back to `update_priorities`."""
+
+    observations: th.Tensor
+    actions: th.Tensor
+    next_observations: th.Tensor
+    dones: th.Tensor
+    rewards: th.Tensor
+    discounts: th.Tensor | None
+    weights: th.Tensor
+    indices: np.ndarray
+
+
+class ReplayBuffer(sb3_buffers.ReplayBuffer):
+    """SB3's ReplayBuffer (same constructor, `add`, `sample`, `size`, `pos`, `full`, `reset`) stored
+    in and sampled by pyreplay's C core.
+
+    Position `pos` holds one transition of each of the `n_envs` environments, in pyreplay slots
+    `pos * n_envs + env`. `observations`, `next_observations`, `actions`, `rewards`, `dones` and
+    `timeouts` are read-only views of the rows with SB3's shapes (buffer_size, n_envs, ...).
+    `optimize_memory_usage=True` is refused: every row keeps its own next observation.
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+    ) -> None:
+        # SB3's BaseBuffer only: SB3's ReplayBuffer.__init__ would allocate the arrays kept here instead.
+        sb3_buffers.BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device, n_envs=n_envs)
+        if isinstance(observation_space, spaces.Dict):
+            raise ValueError(f"{type(self).__name__} takes observation spaces other than Dict, got {observation_space}; "
+                             "SB3 stores Dict observations in its DictReplayBuffer")
+        if optimize_memory_usage:
+            raise ValueError(f"{type(self).__name__} does not support optimize_memory_usage=True: every row "
+                             "holds its own next observation (pass optimize_memory_usage=False)")
+        self.buffer_size = max(buffer_size // n_envs, 1)
+        self.optimize_memory_usage = False
+        self.handle_timeout_termination = handle_timeout_termination
+        action_dtype = self._maybe_cast_dtype(action_space.dtype)
+        self._spec = {"obs": (self.obs_shape, observation_space.dtype), "next_obs": (self.obs_shape, observation_space.dtype),
+                      "action": ((self.action_dim,), action_dtype), "reward": ((), np.float32),
+                      "done": ((), np.float32), "timeout": ((), np.float32)}
+        # Seeded from numpy's global generator, which SB3's set_random_seed seeds before it builds the
+        # buffer: a seeded run draws the same batches every time.
+        seed = int(np.random.randint(0, 2**63 - 1, dtype=np.int64))
+        self._buffer = self._make_buffer(self.buffer_size * self.n_envs, self._spec, seed)
+
+    def _make_buffer(self, capacity: int, spec: dict[str, Any], seed: int) -> core_buffers.ReplayBuffer:
+        return core_buffers.ReplayBuffer(capacity, spec, seed=seed)
+
+    # ------------------------------------------------------------------ SB3's array views
+
+    def _view(self, field: str) -> np.ndarray:
+        return self._buffer._records()[field].reshape((self.buffer_size, self.n_envs, *self._spec[field][0]))
+
+    observations = property(lambda self: self._view("obs"))
+    next_observations = property(lambda self: self._view("next_obs"))
+    actions = property(lambda self: self._view("action"))
+    rewards = property(lambda self: self._view("reward"))
+    dones = property(lambda self: self._view("done"))
+    timeouts = property(lambda self: self._view("timeout"))
+
+    # ------------------------------------------------------------------ adding
+
+    def add(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """One transition of each environment, as SB3's `add` (casting to the stored dtypes as SB3's
+        assignment into its arrays does)."""
+        n = self.n_envs
+        (obs_shape, obs_dtype), (act_shape, act_dtype) = self._spec["obs"], self._spec["action"]
+        timeout = np.array([info.get("TimeLimit.truncated", False) for info in infos] if self.handle_timeout_termination
+                           else np.zeros(n), dtype=np.float32)
+        self._buffer.add(
+            obs=np.array(obs, dtype=obs_dtype).reshape((n, *obs_shape)),
+            next_obs=np.array(next_obs, dtype=obs_dtype).reshape((n, *obs_shape)),
+            action=np.array(action, dtype=act_dtype).reshape((n, *act_shape)),
+            reward=np.array(reward, dtype=np.float32).reshape(n),
+            done=np.array(done, dtype=np.float32).reshape(n),
+            timeout=timeout,
+        )
+        self.pos += 1
+        if self.pos == self.buffer_size:
+            self.full = True
+            self.pos = 0
+
+    def reset(self) -> None:
+        super().reset()
+        self._buffer.clear()
+
+    # ------------------------------------------------------------------ sampling
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
+        """`batch_size` transitions drawn uniformly with replacement in pyreplay's C core (SB3's
+        distribution: every stored transition of every environment equally likely)."""
+        return self._samples(self._draw(batch_size), env)
+
+    def _draw(self, batch_size: int) -> dict[str, np.ndarray]:
+        """pyreplay draws at most len(buffer) rows a call; SB3 may ask for more (SAC's first batch
+        of 256 after 100 steps), so larger batches are joined from independent draws, which with
+        replacement is the same distribution."""
+        stored = len(self._buffer)
+        if batch_size <= stored or stored == 0:
+            return self._buffer.sample(batch_size)
+        parts = [self._buffer.sample(min(stored, batch_size - start)) for start in range(0, batch_size, stored)]
+        return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
+
+    def _samples(self, rows: Any, env: VecNormalize | None) -> ReplayBufferSamples:
+        """SB3's ReplayBufferSamples from rows (a dict of fields or a structured array), computed as
+        SB3's `_get_samples` computes them."""
+        data = (
+            self._normalize_obs(rows["obs"], env),
+            rows["action"],
+            self._normalize_obs(rows["next_obs"], env),
+            (rows["done"] * (1 - rows["timeout"])).reshape(-1, 1),
+            self._normalize_reward(rows["reward"].reshape(-1, 1), env),
+        )
+        return ReplayBufferSamples(*(self.to_torch(np.ascontiguousarray(a), copy=False) for a in data))
+
+    def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> ReplayBufferSamples:
+        """The transitions at positions `batch_inds`, each of an environment drawn from numpy's
+        global generator: SB3's `_get_samples`, draw for draw."""
+        env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
+        return self._samples(self._buffer._records()[np.asarray(batch_inds) * self.n_envs + env_indices], env)
+
+
+class PrioritizedReplayBuffer(ReplayBuffer):
+    """Prioritized replay (Schaul et al. 2016) for SB3 on pyreplay's sum tree: transition i is drawn
+    with probability p_i^alpha / sum_j p_j^alpha, new transitions get the largest priority given so
+    far, and `sample` returns PrioritizedReplayBufferSamples with the importance weights
+    w_i = (N P(i))^-beta / max_j (N P(j))^-beta (in (0, 1]) and the slots drawn.
+
+    beta rises linearly from `beta` to `final_beta` over the first `beta_annealing_steps`
+    transitions added (counted as SB3 counts timesteps: n_envs for each `add`), and stays there;
+    with `beta_annealing_steps=None` it stays `beta`. Give it the run's total_timesteps to reach 1
+    when training ends, as the paper does. `reset()` empties the buffer (priorities too) but keeps
+    the schedule's count. `_get_samples(batch_inds)` reads given positions as SB3's does, without
+    weights.
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        final_beta: float = 1.0,
+        beta_annealing_steps: int | None = None,
+    ) -> None:
+        if beta_annealing_steps is not None and (isinstance(beta_annealing_steps, bool) or
+                                                 not isinstance(beta_annealing_steps, int | np.integer)
+                                                 or beta_annealing_steps <= 0):
+            raise ValueError(f"beta_annealing_steps must be a positive whole number or None, got {beta_annealing_steps!r}")
+        for name, value in (("alpha", alpha), ("beta", beta), ("final_beta", final_beta)):
+            if isinstance(value, bool) or not isinstance(value, int | float | np.number) \
+                    or not np.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        self.alpha, self.initial_beta, self.final_beta = float(alpha), float(beta), float(final_beta)
+        self.beta_annealing_steps = beta_annealing_steps
+        self.timesteps_added = 0
+        super().__init__(buffer_size, observation_space, action_space, device, n_envs,
+                         optimize_memory_usage, handle_timeout_termination)
+
+    def _make_buffer(self, capacity: int, spec: dict[str, Any], seed: int) -> core_buffers.ReplayBuffer:
+        return core_buffers.PrioritizedReplayBuffer(capacity, spec, alpha=self.alpha, beta=self.initial_beta, seed=seed)
+
+    @property
+    def beta(self) -> float:
+        """The importance-sampling exponent the next `sample` uses."""
+        if self.beta_annealing_steps is None:
+            return self.initial_beta
+        progress = min(1.0, self.timesteps_added / self.beta_annealing_steps)
+        return self.initial_beta + progress * (self.final_beta - self.initial_beta)
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        super().add(*args, **kwargs)
+        self.timesteps_added += self.n_envs
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> PrioritizedReplayBufferSamples:  # type: ignore[override]
+        """`batch_size` transitions drawn by priority in pyreplay's C core, with their importance
+        weights (at the current `beta`) and slots."""
+        self._buffer.beta = self.beta
+        rows = self._draw(batch_size)
+        weights = self.to_torch(rows["weights"].astype(np.float32).reshape(-1, 1), copy=False)
+        return PrioritizedReplayBufferSamples(*self._samples(rows, env), weights=weights, indices=rows["indices"])
+
+    def update_priorities(self, indices: Any, priorities: Any) -> None:
+        """Set the priorities (finite, >= 0; numpy arrays, lists or torch tensors) of the slots that
+        `sample` returned in `indices`; a slot given twice takes its last priority."""
+        if isinstance(priorities, th.Tensor):
+            priorities = priorities.detach().cpu().numpy()
+        self._buffer.update_priorities(indices, np.asarray(priorities).reshape(-1))
+
+
+class _Prioritized:
+    """What PERDQN and PERSAC add to the constructor of their SB3 algorithm: a
+    pyreplay.sb3.PrioritizedReplayBuffer by default (and no other kind), and `priority_epsilon`."""
+
+    def __init__(self, *args: Any, priority_epsilon: float = 1e-6, **kwargs: Any) -> None:
+        name = type(self).__name__
+        if kwargs.get("replay_buffer_class") is None:
+            kwargs["replay_buffer_class"] = PrioritizedReplayBuffer
+        if not (isinstance(kwargs["replay_buffer_class"], type)
+                and issubclass(kwargs["replay_buffer_class"], PrioritizedReplayBuffer)):
+            raise ValueError(f"{name} needs replay_buffer_class=pyreplay.sb3.PrioritizedReplayBuffer (or a subclass), "
+                             f"got {kwargs['replay_buffer_class']!r}")
+        if isinstance(priority_epsilon, bool) or not isinstance(priority_epsilon, int | float) \
+                or not np.isfinite(priority_epsilon) or priority_epsilon <= 0:
+            raise ValueError(f"priority_epsilon must be a finite number > 0, got {priority_epsilon!r}")
+        self.priority_epsilon = float(priority_epsilon)
+        super().__init__(*args, **kwargs)
+
+
+class PERDQN(_Prioritized, DQN):
+    """SB3's DQN learning from prioritized replay. Compared with `DQN.train`, each gradient step:
+
+    - samples from a `pyreplay.sb3.PrioritizedReplayBuffer` (the default `replay_buffer_class`;
+      `replay_buffer_kwargs` sets alpha, beta, final_beta and beta_annealing_steps);
+    - takes the Huber loss per sample (`reduction="none"`) and minimises the mean of
+      `weights * loss` instead of the plain mean;
+    - then sets each sampled transition's priority to |Q(s, a) - TD target| + `priority_epsilon`
+      (Q before the step; the epsilon keeps every transition drawable).
+
+    Everything else (targets, n-step discounts, gradient clipping, target updates, exploration,
+    logging) is DQN's. With alpha = 0 and beta = 0 every weight is 1 and every transition equally
+    likely: DQN's updates, in distribution.
+    """
+
+    def train(self, gradient_steps: int, batch_size: int = 100) -> None:
+        # DQN.train with the changes of the class doc (marked PER).
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        buffer: PrioritizedReplayBuffer = self.replay_buffer  # type: ignore[assignment]
+
+        losses = []
+        for _ in range(gradient_steps):
+            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+            with th.no_grad():
+                next_q_values = self.q_net_target(replay_data.next_observations)
+                next_q_values, _ = next_q_values.max(dim=1)
+                next_q_values = next_q_values.reshape(-1, 1)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+            current_q_values = self.q_net(replay_data.observations)
+            current_q_values = th.gather(current_q_values, dim=1, index=replay_data.actions.long())
+
+            # PER: importance-weighted Huber loss.
+            per_sample = F.smooth_l1_loss(current_q_values, target_q_values, reduction="none")
+            loss = (replay_data.weights * per_sample).mean()
+            losses.append(loss.item())
+
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+
+            # PER: new priorities from this step's TD errors.
+            td_errors = (current_q_values - target_q_values).detach().abs().reshape(-1)
+            buffer.update_priorities(replay_data.indices, td_errors.cpu().numpy() + self.priority_epsilon)
+
+        self._n_updates += gradient_steps
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/loss", np.mean(losses))
+
+
+class PERSAC(_Prioritized, SAC):
+    """SB3's SAC learning from prioritized replay. Compared with `SAC.train`, each gradient step:
+
+    - samples from a `pyreplay.sb3.PrioritizedReplayBuffer` (as PERDQN);
+    - each critic's loss is the mean of `weights * (Q_k(s, a) - TD target)^2` instead of the plain
+      mean (still halved and summed over the critics);
+    - then sets each sampled transition's priority to the mean over the critics of
+      |Q_k(s, a) - TD target| + `priority_epsilon` (Q before the critics' step).
+
+    The actor's and the entropy coefficient's losses, the targets and their updates are SAC's: the
+    weights correct the critics' regression, which is what the sampling skews.
+    """
+
+    def train(self, gradient_steps: int, batch_size: int = 64) -> None:
+        # SAC.train with the changes of the class doc (marked PER).
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers += [self.ent_coef_optimizer]
+        self._update_learning_rate(optimizers)
+        buffer: PrioritizedReplayBuffer = self.replay_buffer  # type: ignore[assignment]
+
+        ent_coef_losses, ent_coefs = [], []
+        actor_losses, critic_losses = [], []
+
+        for gradient_step in range(gradient_steps):
+            replay_data = buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = replay_data.discounts if replay_data.discounts is not None else self.gamma
+
+            if self.use_sde:
+                self.actor.reset_noise()
+
+            actions_pi, log_prob = self.actor.action_log_prob(replay_data.observations)
+            log_prob = log_prob.reshape(-1, 1)
+
+            ent_coef_loss = None
+            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+                ent_coef = th.exp(self.log_ent_coef.detach())
+                assert isinstance(self.target_entropy, float)
+                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+                ent_coef_losses.append(ent_coef_loss.item())
+            else:
+                ent_coef = self.ent_coef_tensor
+
+            ent_coefs.append(ent_coef.item())
+
+            if ent_coef_loss is not None and self.ent_coef_optimizer is not None:
+                self.ent_coef_optimizer.zero_grad()
+                ent_coef_loss.backward()
+                self.ent_coef_optimizer.step()
+
+            with th.no_grad():
+                next_actions, next_log_prob = self.actor.action_log_prob(replay_data.next_observations)
+                next_q_values = th.cat(self.critic_target(replay_data.next_observations, next_actions), dim=1)
+                next_q_values, _ = th.min(next_q_values, dim=1, keepdim=True)
+                next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+                target_q_values = replay_data.rewards + (1 - replay_data.dones) * discounts * next_q_values
+
+            current_q_values = self.critic(replay_data.observations, replay_data.actions)
+
+            # PER: importance-weighted squared errors.
+            critic_loss = 0.5 * sum((replay_data.weights * (current_q - target_q_values) ** 2).mean()
+                                    for current_q in current_q_values)
+            assert isinstance(critic_loss, th.Tensor)
+            critic_losses.append(critic_loss.item())
+
+            self.critic.optimizer.zero_grad()
+            critic_loss.backward()
+            self.critic.optimizer.step()
+
+            # PER: new priorities from this step's TD errors, averaged over the critics.
+            td_errors = th.stack([(q - target_q_values).detach().abs().reshape(-1) for q in current_q_values]).mean(0)
+            buffer.update_priorities(replay_data.indices, td_errors.cpu().numpy() + self.priority_epsilon)
+
+            q_values_pi = th.cat(self.critic(replay_data.observations, actions_pi), dim=1)
+            min_qf_pi, _ = th.min(q_values_pi, dim=1, keepdim=True)
+            actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
+            actor_losses.append(actor_loss.item())
+
+            self.actor.optimizer.zero_grad()
+            actor_loss.backward()
+            self.actor.optimizer.step()
+
+            if gradient_step % self.target_update_interval == 0:
+                polyak_update(self.critic.parameters(), self.critic_target.parameters(), self.tau)
+                polyak_update(self.batch_norm_stats, self.batch_norm_stats_target, 1.0)
+
+        self._n_updates += gradient_steps
+
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.logger.record("train/ent_coef", np.mean(ent_coefs))
+        self.logger.record("train/actor_loss", np.mean(actor_losses))
+        self.logger.record("train/critic_loss", np.mean(critic_losses))
+        if len(ent_coef_losses) > 0:
+            self.logger.record("train/ent_coef_loss", np.mean(ent_coef_losses))
+
+
+__all__ = ["PERDQN", "PERSAC", "PrioritizedReplayBuffer", "PrioritizedReplayBufferSamples", "ReplayBuffer"]
