@@ -205,7 +205,9 @@ else:
 # the peer's deterministic actions; PPO's on observations normalised with the training statistics.
 from lfrl.config import of as settings
 from lfrl.evaluate import Evaluator
+threads = torch.get_num_threads()
 evaluator = Evaluator(settings(c))
+torch.set_num_threads(threads)  # lfrl's policy takes its settings' threads: the peer keeps its own
 normalizer = model.get_vec_normalize_env()
 memory = {}  # a recurrent policy's state of each episode, (h, c) [1, episodes, hidden]: new at each evaluation
 def act(obs, masks, episodes):
