@@ -8,7 +8,7 @@ defaults) and DQN on Pong (the Nature CNN, the zoo's Atari values), each for a f
 round runs both variants of every case back to back, alternating which goes first; the table shows
 the median seconds of the whole `lfrl run` process and the portable run's time over the default's.
 A portable run's checksum must be the same in every round; the two variants' checksums differ (other
-kernels round otherwise). Writes results/portable.md and results/portable.json.
+kernels round otherwise). Writes results/portable.md, .png and .json.
 """
 
 from __future__ import annotations
@@ -86,9 +86,28 @@ def main() -> None:
             f"Command: `{' '.join(['.venv/bin/python', 'benchmarks/portable.py', *sys.argv[1:]])}`, on {machine.line()} "
             "Seconds of the whole `lfrl run` process (the script's header says what runs).", "", *lines, ""]
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "portable.md").write_text("\n".join(text))
+    (RESULTS / "portable.md").write_text("\n".join([*text, "![seconds per run](portable.png)", ""]))
+    plot(times)
     write_summary("portable", "The cost of --portable", machine, rows, quick=args.quick)
     print("\n".join(lines))
+
+
+def plot(times: dict[tuple[str, str], list[float]]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for offset, (variant, colour) in enumerate(zip(VARIANTS, ("#999999", "#2b7bba"), strict=True)):
+        ax.bar([i + 0.4 * offset for i in range(len(CASES))], [median(times[(case, variant)]) for case in CASES],
+               width=0.4, color=colour, label=variant)
+    ax.set_xticks([i + 0.2 for i in range(len(CASES))], list(CASES), fontsize=8)
+    ax.set_ylabel("seconds per run (median)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(RESULTS / "portable.png", dpi=100)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
