@@ -55,6 +55,8 @@ class SavedPolicy:
         self.algo = config.ALGO
         self.env_id = config.environment
         self.observation_shape = policy.spec.obs_shape
+        source = policy.spec.source  # observations lfrl flattens: predict takes them as the environment gives them
+        self.flat = None if source is None else envs.Flat(envs.Observing(source))
         self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
 
     def predict(self, observation: Any, state: Any = None, episode_start: Any = None,
@@ -72,9 +74,8 @@ class SavedPolicy:
         gives them (a batch of Dict observations: each key's array with a leading dimension, as SB3
         takes them) or as `make_env`'s environment gives them, flattened."""
         shape = self.observation_shape
-        source = self.policy.spec.source
-        if source is not None and not (isinstance(observation, np.ndarray) and observation.shape[-1:] == shape):
-            observation = envs.flattened(source, observation)  # the environment's own, not make_env's
+        if self.flat is not None and not (isinstance(observation, np.ndarray) and observation.shape[-1:] == shape):
+            observation = envs.flattened(self.flat, observation)  # the environment's own, not make_env's
         obs = np.asarray(observation, dtype=self.policy.spec.obs_dtype)
         if obs.shape == shape:
             batch = obs[None]
