@@ -19,14 +19,16 @@ PAIRS = [("pi.w0", "mlp_extractor.policy_net.0.weight"), ("pi.b0", "mlp_extracto
          ("vf.w2", "value_net.weight"), ("vf.b2", "value_net.bias")]
 
 
-def test_one_round_of_ppo_updates_the_weights_as_stable_baselines3_does() -> None:
+def same_start(config: PPOConfig, **env_kwargs: object) -> tuple:
+    """SB3's PPO with `config`'s values on its own vectorised environments (made with `env_kwargs`),
+    and lfrl's learner of `config` starting from SB3's weights; with both sides' parameters by name
+    (lfrl's, SB3's: PAIRS names them)."""
     from stable_baselines3 import PPO as SB3PPO
     from stable_baselines3.common.env_util import make_vec_env
 
-    config = PPOConfig()  # CartPole-v1: 8 environments x 32 steps, 20 epochs of 256, linear schedules
-    total = config.total_steps
     linear = lambda value: (lambda remaining: remaining * value)  # noqa: E731 - SB3's schedules
-    model = SB3PPO("MlpPolicy", make_vec_env(config.env_id, n_envs=config.envs_per_actor, seed=0),
+    model = SB3PPO("MlpPolicy", make_vec_env(config.env_id, n_envs=config.envs_per_actor, seed=0,
+                                             env_kwargs=env_kwargs or None),
                    n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
                    learning_rate=linear(config.learning_rate), gamma=config.gamma, gae_lambda=config.gae_lambda,
                    clip_range=linear(config.clip_range), ent_coef=config.ent_coef, seed=0, verbose=0)
@@ -35,6 +37,14 @@ def test_one_round_of_ppo_updates_the_weights_as_stable_baselines3_does() -> Non
     with torch.no_grad():
         for name, sb3_name in PAIRS:
             mine[name].copy_(theirs[sb3_name])
+    return model, learner, mine, theirs
+
+
+def test_one_round_of_ppo_updates_the_weights_as_stable_baselines3_does() -> None:
+
+    config = PPOConfig()  # CartPole-v1: 8 environments x 32 steps, 20 epochs of 256, linear schedules
+    total = config.total_steps
+    model, learner, mine, theirs = same_start(config)
     _, callback = model._setup_learn(total, None)
     callback.on_training_start(locals(), globals())
     model.collect_rollouts(model.env, callback, model.rollout_buffer, n_rollout_steps=model.n_steps)
@@ -86,23 +96,11 @@ def test_rounds_with_truncated_episodes_update_the_weights_as_stable_baselines3_
     time limit's last reward gets gamma V(final observation) on both sides (SB3 adds it as it
     collects, lfrl as it trains), and the schedules and Adam's state carry over from round to round
     as SB3's do: the same weights after every round."""
-    from stable_baselines3 import PPO as SB3PPO
     from stable_baselines3.common.callbacks import BaseCallback
-    from stable_baselines3.common.env_util import make_vec_env
 
     config = PPOConfig()
     total = config.total_steps
-    linear = lambda value: (lambda remaining: remaining * value)  # noqa: E731 - SB3's schedules
-    model = SB3PPO("MlpPolicy", make_vec_env(config.env_id, n_envs=config.envs_per_actor, seed=0,
-                                             env_kwargs={"max_episode_steps": 20}),
-                   n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
-                   learning_rate=linear(config.learning_rate), gamma=config.gamma, gae_lambda=config.gae_lambda,
-                   clip_range=linear(config.clip_range), ent_coef=config.ent_coef, seed=0, verbose=0)
-    learner = PPO(envs.describe(config), config, 0)
-    mine, theirs = dict(learner.net.named_parameters()), dict(model.policy.named_parameters())
-    with torch.no_grad():
-        for name, sb3_name in PAIRS:
-            mine[name].copy_(theirs[sb3_name])
+    model, learner, mine, theirs = same_start(config, max_episode_steps=20)
 
     class Steps(BaseCallback):
         """Each step of a collection as the environments returned it (before SB3 adds the bootstrap)."""
