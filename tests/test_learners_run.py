@@ -155,6 +155,19 @@ def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path:
     check_resumed_as_uninterrupted(tmp_path, algo, values, federated)
 
 
+def check_the_same_everywhere(tmp_path: Path, algo: str, values: dict) -> None:
+    """A run of `algo` with `values` (`checkpoint_every` among them) ends with the same lines with
+    processes (`--processes yes`), with one runtime worker, and resumed from its first checkpoint
+    (the finished run kept, the resume going on in a copy)."""
+    program = generate(tmp_path, algo, name="one", **values)
+    one = last_lines(run(program))
+    processes = last_lines(run(generate(tmp_path, algo, name="processes", **values, processes=True)))
+    workers = last_lines(run(generate(tmp_path, algo, name="workers", **values), "--workers", "1"))
+    assert one == processes == workers
+    first = run_folder(program) / "checkpoints" / f"step-{values['checkpoint_every']:09d}.ckpt"
+    assert last_lines(run(program, "--resume", str(first))) == one
+
+
 def check_resumed_as_uninterrupted(tmp_path: Path, algo: str, values: dict, federated: bool = False) -> None:
     """A run of `algo` killed (SIGKILL) once its first checkpoint (`checkpoint_every`) is written, then
     resumed from it, ends as the uninterrupted run, logs included but for their times; `federated`:

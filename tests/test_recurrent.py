@@ -16,7 +16,7 @@ from lfrl import envs
 from lfrl.config import PPOConfig
 from lfrl.networks import recurrent_actor_critic
 from lfrl.ppo import PPO, Actor, Sequences
-from tests.test_learners_run import generate, last_lines, run, run_folder
+from tests.test_learners_run import check_the_same_everywhere, generate, last_lines, run, run_folder
 from tests.test_spaces import PPO_CUES
 
 RECALL = "tests.toyenvs:Recall-v0"
@@ -118,11 +118,5 @@ def test_without_memory_ppo_cannot_recall_the_cue(tmp_path: Path) -> None:
 
 
 def test_a_recurrent_run_is_the_same_with_workers_processes_and_after_resume(tmp_path: Path) -> None:
-    values = {**RECALL_PPO, "total_steps": 1024, "actors": 2, "envs_per_actor": 2, "checkpoint_every": 512}
-    one = run(generate(tmp_path, "ppo", name="one", **values))
-    processes = last_lines(run(generate(tmp_path, "ppo", name="processes", **values, processes=True)))
-    workers = last_lines(run(generate(tmp_path, "ppo", name="workers", **values), "--workers", "1"))
-    assert last_lines(one) == processes == workers
-    program = tmp_path / "one" / "ppo.lf"
-    resumed = run(program, "--resume", str(run_folder(program) / "checkpoints" / "step-000000512.ckpt"))
-    assert last_lines(resumed) == last_lines(one)
+    check_the_same_everywhere(tmp_path, "ppo", {**RECALL_PPO, "total_steps": 1024, "actors": 2, "envs_per_actor": 2,
+                                                "checkpoint_every": 512})

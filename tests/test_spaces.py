@@ -16,7 +16,16 @@ import tests.toyenvs  # noqa: F401 - registers the toy environments
 from lfrl import envs
 from lfrl.config import PPOConfig
 from lfrl.ppo import PPO, Policy, log_prob_entropy
-from tests.test_learners_run import SAC, SMALL, command, generate, last_lines, run, run_folder
+from tests.test_learners_run import (
+    SAC,
+    SMALL,
+    check_the_same_everywhere,
+    command,
+    generate,
+    last_lines,
+    run,
+    run_folder,
+)
 
 TWO_CUES, THREE_BITS = "tests.toyenvs:TwoCues-v0", "tests.toyenvs:ThreeBits-v0"
 DICT_CUE, TUPLE_CUE = "tests.toyenvs:DictCue-v0", "tests.toyenvs:TupleCue-v0"
@@ -162,15 +171,8 @@ def test_ppo_and_dqn_read_the_cue_in_one_key_of_a_dict_observation(tmp_path: Pat
 
 
 def test_a_dict_observation_run_is_the_same_with_workers_processes_and_after_resume(tmp_path: Path) -> None:
-    values = {**PPO_CUES, "env_id": DICT_CUE, "total_steps": 768, "actors": 2, "envs_per_actor": 2,
-              "checkpoint_every": 256}
-    one = run(generate(tmp_path, "ppo", name="one", **values))
-    processes = last_lines(run(generate(tmp_path, "ppo", name="processes", **values, processes=True)))
-    workers = last_lines(run(generate(tmp_path, "ppo", name="workers", **values), "--workers", "1"))
-    assert last_lines(one) == processes == workers
-    program = tmp_path / "one" / "ppo.lf"
-    resumed = run(program, "--resume", str(run_folder(program) / "checkpoints" / "step-000000256.ckpt"))
-    assert last_lines(resumed) == last_lines(one)
+    check_the_same_everywhere(tmp_path, "ppo", {**PPO_CUES, "env_id": DICT_CUE, "total_steps": 768, "actors": 2,
+                                                "envs_per_actor": 2, "checkpoint_every": 256})
 
 
 def test_sac_learns_from_a_dict_observation(tmp_path: Path) -> None:
