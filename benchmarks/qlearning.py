@@ -3,50 +3,54 @@ Ray, side by side.
 
   .venv/bin/python benchmarks/qlearning.py [--quick] [--repeat 3] [--actors 2[,4]] [--rounds 500]
 
-The workload is `lfrl gen qlearning`'s with its default sizes: on CartPole-v1, N actors each collect
-32 steps per round epsilon-greedily with the current Q-network (64 hidden units); the transitions go
-to a prioritized pyreplay buffer; the learner makes 16 Adam updates on a batch of 64 (a DQN loss with
-a target network) and sends the new weights to every actor; 500 rounds. The time measured is the
-training time: from the first weights sent to the end of the last update (the program's startup,
-the actors' start and Ray's are not in it).
+The workload is `lfrl gen qlearning`'s with its default sizes (dqn's program with the PAAL paper's
+workload as its defaults): on CartPole-v1, N actors each collect 32 steps per round epsilon-greedily
+with the current Q-network (64 hidden units); the transitions go to a prioritized pyreplay buffer;
+the learner makes 16 Adam updates, each on a batch of 64 it asks the buffer for (a DQN loss with a
+target network), and sends the new weights to every actor; 500 rounds. The time measured is the
+training time: from the learner's start (its networks made) to the end of the last round's updates
+(the program's startup, the actors' start, Ray's and the final evaluation are not in it).
 
-- lfrl: the program of `lfrl gen qlearning --actors N --progress no` (templates/qlearning.lf.j2 with
-  the reactors QActor, ReplayBuffer and QLearner of lf/lib/), run with `lfrl run` (one runtime
-  thread) as a process of its own each round; it prints its training time. Two ways: *lfrl*, a
-  `main reactor` (every actor in lfrl's process), and *lfrl, processes*, `--processes yes` (a
-  federated program: each actor in a process of its own, the learner and the buffer in lfrl's).
+- lfrl: the program of `lfrl gen qlearning --actors N --train-freq 32N ...` (templates/learner.lf.j2
+  with the reactors Actor, ReplayBuffer, Learner, Evaluator and Monitor of lf/lib/, as every dqn
+  program), run with `lfrl run` (one runtime thread) as a process of its own each round; its
+  training time is the last row of its run's training.csv. Two ways: *lfrl*, a `main reactor`
+  (every actor in lfrl's process), and *lfrl, processes*, `--processes yes` (a federated program:
+  each actor in a process of its own, the learner, buffer, evaluator and monitor in lfrl's).
 - Ray, as its documentation shows it: one Ray actor per lfrl actor (a fractional CPU each, so that
   all N fit on this machine's CPUs), each holding its environment; the driver holds the replay
   buffer and the learner and `ray.get`s the list of the actors' `collect` calls, which return the
-  transitions. The weights (numpy arrays, as the learner sends them in lfrl and as RLlib sends
-  them) go two ways: *Ray*, put in the object store once per round (`ray.put`) and that
-  reference passed to every actor, as Ray's docs recommend for an argument that several tasks
-  share; *Ray, weights by value*, passed to each call, which Ray inlines for small objects such as
-  these few KB (faster here). Nothing prints in the loop.
-- plain loop: the same driver with the N collectors called one after the other, in a process of its
+  transitions. The weights (the tensors the learner sends the actors in lfrl) go two ways: *Ray*,
+  put in the object store once per round (`ray.put`) and that reference passed to every actor, as
+  Ray's docs recommend for an argument that several tasks share; *Ray, weights by value*, passed to
+  each call, which Ray inlines for small objects such as these few KB. Nothing prints in the loop.
+- plain loop: the same driver with the N actors called one after the other, in a process of its
   own each round as lfrl's program (not in this one, where Ray's threads run too): what the
   computation costs with no framework at all (no parallel collection either).
 
-Every side computes with the very same code: lfrl.qlearning's Collector (an actor's round) and
-QLearning (the learner's), which the reactors QActor and QLearner call, and pyreplay's buffer made as
-ReplayBuffer makes it, with the same seeds and one torch thread for the learner (as QLearner sets it).
-So they must end with the same weights (checksum), loss and episode returns, which the check
-compares; a row where they do not prints no ratio. The drivers (Ray's and the plain loop's) also time
-their phases, collecting and learning: where the time goes, and the floor that no way of running
-this synchronous algorithm (collect, then learn, every round) can beat: the learner's work plus one
-actor's collection. Each round runs the contenders back to back in an order that rotates (this
-machine's speed drifts) and the ratios are taken within rounds. Ray starts once, for the whole
-script; its actors are made once per row and given fresh collectors before every measurement. Writes benchmarks/results/qlearning.md, .png and .json; the default (N = 2, the
-template's default, three rounds of measurements) takes about 4 minutes here, `--quick` (40 training
-rounds, two rounds of measurements) under a minute plus Ray's start.
+Every side computes with the very same code: lfrl.actor's Actor (an actor's round) and lfrl.rounds'
+OffPolicyRounds (the learner's rounds: lfrl.dqn's updates), which the reactors Actor and Learner
+call, and pyreplay's buffer made as ReplayBuffer makes it, with the same settings and seeds. So they
+must end with the same episodes and weights (checksum), which the check compares; a row where they
+do not prints no ratio. The drivers (Ray's and the plain loop's) also time their phases, collecting
+and learning: where the time goes, and the floor that no way of running this synchronous algorithm
+(collect, then learn, every round) can beat: the learner's work plus one actor's collection. Each
+round runs the contenders back to back in an order that rotates (this machine's speed drifts) and the
+ratios are taken within rounds. Ray starts once, for the whole script; its actors are made once per
+row and given fresh lfrl actors before every measurement. Writes benchmarks/results/qlearning.md,
+.png and .json; the default (N = 2, the template's default, three rounds of measurements) takes
+about 4 minutes here, `--quick` (40 training rounds, two rounds of measurements) under a minute plus
+Ray's start.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import functools
 import json
 import os
-import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -79,6 +83,8 @@ from common import (
 )
 
 sys.path.insert(0, str(ROOT))  # this checkout's lfrl, as `lfrl run` from ROOT imports it
+from lfrl.logs import RECENT  # noqa: E402  # the episodes of a run's summary's mean return
+
 LFRL = [sys.executable, "-m", "lfrl"]
 ENV_ID = "CartPole-v1"
 SEED = 0
@@ -92,44 +98,51 @@ TARGET = 0.3  # lfrl's training time at most this share of Ray's
 
 @dataclass
 class Case:
-    """One row: the template's defaults (generator.catalog's) but for N actors and the rounds."""
+    """One row: the template's defaults (generator.catalog's) but for N actors of the defaults' steps
+    each a round, and the rounds."""
 
     actors: int
     rounds: int
     prioritized: bool | None = None  # None: the template's default
-    steps_per_round: int = field(init=False, default=0)
-    batch_size: int = field(init=False, default=0)
-    updates: int = field(init=False, default=0)
-    hidden: int = field(init=False, default=0)
-    capacity: int = field(init=False, default=0)
-    obs_dim: int = field(init=False, default=0)
 
-    def __post_init__(self) -> None:
-        import gymnasium
-
+    @functools.cached_property
+    def defaults(self) -> dict[str, object]:
         from generator.catalog import template
 
-        defaults = template("qlearning").defaults()
-        assert defaults["env_id"] == ENV_ID and defaults["seed"] == SEED, defaults
-        for name in ("steps_per_round", "batch_size", "updates", "hidden", "capacity"):
-            setattr(self, name, int(defaults[name]))  # type: ignore[call-overload]
-        if self.prioritized is None:
-            self.prioritized = bool(defaults["prioritized"])
-        env = gymnasium.make(ENV_ID)
-        self.obs_dim = int(env.observation_space.shape[0])
-        env.close()
+        values = template("qlearning").defaults()
+        assert values["env_id"] == ENV_ID, values
+        return values
 
     @property
-    def explore_rounds(self) -> int:
-        return max(self.rounds // 5, 1)  # as the template passes it to QActor
+    def steps_per_actor(self) -> int:
+        """An actor's steps a round, as the template's defaults make them."""
+        return int(self.defaults["train_freq"]) // int(self.defaults["actors"])  # type: ignore[call-overload]
+
+    def values(self) -> dict[str, object]:
+        """What `lfrl gen qlearning` is given: N actors, the rounds, one evaluation (of one episode)
+        at the end, no progress bar."""
+        train_freq = self.actors * self.steps_per_actor
+        prioritized = self.defaults["prioritized"] if self.prioritized is None else self.prioritized
+        return {"actors": self.actors, "train_freq": train_freq, "total_steps": self.rounds * train_freq,
+                "eval_every": self.rounds * train_freq, "eval_episodes": 1, "prioritized": prioritized,
+                "progress": False}
+
+    def config(self):  # -> lfrl.config.DQNConfig: the settings the program's reactors get
+        from generator.catalog import resolve
+        from lfrl.config import of
+
+        return of(resolve("qlearning", self.values(), program="Q")["config"])  # type: ignore[arg-type]
 
     def gen_args(self) -> list[str]:
-        return ["--actors", str(self.actors), "--rounds", str(self.rounds), "--prioritized",
-                "yes" if self.prioritized else "no", "--progress", "no"]
+        from generator.catalog import template
+
+        params = {p.name: p for p in template("qlearning").params}
+        return [arg for name, value in self.values().items() for arg in (params[name].flag, params[name].shown(value))]
 
 
-# The actors' rounds: weights -> each actor's (transitions, returns of the episodes that ended).
-Collect = Callable[[dict[str, np.ndarray]], list[tuple[dict[str, np.ndarray], list[float]]]]
+# The actors' rounds: the learner's policy message (weights, environment steps, each actor's steps)
+# -> each actor's (transitions, episodes that ended).
+Collect = Callable[[tuple], list[tuple[dict[str, np.ndarray], list[tuple[float, int, int]]]]]
 
 
 @dataclass
@@ -138,49 +151,62 @@ class Phases:
 
     collect: float = 0.0  # the actors' rounds, as the driver waits for them
     learn: float = 0.0  # the learner's updates
-    rest: float = 0.0  # the replay buffer's adds, samples and priorities, the weights' copies
+    rest: float = 0.0  # the replay buffer's adds, samples and priorities, the rounds' bookkeeping
+
+
+def ended_lines(checksum: float, returns: list[float]) -> tuple[str, str]:
+    """The lines of a run's summary that every side must agree on (lfrl.logs.RunLog's): the
+    episodes' count and recent mean, and the weights' checksum."""
+    recent = returns[-RECENT:]
+    episodes = (f"{len(returns)} episodes, mean return of the last {len(recent)}: {sum(recent) / len(recent):.2f}"
+                if returns else "no episode finished")
+    return episodes, f"weights checksum {checksum:.9f}"
 
 
 def train(case: Case, collect: Collect) -> tuple[Measurement, Phases]:
-    """The driver of the Ray side and the plain loop: the replay buffer and the learner, as lfrl's
-    ReplayBuffer and QLearner reactors hold them; `collect` runs every actor's round. The training
-    time (the check: the summary QLearner prints) and where it went."""
-    import torch
-
+    """The driver of the Ray side and the plain loop: the replay buffer and the learner's rounds, as
+    lfrl's ReplayBuffer and Learner reactors hold them; `collect` runs every actor's round. The
+    training time (the check: the episodes and the weights' checksum) and where it went."""
     import pyreplay
-    from lfrl.qlearning import QLearning, replay_fields, summary
+    from lfrl import envs
+    from lfrl.rounds import OffPolicyRounds
 
-    torch.set_num_threads(1)  # as QLearner sets it
-    learning = QLearning(ENV_ID, case.hidden, SEED, case.updates)
-    fields = replay_fields(case.obs_dim)
-    buffer = (pyreplay.PrioritizedReplayBuffer(case.capacity, fields, alpha=0.6, beta=0.4, seed=SEED)
-              if case.prioritized else pyreplay.ReplayBuffer(case.capacity, fields, seed=SEED))
-    episodes: list[float] = []
+    config = case.config()
+    fields = envs.replay_fields(config)
+    buffer = (pyreplay.PrioritizedReplayBuffer(config.buffer_size, fields, alpha=config.per_alpha,
+                                               beta=config.per_beta, seed=config.seed)
+              if config.prioritized else pyreplay.ReplayBuffer(config.buffer_size, fields, seed=config.seed))
+    returns: list[float] = []
     phases = Phases()
     clock = time.perf_counter
-    weights = learning.weights()
-    start = clock()
-    for round_ in range(case.rounds):
-        before = clock()
-        results = collect(weights)
-        collected = clock()
-        for transitions, ended in results:  # in actor order, as ReplayBuffer adds them
-            buffer.add(**transitions)
-            episodes.extend(ended)
-        batch = buffer.sample(case.batch_size)
-        sampled = clock()
-        indices, priorities = learning.learn(batch)
-        learned = clock()
-        if round_ + 1 < case.rounds:
-            if case.prioritized:
-                buffer.update_priorities(indices, priorities)
-            weights = learning.weights()
-        phases.collect += collected - before
-        phases.learn += learned - sampled
-    elapsed = clock() - start
+    with tempfile.TemporaryDirectory() as folder:
+        start = clock()
+        learner = OffPolicyRounds(config, folder, "run")  # made as the Learner reactor makes it
+        policy = learner.policy()
+        while True:
+            before = clock()
+            results = collect(policy)
+            phases.collect += clock() - before
+            for transitions, ended in results:  # in actor order, as ReplayBuffer adds them
+                if len(transitions["reward"]):
+                    buffer.add(**transitions)
+                returns.extend(ret for ret, _length, _step in ended)
+            learner.collected(len(buffer))
+            while learner.wants_batch():
+                batch = buffer.sample(config.batch_size, learner.beta()) if config.prioritized else \
+                    buffer.sample(config.batch_size)
+                before = clock()
+                update = learner.update(batch)
+                phases.learn += clock() - before
+                if update is not None:
+                    buffer.update_priorities(*update)
+            end = learner.end_round()
+            if end.done:
+                break
+            policy = end.policy
+        elapsed = clock() - start
     phases.rest = elapsed - phases.collect - phases.learn
-    check = tuple(summary(learning.round, learning.last_loss, learning.checksum(), episodes))
-    return Measurement(elapsed, check), phases
+    return Measurement(elapsed, ended_lines(learner.learner.checksum(), returns)), phases
 
 
 # --------------------------------------------------------------------------------------------- lfrl
@@ -208,10 +234,13 @@ class Lfrl:
         result = subprocess.run([*LFRL, "run", str(self.program), "--workers", "1"], cwd=ROOT, capture_output=True,
                                 text=True)
         lines = result.stdout.splitlines()
-        timing = re.fullmatch(r"training: (\d+) rounds in ([\d.]+) s: .*", lines[2]) if len(lines) >= 3 else None
-        if result.returncode != 0 or timing is None or int(timing.group(1)) != self.case.rounds:
+        folder = Path(lines[0].removeprefix("results in ")) if lines else None
+        if result.returncode != 0 or folder is None or len(lines) < 4:
             raise SystemExit(f"{self.program.name} ({self.name}) failed:\n{result.stdout}\n{result.stderr}")
-        return Measurement(float(timing.group(2)), tuple(lines[:2]))
+        with open(self.program.parent / folder / "training.csv") as rows:
+            last = list(csv.DictReader(rows))[-1]  # at the end of the last round: its time since the start
+        shutil.rmtree(self.program.parent / folder)  # a run's results: each round's run writes its own
+        return Measurement(float(last["time"]), (lines[3], lines[-1]))
 
     def close(self) -> None:
         if self.folder is not None:
@@ -237,20 +266,20 @@ class RayActors:
             return ray
 
         @ray.remote
-        class QActor:
-            """One actor: its environment and generator (lfrl.qlearning.Collector)."""
+        class RayActor:
+            """One actor: its environment and generator (lfrl.actor.Actor)."""
 
-            def start(self, index: int, steps: int, explore_rounds: int) -> None:
-                from lfrl.qlearning import Collector
+            def start(self, config, index: int) -> None:
+                from lfrl.actor import Actor
 
-                self.collector = Collector(ENV_ID, SEED, index, steps, explore_rounds=explore_rounds)
+                self.actor = Actor(config, index)
 
-            def collect(self, weights: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], list[float]]:
-                return self.collector.collect(weights)
+            def collect(self, policy: tuple):
+                return self.actor.collect(*policy)
 
         self.ray = ray
         # A share of the CPUs each: Ray gives an actor one whole CPU unless told otherwise.
-        self.actors = [QActor.options(num_cpus=CPUS / case.actors).remote() for _ in range(case.actors)]
+        self.actors = [RayActor.options(num_cpus=CPUS / case.actors).remote() for _ in range(case.actors)]
         return ray
 
     def close(self) -> None:
@@ -272,18 +301,17 @@ class Ray:
     def setup(self, case: Case) -> None:
         self.ray, self.case = self.pool.setup(case), case
 
-    def collect(self, weights: dict[str, np.ndarray]) -> list[tuple[dict[str, np.ndarray], list[float]]]:
+    def collect(self, policy: tuple) -> list:
         if self.by_value:
-            return self.ray.get([actor.collect.remote(weights) for actor in self.pool.actors])
-        ref = self.ray.put(weights)  # once per round, shared by every actor
+            return self.ray.get([actor.collect.remote(policy) for actor in self.pool.actors])
+        ref = self.ray.put(policy)  # once per round, shared by every actor
         return self.ray.get([actor.collect.remote(ref) for actor in self.pool.actors])
 
     def measure(self) -> Measurement:
-        # Fresh collectors (environments, generators, rounds), made before the clock starts; a timeout
-        # rather than a wait for ever where the actors could not be placed.
-        case = self.case
-        self.ray.get([actor.start.remote(i, case.steps_per_round, case.explore_rounds)
-                      for i, actor in enumerate(self.pool.actors)], timeout=300)
+        # Fresh actors (environments, generators), made before the clock starts; a timeout rather than
+        # a wait for ever where the actors could not be placed.
+        config = self.case.config()
+        self.ray.get([actor.start.remote(config, i) for i, actor in enumerate(self.pool.actors)], timeout=300)
         measurement, phases = train(self.case, self.collect)
         self.phases.append(phases)
         return measurement
@@ -296,16 +324,16 @@ class Ray:
 
 
 def plain_loop(case: Case) -> tuple[Measurement, Phases]:
-    """The driver calling the N collectors one after the other, in this process."""
-    from lfrl.qlearning import Collector
+    """The driver calling the N actors one after the other, in this process."""
+    from lfrl.actor import Actor
 
-    collectors = [Collector(ENV_ID, SEED, i, case.steps_per_round, explore_rounds=case.explore_rounds)
-                  for i in range(case.actors)]
+    config = case.config()
+    actors = [Actor(config, i) for i in range(case.actors)]
     try:
-        return train(case, lambda weights: [c.collect(weights) for c in collectors])
+        return train(case, lambda policy: [actor.collect(*policy) for actor in actors])
     finally:
-        for c in collectors:
-            c.close()
+        for actor in actors:
+            actor.close()
 
 
 @dataclass
@@ -410,9 +438,9 @@ def main() -> None:
     repeat = args.repeat or (2 if args.quick else 3)
     counts = [int(c) for c in (args.actors or "2").split(",")]
     n_rounds = args.rounds or (QUICK_ROUNDS if args.quick else ROUNDS)
-    if repeat < 1 or n_rounds < 1 or any(not 2 <= n <= 64 for n in counts):
-        sys.exit(f"qlearning.py: error: --repeat and --rounds take positive numbers and --actors numbers from 2 to "
-                 f"64 (a round must fill a batch of 64); got {args.repeat}, {args.rounds} and {args.actors}")
+    if repeat < 1 or n_rounds < 1 or any(not 1 <= n <= 64 for n in counts):
+        sys.exit(f"qlearning.py: error: --repeat and --rounds take positive numbers and --actors numbers from 1 to "
+                 f"64; got {args.repeat}, {args.rounds} and {args.actors}")
     cases = [Case(n, n_rounds) for n in counts]
     print(f"{n_rounds} rounds per measurement; actors N = {', '.join(str(c.actors) for c in cases)}")
     # Ray's workers (and lfrl's federates) import this checkout's lfrl, as `lfrl run` from ROOT does.
@@ -513,7 +541,7 @@ def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -
     table = ("Training time (s):\n\n" + "\n".join(times)
              + "\n\nPer round (ms): lfrl's median (min-max); the drivers' median as collecting + learning + the "
              "rest:\n\n" + "\n".join(per_round)
-             + "\n\nWhat every contender computed (QLearner's summary):\n\n" + "\n".join(computed)
+             + "\n\nWhat every contender computed (the lines of the program's summary every side must agree on):\n\n" + "\n".join(computed)
              + ("\n\nWhere the time goes, per round (medians):\n\n" + "\n".join(reading) if reading else ""))
     skipped = sorted({f"{name}: {why}" for row in rows for name, why in row.skipped.items()})
     print(table)
@@ -522,32 +550,37 @@ def write_results(rows: list[Row], repeat: int, machine: Machine, quick: bool) -
     RESULTS.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/qlearning.py", *sys.argv[1:]])
     case = rows[0].case
+    config = case.config()
+    net = ",".join(map(str, config.net_arch))
+    replay = "prioritized" if config.prioritized else "uniform"
     (RESULTS / "qlearning.md").write_text(
         f"# Synchronized parallel Q-learning: lfrl vs Ray (training time, {ENV_ID})\n\n"
         f"Command: `{command}`, {repeat} round{'s' if repeat > 1 else ''}. Machine: {machine.line()} Other work on "
         "the machine skews every column.\n\n"
-        f"`lfrl gen qlearning`'s workload with its default sizes: N actors each collect {case.steps_per_round} "
-        f"{ENV_ID} steps per round epsilon-greedily with the current Q-network ({case.hidden} hidden units); a "
-        f"prioritized pyreplay buffer; the learner makes {case.updates} Adam updates on a batch of "
-        f"{case.batch_size} per round and sends the new weights to every actor; {case.rounds} rounds. Each cell is "
-        "the median (min-max over the rounds) training time, from the first weights sent to the end of the last "
-        "update. *lfrl* is the program of `lfrl gen qlearning --actors N` (a `main reactor`: the actors in lfrl's "
-        "process), *lfrl, processes* the same with `--processes yes` (a federated program: each actor in a process "
-        "of its own), both run with `lfrl run --workers 1`; they print their training time. *Ray* is one Ray actor "
-        "per lfrl actor (a fractional CPU each), the driver holding the buffer and the learner and `ray.get`ting "
-        "the list of the actors' transitions each round; the weights go as numpy arrays, `ray.put` once per round "
-        "(as Ray's docs recommend for an argument several tasks share) or, in *Ray, weights by value*, passed to "
-        "each call (Ray inlines such small objects). *plain loop* is the same driver calling the N collectors "
-        "one after the other, in a process of its own as lfrl's program: the computation's own cost, with no "
-        "framework and no parallel collection. Every side runs the same code (lfrl.qlearning's Collector and QLearning, which the reactors "
-        "QActor and QLearner call, and pyreplay's buffer) with the same seeds and one torch thread for the learner, "
-        "and must end with the same summary (last loss, weights checksum, episodes and mean return), or the row gets "
-        "no ratio. The ratios are the median (min-max) over rounds, taken within a round, of the faster lfrl way "
-        f"against the faster Ray way and the plain loop; the target is lfrl's training time at most {TARGET:g} of "
-        "Ray's.\n\n"
+        f"`lfrl gen qlearning`'s workload with its default sizes (dqn's program with the PAAL paper's workload as "
+        f"its defaults): N actors each collect {case.steps_per_actor} {ENV_ID} steps per round epsilon-greedily "
+        f"with the current Q-network ({net} hidden units); a {replay} pyreplay buffer; the learner makes "
+        f"{config.gradient_steps} Adam updates per round, each on a batch of {config.batch_size} it asks the buffer "
+        f"for, and sends the new weights to every actor; {case.rounds} rounds. Each cell is the median (min-max "
+        "over the rounds) training time, from the learner's start to the end of the last round's updates. *lfrl* "
+        "is the program of `lfrl gen qlearning --actors N --train-freq 32N` (a `main reactor`: the actors in "
+        "lfrl's process), *lfrl, processes* the same with `--processes yes` (a federated program: each actor in a "
+        "process of its own), both run with `lfrl run --workers 1`; their training time is the last row of the "
+        "run's training.csv. *Ray* is one Ray actor per lfrl actor (a fractional CPU each), the driver holding "
+        "the buffer and the learner and `ray.get`ting the list of the actors' transitions each round; the weights "
+        "(the learner's tensors, as it sends them in lfrl) go `ray.put` once per round (as Ray's docs recommend "
+        "for an argument several tasks share) or, in *Ray, weights by value*, passed to each call (Ray inlines "
+        "such small objects). *plain loop* is the same driver calling the N actors one after the other, in a "
+        "process of its own as lfrl's program: the computation's own cost, with no framework and no parallel "
+        "collection. Every side runs the same code (lfrl.actor's Actor and lfrl.rounds' OffPolicyRounds, which "
+        "the reactors Actor and Learner call, and pyreplay's buffer) with the same settings and seeds, and must "
+        "end with the same episodes, mean return and weights checksum, or the row gets no ratio. The ratios are "
+        "the median (min-max) over rounds, taken within a round, of the faster lfrl way against the faster Ray "
+        f"way and the plain loop; the target is lfrl's training time at most {TARGET:g} of Ray's.\n\n"
         "Where the time goes: the drivers (Ray's and the plain loop's) time their phases: *collecting* (the actors' "
         "rounds, as the driver waits for them: for Ray the `ray.put`, the calls and the `ray.get`), *learning* (the "
-        f"{case.updates} updates) and *the rest* (the buffer's adds, sample and priorities, the weights' copy). The "
+        f"{config.gradient_steps} updates) and *the rest* (the buffer's adds, samples and priorities, the rounds' "
+        "bookkeeping). The "
         "*floor* is what no framework can beat for this synchronous algorithm, whose every round is collect, then "
         "learn: the plain loop's learning and rest plus one actor's collection (its collection over N: the actors "
         "perfectly parallel, for free). *floor / Ray* is the least share of the faster Ray way's time that any way "

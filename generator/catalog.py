@@ -347,27 +347,6 @@ def derive_sampling(values: dict[str, object]) -> dict[str, object]:
             "parameters": program_parameters("sampling", values)}
 
 
-def derive_qlearning(values: dict[str, object]) -> dict[str, object]:
-    """The observation size of the environment, which must have a discrete action space; the first
-    round must fill a batch, and the buffer must hold one."""
-    import gymnasium
-
-    env = make_env(str(values["env_id"]))
-    try:
-        if not isinstance(env.action_space, gymnasium.spaces.Discrete):
-            raise TemplateError(f"--env-id: Q-learning needs discrete actions; {values['env_id']!r} has "
-                                f"{type(env.action_space).__name__} actions")
-        if len(env.observation_space.shape or ()) != 1:
-            raise TemplateError(f"--env-id: Q-learning here needs flat observations; {values['env_id']!r} "
-                                f"has shape {env.observation_space.shape}")
-        obs_dim = int(env.observation_space.shape[0])
-    finally:
-        env.close()
-    check_together(settings_of("qlearning", values))
-    return {"obs_dim": obs_dim, "placed": placed(values, "actors", int(values["actors"])),  # type: ignore[call-overload]
-            "parameters": program_parameters("qlearning", values)}
-
-
 def derive_multiagent(values: dict[str, object]) -> dict[str, object]:
     """The scenario must make agents that all observe and act alike (lfrl.envs.alike_agents)."""
     from lfrl.envs import alike_agents
@@ -399,9 +378,11 @@ def program_parameters(name: str, values: Mapping[str, object]) -> dict[str, obj
     return {**head, **{n: values[n] for n in order + [n for n in fields if n not in order]}}
 
 
-def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]]:
+def derive_learner(algo: str, name: str | None = None, title: str | None = None
+                   ) -> Callable[[dict[str, object]], dict[str, object]]:
     """Checks of an off-policy learner's values against its environment and each other; the
-    program's settings (its main reactor's parameters)."""
+    program's settings (its main reactor's parameters). `name` and `title`: the template's, where
+    they are not the algorithm's (qlearning renders dqn's program)."""
 
     def derive(values: dict[str, object]) -> dict[str, object]:
         env_id = str(values["env_id"])
@@ -420,7 +401,8 @@ def derive_learner(algo: str) -> Callable[[dict[str, object]], dict[str, object]
                                 f"(use {instead})")
         nodes = placed(values, "actors", config.actors)
         check_together(config)
-        return {"algo": algo, "algo_title": config.TITLE, "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
+        return {"algo": algo, "template_name": name or algo, "algo_title": title or config.TITLE,
+                "algo_module": f"lfrl.{'td3' if algo == 'ddpg' else algo}",
                 "config": config.to_dict(), "parameters": program_parameters(algo, config.to_dict()),
                 "logdir": config.logdir, "program": config.program, "placed": nodes}
 
@@ -510,12 +492,13 @@ PROCESSES = ("a federated program: every actor collects in a process of its own 
              "round's updates")
 
 
-def learner_template(algo: str, file: str, description: str, libraries: tuple[str, ...],
+def learner_template(name: str, file: str, description: str, libraries: tuple[str, ...],
                      derive: Callable[[dict[str, object]], dict[str, object]], quick: dict[str, object],
                      shaping: tuple[FieldSpec, ...] | None = None) -> Template:
-    """A learner's template: its parameters from its algorithm's settings (lfrl.config), then
-    --processes and the placement of its actors (`shaping`: of other members)."""
-    return Template(algo, file, description, ALGORITHMS[algo], libraries, derive,
+    """A learner's template: its parameters from its settings (lfrl.config's SETTINGS: its
+    algorithm's, or qlearning's defaults of DQN's), then --processes and the placement of its actors
+    (`shaping`: of other members)."""
+    return Template(name, file, description, SETTINGS[name], libraries, derive,
                     {"progress": False, "eval_episodes": 2, **quick}, check_learner_files,
                     shaping or (processes(PROCESSES), *placement("actors", "actor", learner=True)))
 
@@ -533,14 +516,11 @@ CATALOG: dict[str, Template] = {
                                "(parallel even when stepping holds the GIL, as ale-py's does)"),
                      *placement("workers", "worker", learner=False,
                                 note="; worker 0 steps next to the driver, in lfrl's process, so name workers 1.."))),
-        Template(
-            "qlearning", "qlearning.lf.j2",
-            "synchronized parallel Q-learning: N actors, a pyreplay buffer, a torch learner broadcasting weights",
-            SETTINGS["qlearning"], ("QActor.lf", "ReplayBuffer.lf", "QLearner.lf"), derive_qlearning,
-            shaping=(processes("a federated program: every actor collects in a process of its own (the learner and "
-                               "the buffer share lfrl's); pays when stepping the environments costs more than the "
-                               "learner's updates"),
-                     *placement("actors", "actor", learner=True))),
+        learner_template(
+            "qlearning", "learner.lf.j2", "synchronized parallel Q-learning (the PAAL paper's workload): dqn's program "
+            "with its defaults for it, 2 actors of 32 steps a round, a prioritized pyreplay buffer, 16 updates a "
+            "round, the learner broadcasting its weights each round, 500 rounds", LEARNER_LIBRARIES,
+            derive_learner("dqn", "qlearning", "Synchronized parallel Q-learning (DQN)"), {"total_steps": 1280, "eval_every": 1280}),
         Template(
             "multiagent", "multiagent.lf.j2",
             "multi-agent inference: M agents with their own MLP policies in a PettingZoo (mpe2) environment",

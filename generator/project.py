@@ -225,46 +225,37 @@ def picks(program: str, values: dict[str, object]) -> tuple[dict[str, object], s
     given, so that every count in range makes a program the template's checks accept, with the
     meaning of the defaults; and a paragraph that says so (empty if none):
 
-    - the off-policy learners (dqn, ddpg, td3, sac; their defaults are for one actor): with N actors
-      a round is the defaults' --train-freq steps of each actor, as Stable-Baselines3 counts
-      train_freq with N environments, and --gradient-steps is N times the defaults' too, so that the
-      updates per environment step stay theirs. A count whose first round would outgrow the budget
-      is refused.
-    - qlearning (its defaults are for 2 actors of 32 steps a round, and a batch of 64): with fewer,
-      each actor takes enough steps for a round to fill a batch.
+    - the off-policy learners (dqn, ddpg, td3, sac: their defaults are for one actor; qlearning: for
+      two): with N actors a round is each actor's share of the defaults' --train-freq, as
+      Stable-Baselines3 counts train_freq with N environments, and --gradient-steps grows with it, so
+      that the updates per environment step stay the defaults'. A count whose first round would
+      outgrow the budget is refused.
     """
     tpl = template(program)
     names = {p.name for p in tpl.params}
     merged = tpl.merged(values)
     member = MEMBER_COUNT[program]
     count = int(values[member])  # type: ignore[call-overload]
-    if "train_freq" in names:
-        freq, updates, total = (int(merged[k]) for k in ("train_freq", "gradient_steps", "total_steps"))  # type: ignore[call-overload]
-        if freq * count > total:
-            raise TemplateError(f"--workers must be at most {total // freq} for template {program!r} on "
-                                f"{merged['env_id']}, got {count}: each actor takes {steps(freq)} a round, and the "
-                                f"budget is {steps(total)} (--total-steps)")
-        if count == 1:
-            return {}, ""
-        ratio = f"{updates / freq:g}"
-        return {"train_freq": freq * count, "gradient_steps": updates * count}, (
-            f"`lfrl new` set the {program} template's `--train-freq {freq * count} --gradient-steps {updates * count}` "
-            f"for {count} actors: its defaults ({freq} and {updates}) are for one. A round is {steps(freq)} of each "
-            f"actor, as Stable-Baselines3 counts train_freq with {count} environments, with {ratio} "
-            f"update{'' if ratio == '1' else 's'} per environment step, as the defaults make.")
-    if "steps_per_round" in names:
-        each, batch = int(merged["steps_per_round"]), int(merged["batch_size"])  # type: ignore[call-overload]
-        if count * each >= batch:
-            return {}, ""
-        each_now = -(-batch // count)
-        default_count = int(tpl.defaults()[member])  # type: ignore[call-overload]
-        return {"steps_per_round": each_now}, (
-            f"`lfrl new` set the {program} template's `--steps-per-round {each_now}` for {count} "
-            f"{'actor' if count == 1 else 'actors'}: its default, {each} steps of each actor, would not fill a batch "
-            f"of {batch} in a round (its defaults are for {default_count} actors). A round collects "
-            f"{count * each_now} transitions for the learner's {merged['updates']} updates, as the defaults' "
-            f"{default_count} x {each} do.")
-    return {}, ""
+    if "train_freq" not in names:
+        return {}, ""
+    freq, updates, total = (int(merged[k]) for k in ("train_freq", "gradient_steps", "total_steps"))  # type: ignore[call-overload]
+    made_for = int(tpl.defaults()[member])  # type: ignore[call-overload]
+    each = freq // made_for  # an actor's steps a round, as the defaults make them
+    if each * count > total:
+        raise TemplateError(f"--workers must be at most {total // each} for template {program!r} on "
+                            f"{merged['env_id']}, got {count}: each actor takes {steps(each)} a round, and the "
+                            f"budget is {steps(total)} (--total-steps)")
+    if count == made_for:
+        return {}, ""
+    round_updates = updates * count // made_for
+    ratio = f"{updates / freq:g}"
+    defaults_for = "one" if made_for == 1 else f"{made_for} actors"
+    return {"train_freq": each * count, "gradient_steps": round_updates}, (
+        f"`lfrl new` set the {program} template's `--train-freq {each * count} --gradient-steps {round_updates}` "
+        f"for {count} {'actor' if count == 1 else 'actors'}: its defaults ({freq} and {updates}) are for "
+        f"{defaults_for}. A round is {steps(each)} of each actor, as Stable-Baselines3 counts train_freq with "
+        f"{count} environment{'' if count == 1 else 's'}, with {ratio} update{'' if ratio == '1' else 's'} per environment step, as the "
+        f"defaults make.")
 
 
 def steps(n: int) -> str:

@@ -6,7 +6,7 @@ import: their reactors in `lf/lib/` only move messages; everything they compute 
   and the library reactors' checks of their own parameters
 - `envs`: environments (Atari preprocessing, `module:EnvId`) and what learners need of their spaces
 - `networks`: the networks, and the place to change them (`--networks`)
-- `learner`, `dqn`, `td3` (TD3 and DDPG), `sac`: losses, updates, target networks, exploration
+- `learner`, `dqn` (also synchronized parallel Q-learning's), `td3` (TD3 and DDPG), `sac`: losses, updates, target networks, exploration
 - `ppo`: PPO's learner (advantages, clipped objective, normalisation), actors and policy
 - `mappo`: MAPPO, PPO for a team of agents in mpe2: the team's environments, the agents, a
   centralised critic, policies shared or one per agent
@@ -14,7 +14,6 @@ import: their reactors in `lf/lib/` only move messages; everything they compute 
 - `rounds`: the learner reactor's rounds (off-policy, on-policy); `threads`: torch's threads for a run's
   processes; `logs`: CSV, TensorBoard, learning curve, progress bar
 - `seeds`: every random stream of a run, derived from its one seed
-- `qlearning`: synchronized parallel Q-learning's actors and learner (`lfrl gen qlearning`)
 - `errors`: `LoadError`, what `lfrl.load` raises (re-exported as `lfrl.LoadError`)
 - `saved`: a run's trained policy, `lfrl.load(path).predict(obs)` as Stable-Baselines3's (a team's for MAPPO),
   and the checks of what a learner program reads as it starts (`--load`, `--networks`)

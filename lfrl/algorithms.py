@@ -64,7 +64,7 @@ def saved_weights_problem(saved: object, config: Config, spec: EnvSpec, ours: st
     message calls the networks `config` makes ("this program", "the run" for lfrl.load)."""
     expected = network_shapes(config, spec)
     if isinstance(saved, dict) and saved and all(isinstance(v, torch.Tensor) for v in saved.values()):
-        return ("it holds the tensors of one network (a state dict, as `lfrl gen qlearning --save` writes), not "
+        return ("it holds the tensors of one network (a state dict, as `torch.save(net.state_dict())` writes), not "
                 "a learner's networks by name (model.pt)")
     if not isinstance(saved, dict) or not all(isinstance(v, dict) for v in saved.values()):
         return (f"it holds a {type(saved).__name__}, not the networks' weights that lfrl saves (model.pt: a dict "

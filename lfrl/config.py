@@ -303,47 +303,6 @@ class SamplingSettings(Settings):
                             f"environments together; {instead} would split exactly")
 
 
-@dataclass(frozen=True)
-class QLearningSettings(Settings):
-    """qlearning: synchronized parallel Q-learning, actors, a replay buffer and a learner."""
-
-    env_id: Annotated[str, Check("env_id")] = "CartPole-v1"
-    """gymnasium environment id (discrete actions)"""
-    actors: Annotated[int, Between(1, 256)] = 2
-    """actors collecting in parallel"""
-    rounds: Annotated[int, Between(1, 10**7)] = 500
-    """learning rounds (epsilon falls from 1 over the first fifth)"""
-    steps_per_round: Annotated[int, Between(1, 10**6)] = 32
-    """steps each actor collects per round"""
-    batch_size: Annotated[int, Between(1, 10**6)] = 64
-    """transitions per learner batch"""
-    updates: Annotated[int, Between(1, 10**4)] = 16
-    """gradient steps per round"""
-    hidden: Annotated[int, Between(1, 65536)] = 64
-    """hidden units of the Q-network"""
-    capacity: Annotated[int, Between(1, 10**8)] = 100_000
-    """replay capacity"""
-    prioritized: bool = True
-    """prioritized replay (priorities = |TD error|); uniform if false"""
-    seed: Seed = 0
-    """seed; actor i's is derived from (seed, i)"""
-    progress: bool = True
-    """show a progress bar with the recent mean episode return"""
-    save: Annotated[str, Check("file")] = ""
-    """at the end, write the Q-network's weights (torch.save of its state_dict) to this file, relative
-    to the program's folder; where an earlier run's file is there, to its first free numbered name
-    (q_2.pt for q.pt), never over it"""
-
-    def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
-        per_round = self.actors * self.steps_per_round
-        if per_round < self.batch_size:
-            yield "batch_size", (f"is more than the {per_round} transitions one round collects ({name('actors')} x "
-                                 f"{name('steps_per_round')})")
-        if self.capacity < self.batch_size:
-            yield "capacity", (f"is less than {name('batch_size')} {self.batch_size}: the buffer could never fill a "
-                               "batch, and the learner would never train")
-
-
 # mpe2's scenarios with simple_spread's parallel API: N agents (`N=`), all with the same observations
 # and discrete actions, so that one policy shape serves every agent. The others have a fixed number
 # of agents, or agents of two kinds (adversaries, speakers and listeners).
@@ -667,6 +626,32 @@ class DQNConfig(OffPolicyConfig):
 
 
 @dataclass(frozen=True)
+class QLearningConfig(DQNConfig):
+    """qlearning: the synchronized parallel Q-learning workload of the PAAL paper, as DQN's settings
+    (the same program, reactors and learner as `lfrl gen dqn`, other defaults): each round the 2
+    actors take 32 CartPole-v1 steps each with the current Q-network (64 hidden units), epsilon
+    falling from 1 to 0.05 over the first fifth of the run; a prioritized replay buffer; the learner
+    makes 16 updates, each on a batch of 64 (plain DQN targets, no gradient clipping, the target
+    network copied every 10 rounds), then broadcasts its weights; 500 rounds, one evaluation at the
+    end."""
+
+    actors: int = 2
+    train_freq: int = 64
+    total_steps: Steps = 32_000
+    gradient_steps: int = 16
+    learning_starts: int = 0
+    learning_rate: float = 1e-3
+    net_arch: list[int] = field(default_factory=lambda: [64])
+    prioritized: bool = True
+    double_q: bool = False
+    max_grad_norm: float = 0.0  # type: ignore[misc]
+    target_update_interval: int = 640
+    exploration_fraction: float = 0.2
+    exploration_final_eps: float = 0.05
+    eval_every: int = 32_000
+
+
+@dataclass(frozen=True)
 class ContinuousConfig(OffPolicyConfig):
     """The actor-critics for continuous actions; the defaults, tuned for Pendulum-v1, reach a return
     of -200."""
@@ -934,5 +919,5 @@ class MAPPOConfig(OnPolicyConfig):
 ALGORITHMS: dict[str, type[Config]] = {cls.ALGO: cls for cls in (DQNConfig, DDPGConfig, TD3Config, SACConfig, PPOConfig, MAPPOConfig)}
 
 # Every template's settings, by the template's name (`lfrl gen`'s).
-SETTINGS: dict[str, type[Settings]] = {"sampling": SamplingSettings, "qlearning": QLearningSettings,
+SETTINGS: dict[str, type[Settings]] = {"sampling": SamplingSettings, "qlearning": QLearningConfig,
                                        "multiagent": MultiAgentSettings, **ALGORITHMS}

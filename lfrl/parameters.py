@@ -25,7 +25,7 @@ def settings(lf: Any, main: Any, template: str | None = None, **fixed: Any) -> A
     (lfrl.config's `checked`), then all together (`conflict`); one that cannot work is refused as that
     parameter's, which lfpy reports where the value was given (the main reactor's parameter, or
     `--param`). `template`: the
-    settings of a template that is not a learner (sampling, qlearning, multiagent: lfrl.config's
+    settings of a template that is not a learner (sampling, multiagent: lfrl.config's
     SETTINGS), whose programs check them in their main reactor (`state settings = {= ... =}`) and pass
     each on as a reactor parameter."""
     check = Parameters(lf, main)

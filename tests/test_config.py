@@ -44,7 +44,8 @@ def test_the_templates_parameters_are_the_settings_fields(name: str) -> None:
     fields = {f.name: f for f in settings.fields()}
     assert set(params) - set(fields) == SHAPING[name]
     # lfrl gen names the program after the .lf file; the run records its modules (lfrl.logs)
-    assert set(fields) - set(params) == ({"program", "modules"} if name in ALGORITHMS else set())
+    learner = name in ALGORITHMS or name == "qlearning"  # qlearning: dqn's settings, other defaults
+    assert set(fields) - set(params) == ({"program", "modules"} if learner else set())
     for field, spec in fields.items():
         if field in ("program", "modules"):
             continue
@@ -56,28 +57,19 @@ def test_the_templates_parameters_are_the_settings_fields(name: str) -> None:
 
 
 def test_the_non_learner_templates_keep_their_parameters() -> None:
-    """The sampling, qlearning and multiagent templates' settings, as their programs take them."""
+    """The sampling and multiagent templates' settings, as their programs take them."""
     assert CATALOG["sampling"].defaults() == {
         "env_id": "CartPole-v1", "workers": 2, "envs_per_worker": 1, "steps": 10_000, "sync_every": 1, "seed": 0,
         "progress": True, "processes": False, "workers_at": ""}
-    assert CATALOG["qlearning"].defaults() == {
-        "env_id": "CartPole-v1", "actors": 2, "rounds": 500, "steps_per_round": 32, "batch_size": 64, "updates": 16,
-        "hidden": 64, "capacity": 100_000, "prioritized": True, "seed": 0, "progress": True, "save": "",
-        "processes": False, "actors_at": "", "learner_at": ""}
     assert CATALOG["multiagent"].defaults() == {"env_name": "simple_spread_v3", "agents": 3, "steps": 200,
                                                 "hidden": 64, "seed": 0}
-    ranges = {(t, p.name): (p.min, p.max) for t in ("sampling", "qlearning", "multiagent")
+    ranges = {(t, p.name): (p.min, p.max) for t in ("sampling", "multiagent")
               for p in CATALOG[t].params if p.type is int}
     assert ranges == {
         ("sampling", "workers"): (1, 256), ("sampling", "envs_per_worker"): (1, 4096), ("sampling", "steps"): (1, 10**9),
         ("sampling", "sync_every"): (1, 10**6), ("sampling", "seed"): (0, 2**31 - 1),
-        ("qlearning", "actors"): (1, 256), ("qlearning", "rounds"): (1, 10**7), ("qlearning", "steps_per_round"): (1, 10**6),
-        ("qlearning", "batch_size"): (1, 10**6), ("qlearning", "updates"): (1, 10**4), ("qlearning", "hidden"): (1, 65536),
-        ("qlearning", "capacity"): (1, 10**8), ("qlearning", "seed"): (0, 2**31 - 1),
         ("multiagent", "agents"): (1, 64), ("multiagent", "steps"): (1, 10**9), ("multiagent", "hidden"): (1, 65536),
         ("multiagent", "seed"): (0, 2**31 - 1)}
-    save = next(p for p in CATALOG["qlearning"].params if p.name == "save")
-    assert save.check == "file" and save.help.startswith("at the end, write the Q-network's weights")
 
 
 def test_a_field_redeclared_for_its_default_keeps_its_range_and_help() -> None:

@@ -174,7 +174,8 @@ COUNTS = {name: (1, 2, 3, int(next(p.max for p in tpl.params if p.name == MEMBER
           for name, tpl in CATALOG.items()}
 REFUSED = {("dqn", 256): "--workers must be at most 195 for template 'dqn' on CartPole-v1, got 256: each actor takes "
                          "256 steps a round, and the budget is 50000 steps (the dqn template's --total-steps)"}
-ROUNDS = {"dqn": (256, 128), "ddpg": (1, 1), "td3": (1, 1), "sac": (1, 1)}  # --train-freq, --gradient-steps for one
+# --train-freq and --gradient-steps per actor (qlearning's defaults are for two: 64 and 16)
+ROUNDS = {"qlearning": (32, 8), "dqn": (256, 128), "ddpg": (1, 1), "td3": (1, 1), "sac": (1, 1)}
 
 
 @pytest.mark.parametrize("program", list(CATALOG))
@@ -208,8 +209,8 @@ def test_new_makes_a_project_for_every_count_or_refuses_it_at_once(tmp_path: Pat
 
 
 def test_new_says_what_it_set_for_the_count(tmp_path: Path) -> None:
-    """sac with 2 actors: a round of 1 step of each, 2 updates; qlearning with 1 actor: a round that
-    fills a batch. The project's README says so, and so does `lfrl new`."""
+    """sac with 2 actors: a round of 1 step of each, 2 updates; qlearning (its defaults for 2 actors)
+    with 1 actor: a round of 32 steps, 8 updates. The project's README says so, and so does `lfrl new`."""
     made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", "Two", "--template", "sac",
                 "--workers", "2", "-o", str(tmp_path)], ROOT)
     note = ("lfrl new set the sac template's --train-freq 2 --gradient-steps 2 for 2 actors: its defaults (1 and 1) "
@@ -223,11 +224,11 @@ def test_new_says_what_it_set_for_the_count(tmp_path: Path) -> None:
     config = (tmp_path / "two" / "src" / "Main.lf").read_text()
     assert "\n  train_freq = 2,\n" in config and "\n  gradient_steps = 2,\n" in config and "\n  actors = 2,\n" in config
     _, qlearning = settle({"program": "qlearning", "workers": "1"}, DEFAULTS)
-    assert qlearning.values["steps_per_round"] == 64
-    assert qlearning.note == ("`lfrl new` set the qlearning template's `--steps-per-round 64` for 1 actor: its default, "
-                              "32 steps of each actor, would not fill a batch of 64 in a round (its defaults are for 2 "
-                              "actors). A round collects 64 transitions for the learner's 16 updates, as the "
-                              "defaults' 2 x 32 do.")
+    assert (qlearning.values["train_freq"], qlearning.values["gradient_steps"]) == (32, 8)
+    assert qlearning.note == ("`lfrl new` set the qlearning template's `--train-freq 32 --gradient-steps 8` for 1 "
+                              "actor: its defaults (64 and 16) are for 2 actors. A round is 32 steps of each actor, as "
+                              "Stable-Baselines3 counts train_freq with 1 environment, with 0.25 updates per "
+                              "environment step, as the defaults make.")
     _, dqn = settle({"program": "dqn", "workers": "9"}, DEFAULTS)  # its quick run: at least one round of 9 x 256
     assert dqn.values["train_freq"] == 2304 and dqn.quick is not None and dqn.quick["total_steps"] == 2304
 

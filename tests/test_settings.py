@@ -142,7 +142,7 @@ def test_a_wrong_value_gets_the_same_words_from_lfrl_gen_and_from_a_programs_set
 
 def test_the_wrong_values_cover_every_kind_of_mistake() -> None:
     kinds = {(case.values[0], case.values[1]) for case in WRONG}
-    assert {("sampling", "workers"), ("sampling", "progress"), ("sampling", "workers_at"), ("qlearning", "save"),
+    assert {("sampling", "workers"), ("sampling", "progress"), ("sampling", "workers_at"),
             ("multiagent", "env_name"), ("dqn", "net_arch"), ("sac", "ent_coef"), ("sac", "target_entropy"),
             ("ppo", "lr_schedule"), ("mappo", "critic"), ("dqn", "networks"), ("dqn", "logdir"), ("dqn", "load"),
             ("dqn", "env_id"), ("ppo", "wrapper"), ("sac", "frame_stack")} <= kinds
@@ -191,10 +191,6 @@ def param_text(value: object) -> str:
 CONFLICTS = [
     ("sampling", {"steps": 10, "envs_per_worker": 4}, "--steps 10 is not a multiple of --envs-per-worker 4: each "
      "worker steps its 4 environments together; 8 or 12 would split exactly"),
-    ("qlearning", {"actors": 1, "steps_per_round": 8, "batch_size": 64}, "--batch-size 64 is more than the 8 "
-     "transitions one round collects (--actors x --steps-per-round)"),
-    ("qlearning", {"capacity": 10, "batch_size": 32}, "--capacity 10 is less than --batch-size 32: the buffer could "
-     "never fill a batch, and the learner would never train"),
     ("dqn", {"actors": 3, "train_freq": 100}, "--train-freq 100 is not a multiple of --actors 3 (each actor takes an "
      "equal share of a round's steps)"),
     ("dqn", {"batch_size": 500, "buffer_size": 100}, "--batch-size 500 is more than the --buffer-size 100"),

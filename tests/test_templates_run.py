@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from generator.catalog import write
-from tests.lfutil import default_signals, reported
+from tests.lfutil import default_signals
 
 pytest.importorskip("lfpy.build", reason="lfpy.build (code generation and runtime) is not available yet")
 
@@ -141,68 +141,6 @@ def test_atari_sampling_runs_the_same_in_worker_processes(tmp_path: Path) -> Non
     assert checksums(inline) == checksums(hosted) and len(set(checksums(inline))) == 2
 
 
-def test_qlearning_learns_the_same_weights_with_one_and_two_workers_and_in_processes(tmp_path: Path) -> None:
-    outputs = []
-    for threads, processes in ((1, False), (2, False), (1, True)):
-        out = write("qlearning", {"actors": 3, "rounds": 8, "steps_per_round": 16, "batch_size": 32, "hidden": 16,
-                                  "updates": 2, "progress": False, "processes": processes},
-                    tmp_path / f"t{threads}{processes}" / "Q.lf")
-        assert ("federated reactor(" in out.read_text()) == processes
-        outputs.append(run(out, threads))
-    assert re.fullmatch(r"8 rounds, last loss \d+\.\d{6}, weights checksum -?\d+\.\d{9}", outputs[0][0])
-    assert re.fullmatch(r"\d+ episodes, mean return of the last \d+: \d+\.\d{2}", outputs[0][1])
-    timing = r"training: 8 rounds in \d+\.\d{3} s: [\d,]+\.\d rounds/s, \d+\.\d{3} ms per round"
-    assert all(re.fullmatch(timing, out[2]) for out in outputs)
-    assert len(outputs[0]) == 3 and outputs[0][:2] == outputs[1][:2] == outputs[2][:2]  # all but the time
-
-
-@pytest.mark.slow
-def test_qlearning_with_its_defaults_learns_cartpole(tmp_path: Path) -> None:
-    """500 rounds of 2 x 32 steps: the greedy policy of a network that has learned nothing falls
-    within about 10 steps, random actions last about 22; the defaults reach about 100 (82 to 122
-    for seeds 0 to 2 when this was written)."""
-    lines = run(write("qlearning", {"progress": False}, tmp_path / "Q.lf"), 1)
-    episodes, window, mean = re.fullmatch(r"(\d+) episodes, mean return of the last (\d+): (\d+\.\d{2})",
-                                          lines[1]).groups()
-    assert int(window) == 100 and int(episodes) > 100
-    assert float(mean) > 60, lines
-
-
-def test_prioritized_and_uniform_replay_learn_differently(tmp_path: Path) -> None:
-    small = {"actors": 2, "rounds": 6, "steps_per_round": 16, "batch_size": 16, "hidden": 8, "progress": False}
-    prioritized = run(write("qlearning", small, tmp_path / "p" / "Q.lf"), 1)
-    uniform = run(write("qlearning", {**small, "prioritized": False}, tmp_path / "u" / "Q.lf"), 1)
-    assert prioritized[0].startswith("6 rounds, ") and uniform[0].startswith("6 rounds, ")
-    assert prioritized != uniform
-
-
-def test_qlearning_saves_the_weights_it_reports(tmp_path: Path) -> None:
-    torch = pytest.importorskip("torch")
-    out = write("qlearning", {"actors": 2, "rounds": 3, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
-                              "progress": False, "save": "models/q.pt"}, tmp_path / "Q.lf")
-    lines = run(out, 1)
-    saved = tmp_path / "models" / "q.pt"
-    assert lines[-1] == f"saved the Q-network's weights to {saved}"
-    weights = torch.load(saved)
-    assert [tuple(w.shape) for w in weights.values()] == [(8, 4), (8,), (2, 8), (2,)]  # CartPole: 4 in, 2 actions
-    checksum = sum(float(w.double().sum()) for w in weights.values())
-    assert lines[0].endswith(f"weights checksum {checksum:.9f}")
-
-
-def test_a_second_run_saves_beside_the_first_runs_weights(tmp_path: Path) -> None:
-    out = write("qlearning", {"actors": 2, "rounds": 3, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
-                              "progress": False, "save": "q.pt", "seed": 1}, tmp_path / "Q.lf")
-    first = run(out, 1)
-    assert first[-1] == f"saved the Q-network's weights to {tmp_path / 'q.pt'}"
-    kept = (tmp_path / "q.pt").read_bytes()
-    out.write_text(out.read_text().replace("seed = 1", "seed = 2"))  # other weights
-    second = run(out, 1)
-    assert second[-1] == f"saved the Q-network's weights to {tmp_path / 'q_2.pt'} (q.pt holds an earlier run's)"
-    assert (tmp_path / "q.pt").read_bytes() == kept
-    assert (tmp_path / "q_2.pt").read_bytes() != kept
-    assert run(out, 1)[-1].startswith(f"saved the Q-network's weights to {tmp_path / 'q_3.pt'} ")
-
-
 @pytest.mark.skipif(importlib.util.find_spec("Box2D") is not None, reason="Box2D is installed here")
 def test_an_environment_that_needs_a_missing_package_is_refused_at_its_line(tmp_path: Path) -> None:
     # `lfrl gen` refuses LunarLander-v3 without Box2D; a program edited afterwards is refused as it
@@ -263,45 +201,12 @@ def test_a_timeout_stops_sampling_with_its_summary(tmp_path: Path) -> None:
     assert 0 < samples < 10**9
 
 
-def test_a_timeout_stops_training_with_its_summary_and_weights(tmp_path: Path) -> None:
-    out = write("qlearning", {"actors": 2, "rounds": 10**6, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
-                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
-    result = lfrl_run(out, "--timeout", "5 sec")
-    assert result.returncode == 0, result.stderr
-    rounds = int(result.stdout.split(" rounds, last loss ")[0])
-    assert 0 < rounds < 10**6 and (tmp_path / "q.pt").exists()
-
-
 def test_a_timeout_stops_multiagent_inference_with_its_summary(tmp_path: Path) -> None:
     out = write("multiagent", {"steps": 10**9, "agents": 2}, tmp_path / "M.lf")
     result = lfrl_run(out, "--timeout", "1 sec")
     assert result.returncode == 0, result.stderr
     steps = int(result.stdout.split(" steps x 2 agents in ")[0])
     assert 0 < steps < 10**9 and result.stdout.splitlines()[1].startswith("total reward ")
-
-
-def test_a_learner_that_never_trained_says_so_and_saves_nothing(tmp_path: Path) -> None:
-    out = write("qlearning", {"actors": 2, "rounds": 10, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
-                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
-    result = lfrl_run(out, "--timeout", "0")  # stops at startup: the first batch comes a tag later
-    assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == reported(tmp_path / "lib" / "QLearner.lf", 'lf_print_error_and_exit("the learner never',
-                                     "error", "the learner never trained: the program stopped before the first "
-                                     "batch reached it; no weights are saved")
-    assert not (tmp_path / "q.pt").exists()
-
-
-def test_an_unwritable_weights_file_stops_the_program_before_training(tmp_path: Path) -> None:
-    out = write("qlearning", {"actors": 2, "rounds": 10**6, "steps_per_round": 16, "batch_size": 16, "hidden": 8,
-                              "progress": False, "save": "q.pt"}, tmp_path / "Q.lf")
-    (tmp_path / "blocker").write_text("a file where a folder would go")
-    # Edited after generation (where `lfrl gen` checked it): the program checks again at startup.
-    out.write_text(out.read_text().replace('save = "q.pt"', 'save = "blocker/q.pt"'))
-    result = lfrl_run(out)
-    assert (result.returncode, result.stdout) == (1, "")
-    assert result.stderr == reported(tmp_path / "lib" / "QLearner.lf", 'lf_print_error_and_exit(f"cannot write',
-                                     "error", f"cannot write the weights to {tmp_path / 'blocker' / 'q.pt'}: File "
-                                     "exists")
 
 
 def test_multiagent_inference_is_the_same_with_one_and_two_workers(tmp_path: Path) -> None:
