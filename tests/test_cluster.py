@@ -361,10 +361,11 @@ def ray_processes(temp_dir: Path) -> list[int]:
     return found
 
 
-@pytest.mark.slow
-def test_ray_start_on_the_command_line_then_lfrl_run_cluster(tmp_path: Path) -> None:
-    """A cluster as users start one: `ray start --head` and `ray start --address` on this machine.
-    Stopped by killing its own processes: `ray stop` would stop the module's cluster too."""
+@contextlib.contextmanager
+def started_by_hand(nodes: list[list[str]], env: dict[str, str]) -> Iterator[int]:
+    """A cluster as users start one: `ray start --head` (its port given), then `ray start` with each
+    of `nodes`' other arguments (`--address` given), on this machine; the head's port. Stopped by
+    killing its own processes: `ray stop` would stop the module's cluster too."""
     import secrets
     import socket
 
@@ -373,20 +374,13 @@ def test_ray_start_on_the_command_line_then_lfrl_run_cluster(tmp_path: Path) -> 
     with socket.socket() as probe:
         probe.bind(("", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}  # as the test sets it, whatever ~/.ray holds
     try:
-        for args in (["--head", f"--port={port}", f"--temp-dir={temp_dir}", "--labels", "lfrl-host=head"],
-                     [f"--address=127.0.0.1:{port}", "--labels", "lfrl-host=a"]):
-            started = subprocess.run([str(ray_bin), "start", "--num-cpus=2", "--disable-usage-stats", *args],
+        for i, args in enumerate(nodes):
+            where = [f"--port={port}", f"--temp-dir={temp_dir}"] if i == 0 else [f"--address=127.0.0.1:{port}"]
+            started = subprocess.run([str(ray_bin), "start", "--num-cpus=2", "--disable-usage-stats", *where, *args],
                                      capture_output=True, text=True, env=env, timeout=120)
             assert started.returncode == 0, started.stdout + started.stderr
-        path = write(tmp_path, PLACED.replace("at b;", "at head;"))
-        result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", f"127.0.0.1:{port}"],
-                                capture_output=True, text=True, env=env, timeout=120)
-        assert result.returncode == 0, result.stderr
-        lines = result.stdout.splitlines()
-        assert [line.rsplit(" ", 2)[0] for line in lines] == [f"sink {k} got {n}" for n in (1, 2, 3) for k in (1, 2, 3)]
-        assert len({line.rsplit(" ", 1)[1] for line in lines[:2]}) == 2  # a and head: two nodes
+        yield port
     finally:
         deadline = time.monotonic() + 10  # until none is left: a dying raylet may still start a worker
         while ray_processes(temp_dir) and time.monotonic() < deadline:
@@ -396,6 +390,54 @@ def test_ray_start_on_the_command_line_then_lfrl_run_cluster(tmp_path: Path) -> 
             time.sleep(0.2)
         subprocess.run(["rm", "-rf", str(temp_dir)], check=False)
     assert ray_processes(temp_dir) == []
+
+
+@pytest.mark.slow
+def test_ray_start_on_the_command_line_then_lfrl_run_cluster(tmp_path: Path) -> None:
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}  # as the test sets it, whatever ~/.ray holds
+    with started_by_hand([["--head", "--labels", "lfrl-host=head"], ["--labels", "lfrl-host=a"]], env) as port:
+        path = write(tmp_path, PLACED.replace("at b;", "at head;"))
+        result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", f"127.0.0.1:{port}"],
+                                capture_output=True, text=True, env=env, timeout=120)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert [line.rsplit(" ", 2)[0] for line in lines] == [f"sink {k} got {n}" for n in (1, 2, 3) for k in (1, 2, 3)]
+        assert len({line.rsplit(" ", 1)[1] for line in lines[:2]}) == 2  # a and head: two nodes
+
+
+@pytest.mark.slow
+def test_a_cluster_with_token_authentication_refused_without_it_says_only_what_to_do(tmp_path: Path) -> None:
+    """Without RAY_AUTH_MODE=token, Ray's core logs each failed try (about 20 lines of
+    InvalidAuthToken) before ray.init gives up: lfrl's error is all that shows."""
+    home = tmp_path / "home"  # no ~/.ray/auth_token of the machine's
+    token = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0123456789abcdef0123456789abcdef"}
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH")}, "HOME": str(home)}
+    with started_by_hand([["--head", "--labels", "lfrl-host=head"]], {**env, **token}) as port:
+        path = write(tmp_path, PLACED.replace("at a;", "at head;").replace("  b = new Sink(id = 2) at b;\n", "")
+                     .replace("  anywhere = new Sink(id = 3)\n", "").replace("  source.out -> b.inp\n", "")
+                     .replace("  source.out -> anywhere.inp\n", ""))  # one sink: the head has 2 CPUs
+        refused = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", f"127.0.0.1:{port}"],
+                                 capture_output=True, text=True, env=env, timeout=180)
+        assert (refused.returncode, refused.stdout) == (1, "")
+        assert re.fullmatch(rf"error: --cluster 127\.0\.0\.1:{port}: cannot connect to a Ray cluster there: .* \(a "
+                            r"cluster with token authentication, as `ray start --head` sets up where ~/\.ray/auth_token "
+                            r"exists, needs RAY_AUTH_MODE=token here and on its other nodes\)\n", refused.stderr), \
+            refused.stderr
+        ran = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), "--cluster", f"127.0.0.1:{port}"],
+                             capture_output=True, text=True, env={**env, **token}, timeout=180)
+        assert ran.returncode == 0, ran.stderr
+        assert [line.rsplit(" ", 2)[0] for line in ran.stdout.splitlines()] == ["sink 1 got 1", "sink 1 got 2",
+                                                                                "sink 1 got 3"]
+
+
+def test_what_ray_logs_of_failed_authentication_is_held_back_and_the_rest_shown(capfd: pytest.CaptureFixture[str]
+                                                                                ) -> None:
+    from lfpy.runtime.cluster import _auth_failures_unlogged
+
+    with _auth_failures_unlogged():
+        os.write(2, b"[W gcs_client.cc:210] Failed to get cluster ID: RPC error: InvalidAuthToken: missing\n")
+        os.write(2, b"something else Ray says\n")
+    assert capfd.readouterr() == ("", "something else Ray says\n")
 
 
 ON_THE_COORDINATORS_NODE = """target Python { timeout: 1 msec }

@@ -15,6 +15,7 @@ Imported only with --cluster: Ray is an optional dependency (`pip install 'lfrl[
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -264,8 +266,9 @@ class Cluster:
         _reachable(options.address)
         on_sigterm = signal.getsignal(signal.SIGTERM)
         try:
-            ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
-                     runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES})
+            with _auth_failures_unlogged():
+                ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
+                         runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES})
         except (ConnectionError, ValueError, RuntimeError) as exc:
             hint = ""
             if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
@@ -508,6 +511,29 @@ def _quiet_worker_deaths(ray: Any) -> None:
 
 
 LOST = ("A worker died or was killed", "has been marked dead because")  # Ray's reports that lfrl's replace
+
+
+@contextlib.contextmanager
+def _auth_failures_unlogged() -> Iterator[None]:
+    """Ray's core logs every failed try to reach a cluster with token authentication without the
+    token to this process's stderr (fd 2, from C++: about 20 lines of `InvalidAuthToken` before
+    ray.init gives up), before the one error that says what to do. Hold fd 2 while connecting, then
+    write what came there but those lines."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            lines = held.read().decode(errors="replace").splitlines(keepends=True)
+            kept = "".join(line for line in lines if "InvalidAuthToken" not in line)
+            if kept:
+                sys.stderr.write(kept)
+                sys.stderr.flush()
 
 
 def _reachable(address: str) -> None:
