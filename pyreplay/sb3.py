@@ -69,14 +69,15 @@ class _FrameStacks:
 
     `ring[t % size, env]` holds f(t) of each environment, t counting the buffer's adds since its
     start; size = buffer_size + n keeps the n - 1 frames before the oldest transition and the newest
-    one's next frame. A row gives its t (`frame`), how many leading frames of its observation are
-    zeros (`zeros`) and, where its episode ended, 1 + the index in `pool` of the terminal frame
-    (`terminal`; 0 for none): terminal frames are no later observation's, so they live apart, in
-    slots freed when their row is overwritten.
+    one's next frame. A row gives its t (`frame`) and how many leading frames of its observation are
+    zeros (`zeros`). A next frame that is no later observation's (an episode's terminal frame, or
+    the last before the environment was reset without ending its episode, as a second `learn` does)
+    lives apart, in `pool`: `in_pool[slot]` is 1 + its index there (0: the next frame is in the
+    ring), a slot freed when its row is overwritten.
     """
 
     # What each environment's previous add left: nothing (the first add since the start), an
-    # episode going on (this observation must continue it) or one that ended.
+    # episode going on (this observation continues it, or starts another) or one that ended.
     NONE, OPEN, ENDED = 0, 1, 2
 
     def __init__(self, n: int, observation_space: spaces.Box, channels_first: bool, buffer_size: int,
@@ -86,9 +87,10 @@ class _FrameStacks:
         frame_shape[0 if channels_first else -1] //= n
         self.frame_shape = tuple(frame_shape)
         self.stacked_shape = tuple(observation_space.shape)
-        self.size = buffer_size + n
+        self.buffer_size, self.size = buffer_size, buffer_size + n
         self.ring = np.zeros((self.size, n_envs, *self.frame_shape), dtype=observation_space.dtype)
         self.pool = np.zeros((0, *self.frame_shape), dtype=observation_space.dtype)
+        self.in_pool = np.zeros(buffer_size * n_envs, dtype=np.int32)
         self.free: list[int] = []
         self.t = 0
         self.previous = np.full(n_envs, self.NONE, dtype=np.int8)
@@ -96,7 +98,7 @@ class _FrameStacks:
 
     @property
     def nbytes(self) -> int:
-        return self.ring.nbytes + self.pool.nbytes
+        return self.ring.nbytes + self.pool.nbytes + self.in_pool.nbytes
 
     def split(self, stacks: np.ndarray) -> np.ndarray:
         """(batch, *stacked shape) -> a view (batch, n, *frame shape), oldest frame first."""
@@ -106,78 +108,82 @@ class _FrameStacks:
         return np.moveaxis(stacks.reshape(b, *self.frame_shape[:-1], self.n, self.frame_shape[-1]), -2, 1)
 
     def stacks(self, t: np.ndarray, env: np.ndarray, zeros: np.ndarray,
-               terminal: np.ndarray | None = None) -> np.ndarray:
+               in_pool: np.ndarray | None = None) -> np.ndarray:
         """The stacks whose newest frame is f(t) of environment `env` (t, env: one entry per stack), the
-        first `zeros` frames zero; with `terminal`, rows with one take their newest frame from `pool`.
+        first `zeros` frames zero; with `in_pool`, stacks with one take their newest frame from `pool`.
         Channels-first stacks are the frames gathered in one go; channels-last ones are filled frame
         by frame (a strided copy each: several times faster in numpy than a transpose)."""
         if self.channels_first:
             frames = self.ring[(t[:, None] + np.arange(1 - self.n, 1)) % self.size, env[:, None]]
-            if terminal is not None:
-                ended = terminal > 0
-                frames[ended, -1] = self.pool[terminal[ended] - 1]
+            if in_pool is not None:
+                moved = in_pool > 0
+                frames[moved, -1] = self.pool[in_pool[moved] - 1]
             frames[np.arange(self.n) < zeros[:, None]] = 0
             return frames.reshape(len(t), *self.stacked_shape)
         out = np.empty((len(t), *self.stacked_shape), dtype=self.ring.dtype)
         parts = self.split(out)
         for k in range(self.n):
             frames = self.ring[(t - (self.n - 1 - k)) % self.size, env]
-            if terminal is not None and k == self.n - 1:
-                ended = terminal > 0
-                frames[ended] = self.pool[terminal[ended] - 1]
+            if in_pool is not None and k == self.n - 1:
+                moved = in_pool > 0
+                frames[moved] = self.pool[in_pool[moved] - 1]
             frames[zeros > k] = 0
             parts[:, k] = frames
         return out
 
-    def rebuild(self, rows: Any, env: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The observations and next observations of rows (their `frame`, `zeros` and `terminal`)."""
-        t, zeros = rows["frame"].astype(np.int64), rows["zeros"].astype(np.int64)
+    def rebuild(self, rows: Any, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The observations and next observations of the rows (their `frame` and `zeros`) of `slots`."""
+        t, zeros, env = rows["frame"].astype(np.int64), rows["zeros"].astype(np.int64), slots % len(self.previous)
         return (self.stacks(t, env, zeros),
-                self.stacks(t + 1, env, np.maximum(zeros - 1, 0), rows["terminal"].astype(np.int64)))
+                self.stacks(t + 1, env, np.maximum(zeros - 1, 0), self.in_pool[slots].astype(np.int64)))
 
-    def add(self, obs: np.ndarray, next_obs: np.ndarray, done: np.ndarray, overwritten: np.ndarray,
-            who: str) -> dict[str, np.ndarray]:
-        """Store one step of every environment (stacks of shape (n_envs, *stacked shape)); returns
-        the rows' `frame`, `zeros` and `terminal`. `overwritten`: the `terminal` of the rows this
-        step replaces (0 where none). Checked first, so that a refused step changes nothing: each
-        stack continues its environment's previous one (or starts an episode with zeros) and the
-        next observation is the observation shifted by one frame, as VecFrameStack makes them."""
-        n_envs, t = len(obs), self.t
+    def add(self, pos: int, obs: np.ndarray, next_obs: np.ndarray, done: np.ndarray, who: str) -> dict[str, np.ndarray]:
+        """Store one step of every environment at position `pos` (stacks of shape (n_envs, *stacked
+        shape)); returns the rows' `frame` and `zeros`. Checked first, so that a refused step changes
+        nothing: each stack continues its environment's previous one or starts an episode (zeros but
+        for its newest frame), and the next observation is the observation shifted by one frame, as
+        VecFrameStack makes them."""
+        n_envs, t, n = len(obs), self.t, self.n
         envs = np.arange(n_envs)
         frames, next_frames = self.split(obs), self.split(next_obs)
-        zeros = np.where(self.previous == self.ENDED, self.n - 1,
-                         np.where(self.previous == self.OPEN, np.maximum(self.zeros.astype(np.int64) - 1, 0), 0))
-        going = self.previous == self.OPEN
-        expected = self.stacks(np.full(n_envs, t), envs, zeros)
-        for e in range(n_envs):
-            if going[e] and not np.array_equal(expected[e], obs[e]):
-                raise ValueError(f"{who}: environment {e}'s observation is not its previous next observation, "
-                                 f"as frame_stack={self.n} needs (the stacks of VecFrameStack, whose episodes go "
-                                 "on from one step to the next); pass frame_stack=None to store every stack")
-            if self.previous[e] == self.ENDED and frames[e, :-1].any():
+        expected = self.stacks(np.full(n_envs, t), envs, np.maximum(self.zeros.astype(np.int64) - 1, 0))
+        starts = ~frames[:, :-1].reshape(n_envs, -1).any(axis=1)  # zeros but for the newest frame
+        follows = np.array([self.previous[e] == self.OPEN and np.array_equal(expected[e], obs[e]) for e in envs])
+        for e in envs:
+            if self.previous[e] == self.OPEN and not follows[e] and not starts[e]:
+                raise ValueError(f"{who}: environment {e}'s observation is neither its previous next observation nor "
+                                 f"an episode's first (zeros but for the newest frame), as frame_stack={n} needs (the "
+                                 "stacks of VecFrameStack); pass frame_stack=None to store every stack")
+            if self.previous[e] == self.ENDED and not starts[e]:
                 raise ValueError(f"{who}: environment {e}'s first observation of an episode has frames before the "
-                                 f"newest that are not zero, as frame_stack={self.n} needs (VecFrameStack starts "
+                                 f"newest that are not zero, as frame_stack={n} needs (VecFrameStack starts "
                                  "each episode's stack with zeros); pass frame_stack=None to store every stack")
             if not np.array_equal(next_frames[e, :-1], frames[e, 1:]):
                 raise ValueError(f"{who}: environment {e}'s next observation is not its observation shifted by one "
-                                 f"frame, as frame_stack={self.n} needs (the stacks of VecFrameStack); pass "
+                                 f"frame, as frame_stack={n} needs (the stacks of VecFrameStack); pass "
                                  "frame_stack=None to store every stack")
-        for e in range(n_envs):
+        slots = pos * n_envs + envs
+        self.free.extend(int(i) - 1 for i in self.in_pool[slots] if i > 0)  # the rows replaced here
+        self.in_pool[slots] = 0
+        zeros = np.where(follows, np.maximum(self.zeros.astype(np.int64) - 1, 0),
+                         np.where(self.previous == self.NONE, 0, n - 1))
+        for e in envs:
             if self.previous[e] == self.NONE:  # the frames before the newest are no earlier row's
-                self.ring[(t + np.arange(1 - self.n, 1)) % self.size, e] = frames[e]
-            else:
-                self.ring[t % self.size, e] = frames[e, -1]
-        self.free.extend(int(i) - 1 for i in overwritten if i > 0)
-        terminal = np.zeros(n_envs, dtype=np.int64)
-        for e in range(n_envs):
+                self.ring[(t + np.arange(1 - n, 1)) % self.size, e] = frames[e]
+                continue
+            if self.previous[e] == self.OPEN and not follows[e]:  # restarted: the previous next frame moves
+                previous = ((pos - 1) % self.buffer_size) * n_envs + e
+                self.in_pool[previous] = self._keep(self.ring[t % self.size, e]) + 1
+            self.ring[t % self.size, e] = frames[e, -1]
+        for e in envs:
             if done[e]:
-                terminal[e] = self._keep(next_frames[e, -1]) + 1
+                self.in_pool[slots[e]] = self._keep(next_frames[e, -1]) + 1
             else:
                 self.ring[(t + 1) % self.size, e] = next_frames[e, -1]
         self.previous = np.where(done, self.ENDED, self.OPEN).astype(np.int8)
         self.zeros = zeros.astype(np.uint8)
         self.t += 1
-        return {"frame": np.full(n_envs, t, dtype=np.int64), "zeros": self.zeros.copy(), "terminal": terminal}
+        return {"frame": np.full(n_envs, t, dtype=np.int64), "zeros": self.zeros.copy()}
 
     def _keep(self, frame: np.ndarray) -> int:
         """A pool slot holding `frame` (the pool doubles when none is free)."""
@@ -203,7 +209,8 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
     the last or with `channels_order="first"` the first, holds N frames; None detects it as
     VecFrameStack does). Each frame is then stored once, beside the rows, and `sample` rebuilds the
     stacks: the batches SB3's buffer gives, bit for bit, in about 1/(2N) of its memory. `add` refuses
-    a stack that does not continue its environment's previous one. `observations` and
+    a stack that neither continues its environment's previous one nor starts an episode (zeros but
+    for the newest frame). `observations` and
     `next_observations` are then rebuilt copies, not views.
     """
 
@@ -237,7 +244,7 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
             observations = {"obs": (self.obs_shape, observation_space.dtype),
                             "next_obs": (self.obs_shape, observation_space.dtype)}
         else:  # where the frames of a row's stacks are (_FrameStacks)
-            observations = {"frame": ((), np.int64), "zeros": ((), np.uint8), "terminal": ((), np.int64)}
+            observations = {"frame": ((), np.int64), "zeros": ((), np.uint8)}
         self._spec = {**observations, "action": ((self.action_dim,), action_dtype), "reward": ((), np.float32),
                       "done": ((), np.float32), "timeout": ((), np.float32)}
         # Seeded from numpy's global generator, which SB3's set_random_seed seeds before it builds the
@@ -288,7 +295,7 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
             return self._view(("obs", "next_obs")[which])
         out = np.zeros((self.buffer_size * self.n_envs, *self.obs_shape), dtype=self.observation_space.dtype)
         filled = np.arange(self.size() * self.n_envs)
-        out[filled] = self._frames.rebuild(self._buffer._records()[filled], filled % self.n_envs)[which]
+        out[filled] = self._frames.rebuild(self._buffer._records()[filled], filled)[which]
         return out.reshape((self.buffer_size, self.n_envs, *self.obs_shape))
 
     observations = property(lambda self: self._stacks_view(0))
@@ -321,10 +328,8 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
                "reward": np.array(reward, dtype=np.float32).reshape(n),
                "done": np.array(done, dtype=np.float32).reshape(n), "timeout": timeout}
         if self._frames is not None:
-            # The terminal frames of the rows replaced here are freed.
-            replaced = self._buffer._records()["terminal"][self.pos * n:(self.pos + 1) * n] if self.full else np.zeros(n)
-            observations = self._frames.add(observations["obs"], observations["next_obs"], row["done"] != 0,
-                                            replaced, type(self).__name__)
+            observations = self._frames.add(self.pos, observations["obs"], observations["next_obs"], row["done"] != 0,
+                                            type(self).__name__)
         self._buffer.add(**observations, **row)
         self.pos += 1
         if self.pos == self.buffer_size:
@@ -360,7 +365,7 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         if self._frames is None:
             obs, next_obs = rows["obs"], rows["next_obs"]
         else:
-            obs, next_obs = self._frames.rebuild(rows, slots % self.n_envs)
+            obs, next_obs = self._frames.rebuild(rows, slots)
         data = (
             self._normalize_obs(obs, env),
             rows["action"],

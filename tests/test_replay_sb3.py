@@ -340,10 +340,11 @@ def test_save_and_load_replay_buffer_round_trip(cls: type, frame_stack: int | No
 
 
 def frame_stack_steps(frame_shape: tuple[int, ...], channels_order: str | None, n_envs: int, steps: int,
-                      n_stack: int = 4, seed: int = 0) -> list[tuple[Any, ...]]:
+                      n_stack: int = 4, seed: int = 0, restart_at: int | None = None) -> list[tuple[Any, ...]]:
     """add arguments as SB3's off-policy loop gives them under VecFrameStack (SB3's own stacking,
     StackedObservations): random frames, episodes that end often (of one step too) by termination
-    or by timeout, the next observation of an ended episode its terminal one."""
+    or by timeout, the next observation of an ended episode its terminal one; at step `restart_at`
+    every environment is reset without its episode ending (as a second `learn` does)."""
     stacker = StackedObservations(n_envs, n_stack, spaces.Box(0, 255, frame_shape, np.uint8), channels_order)
     rng = np.random.default_rng(seed)
 
@@ -352,7 +353,9 @@ def frame_stack_steps(frame_shape: tuple[int, ...], channels_order: str | None, 
 
     obs = stacker.reset(frames()).copy()
     out = []
-    for _ in range(steps):
+    for t in range(steps):
+        if t == restart_at:
+            obs = stacker.reset(frames()).copy()
         new, after_reset = frames(), frames()
         done = rng.random(n_envs) < 0.3
         truncated = done & (rng.random(n_envs) < 0.5)
@@ -390,7 +393,7 @@ FRAMES = {"channels-last, grey": ((6, 5, 1), None), "channels-last, 2 channels":
 @pytest.mark.parametrize("cls", [prs.ReplayBuffer, prs.PrioritizedReplayBuffer])
 def test_frame_stacks_stored_once_give_sb3s_samples(cls: type, frames: str, n_envs: int) -> None:
     frame_shape, order = FRAMES[frames]
-    steps = frame_stack_steps(frame_shape, order, n_envs, 60)
+    steps = frame_stack_steps(frame_shape, order, n_envs, 60, restart_at=25)
     obs_space = spaces.Box(0, 255, steps[0][0].shape[1:], np.uint8)
     ours = cls(8 * n_envs, obs_space, spaces.Discrete(6), "cpu", n_envs=n_envs, frame_stack=4, channels_order=order)
     sb3 = SB3ReplayBuffer(8 * n_envs, obs_space, spaces.Discrete(6), "cpu", n_envs=n_envs)
@@ -398,7 +401,7 @@ def test_frame_stacks_stored_once_give_sb3s_samples(cls: type, frames: str, n_en
     for t, args in enumerate(steps[:40]):
         ours.add(*args)
         sb3.add(*args)
-        if t in (2, 7, 8, 19, 39):  # part filled, full, wrapped around (five times by the end)
+        if t in (2, 7, 8, 19, 25, 39):  # part filled, full, wrapped around (five times by the end), restarted
             assert_same_buffers(ours, sb3, seed=t)
     ends = sum(int(args[4].sum()) for args in steps[:40])
     assert ends > 5 * n_envs and len(ours._frames.pool) <= 16  # terminal frames' slots are reused
@@ -432,9 +435,9 @@ def test_frame_stacks_that_do_not_follow_on_are_refused_and_change_nothing() -> 
     not_zero[ended, ..., 0] = 7
     not_shifted[going, ..., 0] += 1
     for bad_obs, bad_next, message in [
-        (not_following, next_obs, f"ReplayBuffer: environment {going}'s observation is not its previous next "
-         "observation, as frame_stack=4 needs (the stacks of VecFrameStack, whose episodes go on from one step to "
-         "the next); pass frame_stack=None to store every stack"),
+        (not_following, next_obs, f"ReplayBuffer: environment {going}'s observation is neither its previous next "
+         "observation nor an episode's first (zeros but for the newest frame), as frame_stack=4 needs (the stacks "
+         "of VecFrameStack); pass frame_stack=None to store every stack"),
         (not_zero, next_obs, f"ReplayBuffer: environment {ended}'s first observation of an episode has frames "
          "before the newest that are not zero, as frame_stack=4 needs (VecFrameStack starts each episode's stack "
          "with zeros); pass frame_stack=None to store every stack"),
@@ -471,9 +474,9 @@ def test_frame_stack_arguments_are_checked(kwargs: dict[str, Any], message: str)
 
 def test_atari_dqn_stores_what_sb3s_buffer_stores_and_trains_on_it() -> None:
     """SB3's DQN on Breakout as the RL Zoo plays it (AtariWrapper, VecFrameStack of 4, which DQN
-    transposes to channels-first): 400 steps of two environments (random actions: no training yet)
-    fill a 300-transition buffer past its end with frame_stack=4, and the same run with SB3's buffer
-    holds the same transitions; then a few gradient steps sample from it."""
+    transposes to channels-first): 400 steps of two environments in two `learn` calls (random
+    actions: no training yet) fill a 300-transition buffer past its end with frame_stack=4, and the
+    same run with SB3's buffer holds the same transitions; then a few gradient steps sample from it."""
     gym.register_envs(ale_py)
 
     def run(replay_buffer_class: type, **replay_buffer_kwargs: Any) -> DQN:
@@ -481,7 +484,7 @@ def test_atari_dqn_stores_what_sb3s_buffer_stores_and_trains_on_it() -> None:
             "frameskip": 1, "repeat_action_probability": 0.0}), 4)
         model = DQN("CnnPolicy", env, buffer_size=300, learning_starts=1000, batch_size=32, seed=0, device="cpu",
                     replay_buffer_class=replay_buffer_class, replay_buffer_kwargs=replay_buffer_kwargs)
-        return model.learn(400)
+        return model.learn(160).learn(240)  # the second resets the environments mid-episode
 
     ours, sb3 = run(prs.ReplayBuffer, frame_stack=4).replay_buffer, run(SB3ReplayBuffer).replay_buffer
     assert ours.observation_space.shape == (4, 84, 84) and ours._frames.channels_first
@@ -503,6 +506,6 @@ def test_a_100_000_transition_atari_buffer_takes_an_eighth_of_sb3s_memory() -> N
     once = prs.ReplayBuffer(100_000, obs_space, action_space, "cpu", frame_stack=4).nbytes
     assert sb3 == 100_000 * (2 * 84 * 84 * 4 + 8 + 3 * 4)
     assert plain == 100_000 * 56_512  # the rows, padded to 64-byte lines
-    assert once == 100_004 * 84 * 84 + 100_000 * 64  # each frame once, and rows of one line
+    assert once == 100_004 * 84 * 84 + 100_000 * (64 + 4)  # each frame once, rows of one line, in_pool
     print(f"\nSB3 {sb3 / 1e9:.3f} GB, pyreplay {plain / 1e9:.3f} GB, frame_stack=4 {once / 1e9:.3f} GB "
           f"({sb3 / once:.2f}x less than SB3's)")
