@@ -419,6 +419,18 @@ def test_frame_stacks_stored_once_give_sb3s_samples(cls: type, frames: str, n_en
     assert_same_buffers(ours, sb3)
 
 
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_frame_stack_1_takes_any_observations(n_envs: int) -> None:
+    """Observations drawn at random (no next observation is the next one's): each one starts an
+    episode, and the batches are still SB3's."""
+    for space in ("box-obs-discrete-action", "image-obs-multidiscrete-action"):
+        obs_space, action_space = SPACES[space]
+        for steps in (9, 30):
+            ours = filled(prs.ReplayBuffer, obs_space, action_space, n_envs, steps, frame_stack=1)
+            sb3 = filled(SB3ReplayBuffer, obs_space, action_space, n_envs, steps)
+            assert_same_buffers(ours, sb3, seed=steps)
+
+
 def test_frame_stacks_that_do_not_follow_on_are_refused_and_change_nothing() -> None:
     steps = frame_stack_steps((6, 5, 1), None, 2, 30)
     # A step after one where an environment's episode went on and the other's ended.
