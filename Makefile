@@ -9,10 +9,10 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # torch first, pinned: the CPU build lies on disk; a looser requirement would pull a CUDA build.
-# Every C source of pyreplay is a prerequisite: editing any of them rebuilds the extension.
+# Every C source of pyreplay (and its build script) is a prerequisite: editing any of them rebuilds the extension.
 # protobufs: what LF programs with the `protobufs` target property need (protoc and the runtime);
 # cluster: Ray, for `lfrl run --cluster` and its tests.
-$(STAMP): pyproject.toml setup.py $(wildcard pyreplay/*.c pyreplay/*.h) $(wildcard lfpy/runtime/*.c lfpy/runtime/*.h)
+$(STAMP): pyproject.toml setup.py pyreplay/setup.py $(wildcard pyreplay/*.c pyreplay/*.h) $(wildcard lfpy/runtime/*.c lfpy/runtime/*.h)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[dev,protobufs,cluster]'

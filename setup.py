@@ -1,21 +1,23 @@
-"""Build configuration for the C extension; everything else is in pyproject.toml."""
+"""Build configuration for the C extensions; everything else is in pyproject.toml."""
 
-import numpy
+import importlib.util
+import os
+
 from setuptools import Extension, setup
 
-# Portable code: no -march=native, so a built wheel runs on any x86-64/arm64 machine.
-WARNINGS = ["-Wall", "-Wextra", "-Wno-missing-field-initializers", "-Wno-cast-function-type", "-Wno-unused-parameter"]
+# pyreplay is also a distribution of its own (pyreplay/pyproject.toml): its extension and its build
+# step are defined once, in pyreplay/setup.py, and built here from the same folder.
+_spec = importlib.util.spec_from_file_location("pyreplay_setup", os.path.join("pyreplay", "setup.py"))
+pyreplay_setup = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pyreplay_setup)
+
+# Portable code (no -march=native), with pyreplay's warnings.
+WARNINGS = pyreplay_setup.WARNINGS
 
 setup(
+    cmdclass={"build_py": pyreplay_setup.BuildPy},  # pyreplay/setup.py is no module of the wheel
     ext_modules=[
-        Extension(
-            "pyreplay._core",
-            sources=["pyreplay/_core.c", "pyreplay/replay.c", "pyreplay/sumtree.c"],
-            depends=["pyreplay/replay.h", "pyreplay/sumtree.h"],
-            include_dirs=[numpy.get_include()],
-            extra_compile_args=["-O3", "-std=c99", *WARNINGS],
-            extra_link_args=["-lpthread"],
-        ),
+        pyreplay_setup.extension("pyreplay"),
         # The scheduler's hot loop (lfpy/runtime/core.py selects it; LFPY_CORE=python does not).
         # gnu99: clock_gettime and __builtin_add_overflow.
         Extension(

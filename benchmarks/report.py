@@ -62,6 +62,9 @@ BENCHMARKS = [
     Benchmark("replay", "Prioritized replay: pyreplay against cpprb and Tianshou",
               ("--seconds", "2", "--rounds", "4", "--out", "replay"), ("--quick", "--no-fanout", "--out", "replay"),
               2.8, 0.5),
+    Benchmark("replay_sb3", "Replay for Stable-Baselines3: SB3's own buffer against pyreplay.sb3's (uniform, "
+              "prioritized, frame_stack) and cpprb, alone and under DQN and SAC; an Atari buffer's memory",
+              (), ("--quick",), 8, 1),
     Benchmark("learners", "The learners' time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX "
               "port), and DQN's training throughput on Pong, lfrl against SB3", ("--seeds", "1"), ("--quick",), 32, 6),
     Benchmark("portable", "What `lfrl run --portable` costs: torch's kernels pinned against as the processor picks "

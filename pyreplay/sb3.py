@@ -15,6 +15,10 @@ and rewards normalised by a VecNormalize `env` as SB3 does.
 importance weights and slots beside the usual fields; `PERDQN` and `PERSAC` are SB3's DQN and SAC
 that use them.
 
+`frame_stack=N` (both buffers; `replay_buffer_kwargs={"frame_stack": 4}` for Atari) stores the
+frames of VecFrameStack's stacked observations once each instead of two stacks per transition, and
+rebuilds the stacks when sampling: the same batches, bit for bit.
+
 This module imports stable_baselines3 (and torch); `import pyreplay` imports neither.
 """
 
@@ -29,6 +33,7 @@ try:
     from gymnasium import spaces
     from stable_baselines3 import DQN, SAC
     from stable_baselines3.common import buffers as sb3_buffers
+    from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
     from stable_baselines3.common.type_aliases import ReplayBufferSamples
     from stable_baselines3.common.utils import polyak_update
     from stable_baselines3.common.vec_env import VecNormalize
@@ -54,6 +59,143 @@ class PrioritizedReplayBufferSamples(NamedTuple):
     indices: np.ndarray
 
 
+class _FrameStacks:
+    """The frames of frame-stacked observations, each stored once, and the stacks rebuilt from them.
+
+    VecFrameStack's observation at step t of an episode is its last `n` frames f(t-n+1) .. f(t),
+    concatenated on the channel axis (the last, or the first for channels-first images), with zeros
+    in place of frames from before the episode's start; the next observation is the same shifted by
+    one frame, f(t+1) last, or the terminal frame when the episode ends (its `terminal_observation`).
+
+    `ring[t % size, env]` holds f(t) of each environment, t counting the buffer's adds since its
+    start; size = buffer_size + n keeps the n - 1 frames before the oldest transition and the newest
+    one's next frame. A row gives its t (`frame`) and how many leading frames of its observation are
+    zeros (`zeros`). A next frame that is no later observation's (an episode's terminal frame, or
+    the last before the environment was reset without ending its episode, as a second `learn` does)
+    lives apart, in `pool`: `in_pool[slot]` is 1 + its index there (0: the next frame is in the
+    ring), a slot freed when its row is overwritten.
+    """
+
+    # What each environment's previous add left: nothing (the first add since the start), an
+    # episode going on (this observation continues it, or starts another) or one that ended.
+    NONE, OPEN, ENDED = 0, 1, 2
+
+    def __init__(self, n: int, observation_space: spaces.Box, channels_first: bool, buffer_size: int,
+                 n_envs: int) -> None:
+        self.n, self.channels_first = n, channels_first
+        frame_shape = list(observation_space.shape)
+        frame_shape[0 if channels_first else -1] //= n
+        self.frame_shape = tuple(frame_shape)
+        self.stacked_shape = tuple(observation_space.shape)
+        self.buffer_size, self.size = buffer_size, buffer_size + n
+        self.ring = np.zeros((self.size, n_envs, *self.frame_shape), dtype=observation_space.dtype)
+        self.pool = np.zeros((0, *self.frame_shape), dtype=observation_space.dtype)
+        self.in_pool = np.zeros(buffer_size * n_envs, dtype=np.int32)
+        self.free: list[int] = []
+        self.t = 0
+        self.previous = np.full(n_envs, self.NONE, dtype=np.int8)
+        self.zeros = np.zeros(n_envs, dtype=np.uint8)  # of each environment's previous observation
+
+    @property
+    def nbytes(self) -> int:
+        return self.ring.nbytes + self.pool.nbytes + self.in_pool.nbytes
+
+    def split(self, stacks: np.ndarray) -> np.ndarray:
+        """(batch, *stacked shape) -> a view (batch, n, *frame shape), oldest frame first."""
+        b = len(stacks)
+        if self.channels_first:
+            return stacks.reshape(b, self.n, *self.frame_shape)
+        return np.moveaxis(stacks.reshape(b, *self.frame_shape[:-1], self.n, self.frame_shape[-1]), -2, 1)
+
+    def stacks(self, t: np.ndarray, env: np.ndarray, zeros: np.ndarray,
+               in_pool: np.ndarray | None = None) -> np.ndarray:
+        """The stacks whose newest frame is f(t) of environment `env` (t, env: one entry per stack), the
+        first `zeros` frames zero; with `in_pool`, stacks with one take their newest frame from `pool`.
+        Channels-first stacks are the frames gathered in one go; channels-last ones are filled frame
+        by frame (a strided copy each: several times faster in numpy than a transpose)."""
+        if self.channels_first:
+            frames = self.ring[(t[:, None] + np.arange(1 - self.n, 1)) % self.size, env[:, None]]
+            if in_pool is not None:
+                moved = in_pool > 0
+                frames[moved, -1] = self.pool[in_pool[moved] - 1]
+            frames[np.arange(self.n) < zeros[:, None]] = 0
+            return frames.reshape(len(t), *self.stacked_shape)
+        out = np.empty((len(t), *self.stacked_shape), dtype=self.ring.dtype)
+        parts = self.split(out)
+        for k in range(self.n):
+            frames = self.ring[(t - (self.n - 1 - k)) % self.size, env]
+            if in_pool is not None and k == self.n - 1:
+                moved = in_pool > 0
+                frames[moved] = self.pool[in_pool[moved] - 1]
+            frames[zeros > k] = 0
+            parts[:, k] = frames
+        return out
+
+    def rebuild(self, rows: Any, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The observations and next observations of the rows (their `frame` and `zeros`) of `slots`."""
+        t, zeros, env = rows["frame"].astype(np.int64), rows["zeros"].astype(np.int64), slots % len(self.previous)
+        return (self.stacks(t, env, zeros),
+                self.stacks(t + 1, env, np.maximum(zeros - 1, 0), self.in_pool[slots].astype(np.int64)))
+
+    def add(self, pos: int, obs: np.ndarray, next_obs: np.ndarray, done: np.ndarray, who: str) -> dict[str, np.ndarray]:
+        """Store one step of every environment at position `pos` (stacks of shape (n_envs, *stacked
+        shape)); returns the rows' `frame` and `zeros`. Checked first, so that a refused step changes
+        nothing: each stack continues its environment's previous one or starts an episode (zeros but
+        for its newest frame), and the next observation is the observation shifted by one frame, as
+        VecFrameStack makes them."""
+        n_envs, t, n = len(obs), self.t, self.n
+        envs = np.arange(n_envs)
+        frames, next_frames = self.split(obs), self.split(next_obs)
+        expected = self.stacks(np.full(n_envs, t), envs, np.maximum(self.zeros.astype(np.int64) - 1, 0))
+        starts = ~frames[:, :-1].reshape(n_envs, -1).any(axis=1)  # zeros but for the newest frame
+        follows = np.array([self.previous[e] == self.OPEN and np.array_equal(expected[e], obs[e]) for e in envs])
+        for e in envs:
+            if self.previous[e] == self.OPEN and not follows[e] and not starts[e]:
+                raise ValueError(f"{who}: environment {e}'s observation is neither its previous next observation nor "
+                                 f"an episode's first (zeros but for the newest frame), as frame_stack={n} needs (the "
+                                 "stacks of VecFrameStack); pass frame_stack=None to store every stack")
+            if self.previous[e] == self.ENDED and not starts[e]:
+                raise ValueError(f"{who}: environment {e}'s first observation of an episode has frames before the "
+                                 f"newest that are not zero, as frame_stack={n} needs (VecFrameStack starts "
+                                 "each episode's stack with zeros); pass frame_stack=None to store every stack")
+            if not np.array_equal(next_frames[e, :-1], frames[e, 1:]):
+                raise ValueError(f"{who}: environment {e}'s next observation is not its observation shifted by one "
+                                 f"frame, as frame_stack={n} needs (the stacks of VecFrameStack); pass "
+                                 "frame_stack=None to store every stack")
+        slots = pos * n_envs + envs
+        self.free.extend(int(i) - 1 for i in self.in_pool[slots] if i > 0)  # the rows replaced here
+        self.in_pool[slots] = 0
+        zeros = np.where(follows, np.maximum(self.zeros.astype(np.int64) - 1, 0),
+                         np.where(self.previous == self.NONE, 0, n - 1))
+        for e in envs:
+            if self.previous[e] == self.NONE:  # the frames before the newest are no earlier row's
+                self.ring[(t + np.arange(1 - n, 1)) % self.size, e] = frames[e]
+                continue
+            if self.previous[e] == self.OPEN and not follows[e]:  # restarted: the previous next frame moves
+                previous = ((pos - 1) % self.buffer_size) * n_envs + e
+                self.in_pool[previous] = self._keep(self.ring[t % self.size, e]) + 1
+            self.ring[t % self.size, e] = frames[e, -1]
+        for e in envs:
+            if done[e]:
+                self.in_pool[slots[e]] = self._keep(next_frames[e, -1]) + 1
+            else:
+                self.ring[(t + 1) % self.size, e] = next_frames[e, -1]
+        self.previous = np.where(done, self.ENDED, self.OPEN).astype(np.int8)
+        self.zeros = zeros.astype(np.uint8)
+        self.t += 1
+        return {"frame": np.full(n_envs, t, dtype=np.int64), "zeros": self.zeros.copy()}
+
+    def _keep(self, frame: np.ndarray) -> int:
+        """A pool slot holding `frame` (the pool doubles when none is free)."""
+        if not self.free:
+            old = len(self.pool)
+            self.pool = np.concatenate([self.pool, np.zeros((max(2 * old, 8) - old, *self.frame_shape), self.pool.dtype)])
+            self.free = list(range(len(self.pool) - 1, old - 1, -1))
+        slot = self.free.pop()
+        self.pool[slot] = frame
+        return slot
+
+
 class ReplayBuffer(sb3_buffers.ReplayBuffer):
     """SB3's ReplayBuffer (same constructor, `add`, `sample`, `size`, `pos`, `full`, `reset`) stored
     in and sampled by pyreplay's C core.
@@ -62,6 +204,14 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
     `pos * n_envs + env`. `observations`, `next_observations`, `actions`, `rewards`, `dones` and
     `timeouts` are read-only views of the rows with SB3's shapes (buffer_size, n_envs, ...).
     `optimize_memory_usage=True` is refused: every row keeps its own next observation.
+
+    `frame_stack=N`: observations are VecFrameStack's stacks of N frames (a Box whose channel axis,
+    the last or with `channels_order="first"` the first, holds N frames; None detects it as
+    VecFrameStack does). Each frame is then stored once, beside the rows, and `sample` rebuilds the
+    stacks: the batches SB3's buffer gives, bit for bit, in about 1/(2N) of its memory. `add` refuses
+    a stack that neither continues its environment's previous one nor starts an episode (zeros but
+    for the newest frame). `observations` and
+    `next_observations` are then rebuilt copies, not views.
     """
 
     def __init__(
@@ -73,6 +223,8 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         n_envs: int = 1,
         optimize_memory_usage: bool = False,
         handle_timeout_termination: bool = True,
+        frame_stack: int | None = None,
+        channels_order: str | None = None,
     ) -> None:
         # SB3's BaseBuffer only: SB3's ReplayBuffer.__init__ would allocate the arrays kept here instead.
         sb3_buffers.BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device, n_envs=n_envs)
@@ -85,9 +237,15 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         self.buffer_size = max(buffer_size // n_envs, 1)
         self.optimize_memory_usage = False
         self.handle_timeout_termination = handle_timeout_termination
+        self.frame_stack, self.channels_order = frame_stack, channels_order
+        self._frames = self._make_frames()
         action_dtype = self._maybe_cast_dtype(action_space.dtype)
-        self._spec = {"obs": (self.obs_shape, observation_space.dtype), "next_obs": (self.obs_shape, observation_space.dtype),
-                      "action": ((self.action_dim,), action_dtype), "reward": ((), np.float32),
+        if self._frames is None:
+            observations = {"obs": (self.obs_shape, observation_space.dtype),
+                            "next_obs": (self.obs_shape, observation_space.dtype)}
+        else:  # where the frames of a row's stacks are (_FrameStacks)
+            observations = {"frame": ((), np.int64), "zeros": ((), np.uint8)}
+        self._spec = {**observations, "action": ((self.action_dim,), action_dtype), "reward": ((), np.float32),
                       "done": ((), np.float32), "timeout": ((), np.float32)}
         # Seeded from numpy's global generator, which SB3's set_random_seed seeds before it builds the
         # buffer: a seeded run draws the same batches every time.
@@ -97,13 +255,51 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
     def _make_buffer(self, capacity: int, spec: dict[str, Any], seed: int) -> core_buffers.ReplayBuffer:
         return core_buffers.ReplayBuffer(capacity, spec, seed=seed)
 
+    def _make_frames(self) -> _FrameStacks | None:
+        """The frame store of `frame_stack` (None without), its arguments checked."""
+        n, order, space = self.frame_stack, self.channels_order, self.observation_space
+        if n is None:
+            return None
+        name = type(self).__name__
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise ValueError(f"{name}: frame_stack must be a whole number >= 1 or None, got {n!r}")
+        if order not in (None, "first", "last"):
+            raise ValueError(f"{name}: channels_order must be 'first', 'last' or None, got {order!r}")
+        if not isinstance(space, spaces.Box) or not space.shape:
+            raise ValueError(f"{name}: frame_stack needs a Box observation space of stacked frames, got {space}")
+        if order is None:  # as VecFrameStack decides
+            channels_first = is_image_space(space) and is_image_space_channels_first(space)
+        else:
+            channels_first = order == "first"
+        axis = 0 if channels_first else len(space.shape) - 1
+        if space.shape[axis] % n:
+            raise ValueError(f"{name}: frame_stack={n}, but the observations' {'first' if channels_first else 'last'} "
+                             f"axis, where the frames are stacked, has {space.shape[axis]} channels (shape {space.shape})")
+        return _FrameStacks(int(n), space, channels_first, self.buffer_size, self.n_envs)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes that hold the transitions: the rows (and with frame_stack the frames), as SB3's
+        buffer holds them in the nbytes of its arrays (a prioritized buffer's sum tree not counted)."""
+        return self._buffer._records().nbytes + (self._frames.nbytes if self._frames is not None else 0)
+
     # ------------------------------------------------------------------ SB3's array views
 
     def _view(self, field: str) -> np.ndarray:
         return self._buffer._records()[field].reshape((self.buffer_size, self.n_envs, *self._spec[field][0]))
 
-    observations = property(lambda self: self._view("obs"))
-    next_observations = property(lambda self: self._view("next_obs"))
+    def _stacks_view(self, which: int) -> np.ndarray:
+        """observations (0) or next_observations (1): the rows' own with frame_stack=None, else
+        rebuilt for the positions filled (zeros elsewhere, as in SB3's arrays)."""
+        if self._frames is None:
+            return self._view(("obs", "next_obs")[which])
+        out = np.zeros((self.buffer_size * self.n_envs, *self.obs_shape), dtype=self.observation_space.dtype)
+        filled = np.arange(self.size() * self.n_envs)
+        out[filled] = self._frames.rebuild(self._buffer._records()[filled], filled)[which]
+        return out.reshape((self.buffer_size, self.n_envs, *self.obs_shape))
+
+    observations = property(lambda self: self._stacks_view(0))
+    next_observations = property(lambda self: self._stacks_view(1))
     actions = property(lambda self: self._view("action"))
     rewards = property(lambda self: self._view("reward"))
     dones = property(lambda self: self._view("done"))
@@ -123,17 +319,18 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         """One transition of each environment, as SB3's `add` (casting to the stored dtypes as SB3's
         assignment into its arrays does)."""
         n = self.n_envs
-        (obs_shape, obs_dtype), (act_shape, act_dtype) = self._spec["obs"], self._spec["action"]
+        obs_dtype, (act_shape, act_dtype) = self.observation_space.dtype, self._spec["action"]
         timeout = np.array([info.get("TimeLimit.truncated", False) for info in infos] if self.handle_timeout_termination
                            else np.zeros(n), dtype=np.float32)
-        self._buffer.add(
-            obs=np.array(obs, dtype=obs_dtype).reshape((n, *obs_shape)),
-            next_obs=np.array(next_obs, dtype=obs_dtype).reshape((n, *obs_shape)),
-            action=np.array(action, dtype=act_dtype).reshape((n, *act_shape)),
-            reward=np.array(reward, dtype=np.float32).reshape(n),
-            done=np.array(done, dtype=np.float32).reshape(n),
-            timeout=timeout,
-        )
+        observations = {"obs": np.array(obs, dtype=obs_dtype).reshape((n, *self.obs_shape)),
+                        "next_obs": np.array(next_obs, dtype=obs_dtype).reshape((n, *self.obs_shape))}
+        row = {"action": np.array(action, dtype=act_dtype).reshape((n, *act_shape)),
+               "reward": np.array(reward, dtype=np.float32).reshape(n),
+               "done": np.array(done, dtype=np.float32).reshape(n), "timeout": timeout}
+        if self._frames is not None:
+            observations = self._frames.add(self.pos, observations["obs"], observations["next_obs"], row["done"] != 0,
+                                            type(self).__name__)
+        self._buffer.add(**observations, **row)
         self.pos += 1
         if self.pos == self.buffer_size:
             self.full = True
@@ -142,13 +339,15 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
     def reset(self) -> None:
         super().reset()
         self._buffer.clear()
+        self._frames = self._make_frames()
 
     # ------------------------------------------------------------------ sampling
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
         """`batch_size` transitions drawn uniformly with replacement in pyreplay's C core (SB3's
         distribution: every stored transition of every environment equally likely)."""
-        return self._samples(self._draw(batch_size), env)
+        rows = self._draw(batch_size)
+        return self._samples(rows, rows["indices"], env)
 
     def _draw(self, batch_size: int) -> dict[str, np.ndarray]:
         """pyreplay draws at most len(buffer) rows a call; SB3 may ask for more (SAC's first batch
@@ -160,13 +359,17 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         parts = [self._buffer.sample(min(stored, batch_size - start)) for start in range(0, batch_size, stored)]
         return {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
 
-    def _samples(self, rows: Any, env: VecNormalize | None) -> ReplayBufferSamples:
-        """SB3's ReplayBufferSamples from rows (a dict of fields or a structured array), computed as
-        SB3's `_get_samples` computes them."""
+    def _samples(self, rows: Any, slots: np.ndarray, env: VecNormalize | None) -> ReplayBufferSamples:
+        """SB3's ReplayBufferSamples from the rows (a dict of fields or a structured array) of
+        `slots`, computed as SB3's `_get_samples` computes them."""
+        if self._frames is None:
+            obs, next_obs = rows["obs"], rows["next_obs"]
+        else:
+            obs, next_obs = self._frames.rebuild(rows, slots)
         data = (
-            self._normalize_obs(rows["obs"], env),
+            self._normalize_obs(obs, env),
             rows["action"],
-            self._normalize_obs(rows["next_obs"], env),
+            self._normalize_obs(next_obs, env),
             (rows["done"] * (1 - rows["timeout"])).reshape(-1, 1),
             self._normalize_reward(rows["reward"].reshape(-1, 1), env),
         )
@@ -176,7 +379,8 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         """The transitions at positions `batch_inds`, each of an environment drawn from numpy's
         global generator: SB3's `_get_samples`, draw for draw."""
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
-        return self._samples(self._buffer._records()[np.asarray(batch_inds) * self.n_envs + env_indices], env)
+        slots = np.asarray(batch_inds) * self.n_envs + env_indices
+        return self._samples(self._buffer._records()[slots], slots, env)
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):
@@ -202,6 +406,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         n_envs: int = 1,
         optimize_memory_usage: bool = False,
         handle_timeout_termination: bool = True,
+        frame_stack: int | None = None,
+        channels_order: str | None = None,
         alpha: float = 0.6,
         beta: float = 0.4,
         final_beta: float = 1.0,
@@ -219,7 +425,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.beta_annealing_steps = beta_annealing_steps
         self.timesteps_added = 0
         super().__init__(buffer_size, observation_space, action_space, device, n_envs,
-                         optimize_memory_usage, handle_timeout_termination)
+                         optimize_memory_usage, handle_timeout_termination, frame_stack, channels_order)
 
     def _make_buffer(self, capacity: int, spec: dict[str, Any], seed: int) -> core_buffers.ReplayBuffer:
         return core_buffers.PrioritizedReplayBuffer(capacity, spec, alpha=self.alpha, beta=self.initial_beta, seed=seed)
@@ -242,7 +448,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._buffer.beta = self.beta
         rows = self._draw(batch_size)
         weights = self.to_torch(rows["weights"].astype(np.float32).reshape(-1, 1), copy=False)
-        return PrioritizedReplayBufferSamples(*self._samples(rows, env), weights=weights, indices=rows["indices"])
+        return PrioritizedReplayBufferSamples(*self._samples(rows, rows["indices"], env), weights=weights,
+                                              indices=rows["indices"])
 
     def update_priorities(self, indices: Any, priorities: Any) -> None:
         """Set the priorities (finite, >= 0; numpy arrays, lists or torch tensors) of the slots that

@@ -5,11 +5,13 @@ load_replay_buffer round-trip them exactly."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import ale_py
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -17,10 +19,12 @@ import torch
 from gymnasium import spaces
 from stable_baselines3 import DQN, SAC, TD3
 from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
+from stable_baselines3.common.env_util import make_atari_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.type_aliases import ReplayBufferSamples
-from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+from stable_baselines3.common.vec_env.stacked_observations import StackedObservations
 
 import pyreplay.sb3 as prs
 
@@ -308,10 +312,11 @@ def test_persac_trains_with_weights_in_0_1_and_changing_priorities() -> None:
 # --------------------------------------------------------------------------- SB3's save / load
 
 
+@pytest.mark.parametrize("frame_stack", [None, 1])  # 1: each observation stored once
 @pytest.mark.parametrize("cls", [prs.ReplayBuffer, prs.PrioritizedReplayBuffer])
-def test_save_and_load_replay_buffer_round_trip(cls: type, tmp_path: Path) -> None:
+def test_save_and_load_replay_buffer_round_trip(cls: type, frame_stack: int | None, tmp_path: Path) -> None:
     model = DQN("MlpPolicy", "CartPole-v1", learning_starts=50, buffer_size=300, seed=1, device="cpu",
-                replay_buffer_class=cls)
+                replay_buffer_class=cls, replay_buffer_kwargs={"frame_stack": frame_stack})
     model.learn(400)  # wraps the 300 slots
     if cls is prs.PrioritizedReplayBuffer:
         model.replay_buffer.update_priorities(np.arange(300), np.linspace(0.1, 3.0, 300))
@@ -319,7 +324,7 @@ def test_save_and_load_replay_buffer_round_trip(cls: type, tmp_path: Path) -> No
     other = DQN("MlpPolicy", "CartPole-v1", buffer_size=300, seed=2, device="cpu", replay_buffer_class=cls)
     other.load_replay_buffer(tmp_path / "replay.pkl")
     a, b = model.replay_buffer, other.replay_buffer
-    assert type(b) is cls
+    assert type(b) is cls and b.frame_stack == frame_stack
     assert (b.size(), b.pos, b.full) == (a.size(), a.pos, a.full) == (300, 100, True)
     for name in FIELDS:
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
@@ -329,3 +334,190 @@ def test_save_and_load_replay_buffer_round_trip(cls: type, tmp_path: Path) -> No
         if cls is prs.PrioritizedReplayBuffer:
             assert torch.equal(x.weights, y.weights) and np.array_equal(x.indices, y.indices)
             assert torch.all(x.weights < 1)  # the priorities came along
+
+
+# --------------------------------------------------------------------------- frame stacks stored once
+
+
+def frame_stack_steps(frame_shape: tuple[int, ...], channels_order: str | None, n_envs: int, steps: int,
+                      n_stack: int = 4, seed: int = 0, restart_at: int | None = None) -> list[tuple[Any, ...]]:
+    """add arguments as SB3's off-policy loop gives them under VecFrameStack (SB3's own stacking,
+    StackedObservations): random frames, episodes that end often (of one step too) by termination
+    or by timeout, the next observation of an ended episode its terminal one; at step `restart_at`
+    every environment is reset without its episode ending (as a second `learn` does)."""
+    stacker = StackedObservations(n_envs, n_stack, spaces.Box(0, 255, frame_shape, np.uint8), channels_order)
+    rng = np.random.default_rng(seed)
+
+    def frames() -> np.ndarray:
+        return rng.integers(0, 256, (n_envs, *frame_shape), dtype=np.uint8)
+
+    obs = stacker.reset(frames()).copy()
+    out = []
+    for t in range(steps):
+        if t == restart_at:
+            obs = stacker.reset(frames()).copy()
+        new, after_reset = frames(), frames()
+        done = rng.random(n_envs) < 0.3
+        truncated = done & (rng.random(n_envs) < 0.5)
+        infos = [{"terminal_observation": new[e], "TimeLimit.truncated": bool(truncated[e])} if done[e] else {}
+                 for e in range(n_envs)]
+        stacked, infos = stacker.update(np.where(done.reshape(-1, *[1] * len(frame_shape)), after_reset, new),
+                                        done, infos)
+        next_obs = np.array([infos[e]["terminal_observation"] if done[e] else stacked[e] for e in range(n_envs)])
+        out.append((obs, next_obs, rng.integers(0, 6, (n_envs, 1)), rng.normal(size=n_envs).astype(np.float32),
+                    done, infos))
+        obs = stacked.copy()
+    return out
+
+
+def assert_same_buffers(ours: Any, sb3: Any, seed: int = 0) -> None:
+    """The same arrays (the frames' rebuilt into stacks) and, for every position, the same samples."""
+    assert (ours.size(), ours.pos, ours.full) == (sb3.size(), sb3.pos, sb3.full)
+    for name in FIELDS:
+        mine, theirs = getattr(ours, name), getattr(sb3, name)
+        assert (mine.shape, mine.dtype) == (theirs.shape, theirs.dtype), name
+        assert np.array_equal(mine, theirs), name
+    inds = np.repeat(np.arange(sb3.size()), 4)
+    np.random.seed(seed)
+    theirs_at = sb3._get_samples(inds)
+    np.random.seed(seed)
+    assert_same_samples(ours._get_samples(inds), theirs_at)
+
+
+FRAMES = {"channels-last, grey": ((6, 5, 1), None), "channels-last, 2 channels": ((6, 5, 2), "last"),
+          "channels-first": ((1, 6, 5), None), "vector": ((3,), None)}
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+@pytest.mark.parametrize("frames", list(FRAMES))
+@pytest.mark.parametrize("cls", [prs.ReplayBuffer, prs.PrioritizedReplayBuffer])
+def test_frame_stacks_stored_once_give_sb3s_samples(cls: type, frames: str, n_envs: int) -> None:
+    frame_shape, order = FRAMES[frames]
+    steps = frame_stack_steps(frame_shape, order, n_envs, 60, restart_at=25)
+    obs_space = spaces.Box(0, 255, steps[0][0].shape[1:], np.uint8)
+    ours = cls(8 * n_envs, obs_space, spaces.Discrete(6), "cpu", n_envs=n_envs, frame_stack=4, channels_order=order)
+    sb3 = SB3ReplayBuffer(8 * n_envs, obs_space, spaces.Discrete(6), "cpu", n_envs=n_envs)
+    assert "obs" not in ours._spec and ours._frames.ring.shape == (8 + 4, n_envs, *frame_shape)
+    for t, args in enumerate(steps[:40]):
+        ours.add(*args)
+        sb3.add(*args)
+        if t in (2, 7, 8, 19, 25, 39):  # part filled, full, wrapped around (five times by the end), restarted
+            assert_same_buffers(ours, sb3, seed=t)
+    ends = sum(int(args[4].sum()) for args in steps[:40])
+    assert ends > 5 * n_envs and len(ours._frames.pool) <= 16  # terminal frames' slots are reused
+    drawn = ours.sample(300)
+    stored = {bytes(sb3.observations[p, e]) + bytes(sb3.next_observations[p, e])
+              for p in range(8) for e in range(n_envs)}
+    assert {bytes(o) + bytes(n) for o, n in zip(drawn.observations.numpy(), drawn.next_observations.numpy(),
+                                                strict=True)} == stored
+    # A reset in the middle of episodes: the first stacks' older frames are stored as they come.
+    ours.reset()
+    sb3.reset()
+    for args in steps[40:]:
+        ours.add(*args)
+        sb3.add(*args)
+    assert_same_buffers(ours, sb3)
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_frame_stack_1_takes_any_observations(n_envs: int) -> None:
+    """Observations drawn at random (no next observation is the next one's): each one starts an
+    episode, and the batches are still SB3's."""
+    for space in ("box-obs-discrete-action", "image-obs-multidiscrete-action"):
+        obs_space, action_space = SPACES[space]
+        for steps in (9, 30):
+            ours = filled(prs.ReplayBuffer, obs_space, action_space, n_envs, steps, frame_stack=1)
+            sb3 = filled(SB3ReplayBuffer, obs_space, action_space, n_envs, steps)
+            assert_same_buffers(ours, sb3, seed=steps)
+
+
+def test_frame_stacks_that_do_not_follow_on_are_refused_and_change_nothing() -> None:
+    steps = frame_stack_steps((6, 5, 1), None, 2, 30)
+    # A step after one where an environment's episode went on and the other's ended.
+    k = next(k for k in range(5, 30) if steps[k - 1][4].tolist() in ([True, False], [False, True]))
+    going, ended = (1, 0) if steps[k - 1][4][0] else (0, 1)
+    buf = prs.ReplayBuffer(16, spaces.Box(0, 255, (6, 5, 4), np.uint8), spaces.Discrete(6), "cpu", n_envs=2,
+                           frame_stack=4)
+    for args in steps[:k]:
+        buf.add(*args)
+    before = [buf.observations.copy(), buf.next_observations.copy(), buf.pos, buf._frames.t]
+    obs, next_obs, *rest = steps[k]
+    not_following, not_zero, not_shifted = obs.copy(), obs.copy(), next_obs.copy()
+    not_following[going, ..., 3] += 1
+    not_zero[ended, ..., 0] = 7
+    not_shifted[going, ..., 0] += 1
+    for bad_obs, bad_next, message in [
+        (not_following, next_obs, f"ReplayBuffer: environment {going}'s observation is neither its previous next "
+         "observation nor an episode's first (zeros but for the newest frame), as frame_stack=4 needs (the stacks "
+         "of VecFrameStack); pass frame_stack=None to store every stack"),
+        (not_zero, next_obs, f"ReplayBuffer: environment {ended}'s first observation of an episode has frames "
+         "before the newest that are not zero, as frame_stack=4 needs (VecFrameStack starts each episode's stack "
+         "with zeros); pass frame_stack=None to store every stack"),
+        (obs, not_shifted, f"ReplayBuffer: environment {going}'s next observation is not its observation shifted "
+         "by one frame, as frame_stack=4 needs (the stacks of VecFrameStack); pass frame_stack=None to store "
+         "every stack"),
+    ]:
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            buf.add(bad_obs, bad_next, *rest)
+    after = [buf.observations, buf.next_observations, buf.pos, buf._frames.t]
+    assert all(np.array_equal(x, y) for x, y in zip(before, after, strict=True))
+    sb3 = SB3ReplayBuffer(16, buf.observation_space, spaces.Discrete(6), "cpu", n_envs=2)
+    for args in steps[:k + 1]:  # the right one still follows on
+        sb3.add(*args)
+    buf.add(obs, next_obs, *rest)
+    assert_same_buffers(buf, sb3)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"frame_stack": 0}, "ReplayBuffer: frame_stack must be a whole number >= 1 or None, got 0"),
+    ({"frame_stack": 4, "channels_order": "middle"},
+     "ReplayBuffer: channels_order must be 'first', 'last' or None, got 'middle'"),
+    ({"frame_stack": 3}, "ReplayBuffer: frame_stack=3, but the observations' last axis, where the frames are "
+                         "stacked, has 4 channels (shape (84, 84, 4))"),
+    ({"frame_stack": 5, "channels_order": "first"}, "ReplayBuffer: frame_stack=5, but the observations' first "
+                                                    "axis, where the frames are stacked, has 84 channels (shape (84, 84, 4))"),
+])
+def test_frame_stack_arguments_are_checked(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        prs.ReplayBuffer(10, spaces.Box(0, 255, (84, 84, 4), np.uint8), spaces.Discrete(6), **kwargs)
+    with pytest.raises(ValueError, match="^ReplayBuffer: frame_stack needs a Box observation space of stacked frames, got Discrete"):
+        prs.ReplayBuffer(10, spaces.Discrete(6), spaces.Discrete(6), frame_stack=4)
+
+
+def test_atari_dqn_stores_what_sb3s_buffer_stores_and_trains_on_it() -> None:
+    """SB3's DQN on Breakout as the RL Zoo plays it (AtariWrapper, VecFrameStack of 4, which DQN
+    transposes to channels-first): 400 steps of two environments in two `learn` calls (random
+    actions: no training yet) fill a 300-transition buffer past its end with frame_stack=4, and the
+    same run with SB3's buffer holds the same transitions; then a few gradient steps sample from it."""
+    gym.register_envs(ale_py)
+
+    def run(replay_buffer_class: type, **replay_buffer_kwargs: Any) -> DQN:
+        env = VecFrameStack(make_atari_env("ALE/Breakout-v5", n_envs=2, seed=0, env_kwargs={
+            "frameskip": 1, "repeat_action_probability": 0.0}), 4)
+        model = DQN("CnnPolicy", env, buffer_size=300, learning_starts=1000, batch_size=32, seed=0, device="cpu",
+                    replay_buffer_class=replay_buffer_class, replay_buffer_kwargs=replay_buffer_kwargs)
+        return model.learn(160).learn(240)  # the second resets the environments mid-episode
+
+    ours, sb3 = run(prs.ReplayBuffer, frame_stack=4).replay_buffer, run(SB3ReplayBuffer).replay_buffer
+    assert ours.observation_space.shape == (4, 84, 84) and ours._frames.channels_first
+    assert ours.dones.sum() >= 2  # lives lost: episodes ended inside the buffer
+    assert_same_buffers(ours, sb3)
+    model = run(prs.ReplayBuffer, frame_stack=4)
+    model.train(gradient_steps=2, batch_size=32)
+    assert model._n_updates == 2
+
+
+def test_a_100_000_transition_atari_buffer_takes_an_eighth_of_sb3s_memory() -> None:
+    """pyreplay/README.md's table: nbytes of the arrays that hold 100,000 transitions of Atari
+    (84x84 grey frames, 4 stacked, 18 actions). SB3's arrays grow by the same bytes per position,
+    so its 100,000 are 100 times its 1,000 (without allocating 5.6 GB)."""
+    obs_space, action_space = spaces.Box(0, 255, (84, 84, 4), np.uint8), spaces.Discrete(18)
+    small = SB3ReplayBuffer(1000, obs_space, action_space, "cpu")
+    sb3 = 100 * sum(getattr(small, name).nbytes for name in FIELDS)
+    plain = prs.ReplayBuffer(100_000, obs_space, action_space, "cpu").nbytes
+    once = prs.ReplayBuffer(100_000, obs_space, action_space, "cpu", frame_stack=4).nbytes
+    assert sb3 == 100_000 * (2 * 84 * 84 * 4 + 8 + 3 * 4)
+    assert plain == 100_000 * 56_512  # the rows, padded to 64-byte lines
+    assert once == 100_004 * 84 * 84 + 100_000 * (64 + 4)  # each frame once, rows of one line, in_pool
+    print(f"\nSB3 {sb3 / 1e9:.3f} GB, pyreplay {plain / 1e9:.3f} GB, frame_stack=4 {once / 1e9:.3f} GB "
+          f"({sb3 / once:.2f}x less than SB3's)")
