@@ -440,7 +440,7 @@ def derive_ppo(values: dict[str, object]) -> dict[str, object]:
 def derive_mappo(values: dict[str, object]) -> dict[str, object]:
     """Checks of MAPPO's values against its scenario and each other; the program's settings, which
     records the number of agents the scenario runs."""
-    from lfrl.mappo import describe, fixed_agents, takes_agents
+    from lfrl.mappo import describe, fixed_agents, own, takes_agents
 
     config = template_settings("mappo", values)
     assert isinstance(config, MAPPOConfig)
@@ -449,7 +449,8 @@ def derive_mappo(values: dict[str, object]) -> dict[str, object]:
     except ValueError as exc:
         raise TemplateError(f"--env-name: {exc}") from None
     problem = fixed_agents(config)
-    if problem is not None:  # a number given (the default is the scenario's own)
+    # a number given: the default is an mpe2 scenario's own (a user's environment's is not known before)
+    if problem is not None and not (own(config.env_name) and config.agents == MAPPOConfig.defaults()["agents"]):
         takers = [name for name in SCENARIOS if takes_agents(name)]
         raise TemplateError(f"--agents {config.agents}: {problem}; --agents is for the scenarios that take a number "
                             f"of them ({', '.join(takers)})")

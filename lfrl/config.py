@@ -108,6 +108,11 @@ ENV_ID = re.compile(r"[\w/.:-]*[\w/.-]")
 # module:function (what it names is checked by lfrl.envs.wrapper)
 FUNCTION = re.compile(MODULE.pattern + r":[A-Za-z_][A-Za-z0-9_]*")
 
+# mpe2's cooperative scenarios (every agent is rewarded for the team's success).
+Scenario = Literal["simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4", "simple_formation_v1",
+                   "simple_line_v1"]
+SCENARIOS: tuple[str, ...] = typing.get_args(Scenario)
+
 # What a text value of each check must be, as the refusals say it.
 EXPECTED = {
     "env_id": "a gymnasium environment id such as CartPole-v1 (module:EnvId for your own)",
@@ -120,6 +125,8 @@ EXPECTED = {
     "ent_coef": "auto, auto_X (tuned, starting at X > 0) or a number > 0",
     "auto_or_number": "auto or a finite number",
     "function": "a function as module:function, such as my_wrappers:wrap (or empty: none)",
+    "team": (f"one of mpe2's cooperative scenarios ({', '.join(SCENARIOS)}) or module:function, a function of "
+             "yours that returns a PettingZoo ParallelEnv"),
 }
 
 
@@ -187,6 +194,8 @@ def _text(check: str | None, value: str) -> bool:
         return MODULE.fullmatch(value) is not None
     if check == "function":
         return not value or FUNCTION.fullmatch(value) is not None
+    if check == "team":
+        return value in SCENARIOS or FUNCTION.fullmatch(value) is not None
     if check in PATHS:  # it goes into an LF (and Python) string literal as it is written
         return not set(value) & {'"', "\\"} and value.isprintable()
     if check == "hosts":
@@ -852,11 +861,6 @@ class PPOConfig(OnPolicyConfig):
         yield from super().conflicts(name)
 
 
-# mpe2's cooperative scenarios (every agent is rewarded for the team's success).
-Scenario = Literal["simple_spread_v3", "simple_reference_v3", "simple_speaker_listener_v4", "simple_formation_v1",
-                   "simple_line_v1"]
-SCENARIOS: tuple[str, ...] = typing.get_args(Scenario)
-
 # The scenarios with a number of agents of their own (mpe2's take no N): it is their default, and
 # `lfrl gen` refuses another (lfrl.mappo.fixed_agents).
 FIXED_TEAMS = tuple(Family(name, name, {"agents": agents}) for name, agents in
@@ -872,13 +876,16 @@ class MAPPOConfig(OnPolicyConfig):
     TITLE = "MAPPO"
     FAMILIES = FIXED_TEAMS
 
-    env_name: Scenario = "simple_spread_v3"
-    """mpe2 cooperative scenario (parallel API)"""
+    env_name: Annotated[str, Check("team")] = "simple_spread_v3"
+    """mpe2 cooperative scenario (parallel API), or your own team's environment: module:function, a
+    function that takes no arguments and returns a PettingZoo ParallelEnv whose agents' observations
+    are flat boxes and whose actions are discrete (Discrete, MultiDiscrete, MultiBinary) or a bounded
+    box; the team's return is the sum of its agents' rewards"""
     agents: Annotated[int, Between(1, 64)] = 3
     """agents, for the scenarios that take a number of them (simple_spread, simple_formation,
-    simple_line); the others have a fixed number, their default"""
+    simple_line); the others, and your own, have a fixed number: what they run"""
     max_cycles: Annotated[int, Between(1, 10**6)] = 25
-    """steps of an episode (mpe2's max_cycles)"""
+    """steps of an episode (mpe2's max_cycles; your own environment ends its episodes itself)"""
     total_steps: Steps = 160_000
     """environment steps in all, a step of one copy of the scenario with every agent acting (the
     budget; whole rounds)"""
@@ -900,7 +907,7 @@ class MAPPOConfig(OnPolicyConfig):
     """central: the value network sees every agent's observation (MAPPO); local: only its agent's
     (independent PPO)"""
 
-    # The agents' observations are not normalised, and their actions are discrete (no log std).
+    # The agents' observations are not normalised; continuous actions start at a standard deviation of 1.
     normalize: ClassVar[bool] = False
     log_std_init: ClassVar[float] = 0.0
 

@@ -27,6 +27,7 @@ their channels last transposed to channels first (`ChannelsFirst`, SB3's VecTran
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import os
@@ -348,19 +349,25 @@ def channels_last(space: gymnasium.Space) -> bool:
 
 
 def wrapper(name: str) -> Callable[[gymnasium.Env], gymnasium.Env]:
-    """The function `name` (module:function) names, imported (from the current folder too, where
-    the program will import it from as well). Raises SetupError saying why it cannot be."""
+    """The user's wrapper `name` (module:function), imported (`imported`)."""
+    return imported(name, "wrapper")
+
+
+def imported(name: str, setting: str) -> Callable[..., Any]:
+    """The function `name` (module:function, setting `setting`'s value) names, imported (from the
+    current folder too, where the program will import it from as well). Raises SetupError saying
+    why it cannot be."""
     module, _, function = name.partition(":")
     sys.path.append(os.getcwd())
     try:
         found = getattr(importlib.import_module(module), function, None)
     except Exception as exc:  # noqa: BLE001 - any failure of the module's code is the module's
-        raise SetupError("wrapper", f"cannot import module {module!r} of {name!r} ({type(exc).__name__}: {exc}); "
-                                    f"put {module.replace('.', '/')}.py in the current folder or on PYTHONPATH") from None
+        raise SetupError(setting, f"cannot import module {module!r} of {name!r} ({type(exc).__name__}: {exc}); "
+                                  f"put {module.replace('.', '/')}.py in the current folder or on PYTHONPATH") from None
     finally:
         sys.path.remove(os.getcwd())
     if not callable(found):
-        raise SetupError("wrapper", f"module {module!r} has no function {function!r}")
+        raise SetupError(setting, f"module {module!r} has no function {function!r}")
     return found
 
 
@@ -619,14 +626,20 @@ def describe(env: str | Any) -> EnvSpec:
         raise SetupError("masking", f"{env_id!r} gives action masks for {act} actions; masks are taken for "
                                     "discrete actions (give --masking no to leave them out)")
     dtype = "uint8" if obs.dtype == np.uint8 and (len(obs.shape) == 3 or packing) else "float32"
+    return acting(EnvSpec(env_id, tuple(obs.shape), dtype, masked=masked, source=source, packing=packing), act,
+                  repr(env_id))
+
+
+def acting(spec: EnvSpec, act: gymnasium.Space, who: str) -> EnvSpec:
+    """`spec` with what it says of the action space `act` (of `who`, as a refusal names it). Raises
+    ValueError for actions the learners cannot take."""
+    choices = categories(act)
     if choices is not None:
         nvec = None if isinstance(act, gymnasium.spaces.Discrete) else choices
-        return EnvSpec(env_id, tuple(obs.shape), dtype, n_actions=sum(choices), action_nvec=nvec, masked=masked,
-                       source=source, packing=packing)
+        return dataclasses.replace(spec, n_actions=sum(choices), action_nvec=nvec)
     if isinstance(act, gymnasium.spaces.Box) and len(act.shape) == 1 and np.all(np.isfinite(act.low)) \
             and np.all(np.isfinite(act.high)):
-        return EnvSpec(env_id, tuple(obs.shape), dtype, action_low=tuple(map(float, act.low)),
-                       action_high=tuple(map(float, act.high)), source=source, packing=packing)
-    raise ValueError(f"{env_id!r} has {act} actions; the learners take discrete actions (Discrete, a flat "
-                     "MultiDiscrete or MultiBinary) or a bounded flat box")
+        return dataclasses.replace(spec, action_low=tuple(map(float, act.low)), action_high=tuple(map(float, act.high)))
+    raise ValueError(f"{who} has {act} actions; the learners take discrete actions (Discrete, a flat MultiDiscrete or "
+                     "MultiBinary) or a bounded flat box")
 

@@ -146,15 +146,16 @@ class TeamEvaluator:
         self.config = config
         episodes = config.eval_episodes
         self.envs = [mappo.make(config) for _ in range(episodes)]
-        self.policy = mappo.TeamPolicy(mappo.describe(config), config)
-        self.agents = self.policy.spec.agents
+        self.team = mappo.describe(config)
+        self.policy = mappo.TeamPolicy(self.team, config)
+        self.agents = self.team.agents
         self.seeds = [seeds.derive(config.seed, seeds.EVALUATOR, i) for i in range(episodes)]
         self.evaluated = False
 
-    def _actions(self, obs: list[dict[str, np.ndarray]]) -> list[dict[str, int]]:
+    def _actions(self, obs: list[dict[str, np.ndarray]]) -> list[dict[str, Any]]:
         """Every agent's action in each of the environments whose observations are `obs`."""
         chosen = self.policy.exploit(mappo.by_agent(self.agents, obs))
-        return [{agent: int(chosen[a][i]) for a, agent in enumerate(self.agents)} for i in range(len(obs))]
+        return [self.team.actions(chosen, i) for i in range(len(obs))]
 
     def evaluate(self, weights: tuple[Any, ...], env_steps: int) -> Evaluation:
         self.policy.load(weights)
@@ -196,4 +197,7 @@ class TeamEvaluator:
         vars(self).update({**state, "envs": [mappo.make(state["config"]) for _ in range(state["envs"])]})
 
     def close(self) -> None:
-        self.envs = []  # dropped, not closed (lfrl.mappo._MAKING)
+        if mappo.own(self.config.env_name):
+            for env in self.envs:
+                env.close()
+        self.envs = []  # mpe2's: dropped, not closed (lfrl.mappo._MAKING)

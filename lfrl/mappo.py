@@ -1,6 +1,8 @@
 """MAPPO (Yu et al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games"):
-PPO for a team of agents in one of mpe2's cooperative scenarios (PettingZoo's parallel API), run as
-lfrl runs PPO, with one reaction per agent for acting.
+PPO for a team of agents in one of mpe2's cooperative scenarios, or in a user's own environment
+(`module:function` returning a PettingZoo ParallelEnv), run as lfrl runs PPO, with one reaction per
+agent for acting. An agent observes a flat box and acts with a discrete choice, several (MultiDiscrete,
+MultiBinary) or a bounded box, as lfrl.ppo's policies do.
 
 A round: the environment reactor (`Team`) steps `envs` copies of the scenario `n_steps` times. At
 each step every agent's reaction (`AgentActor`) chooses that agent's actions in every copy: one
@@ -27,10 +29,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium
 import numpy as np
 import torch
 
-from lfrl import seeds
+from lfrl import envs, seeds
 from lfrl.config import SCENARIOS, MAPPOConfig
 from lfrl.envs import EnvSpec
 from lfrl.ppo import PPO, Policy, Rollout, join
@@ -54,11 +57,36 @@ class TeamSpec:
         """The size of a centralised critic's inputs: every agent's observation, and a one-hot of the agent."""
         return sum(s.obs_shape[0] for s in self.specs) + len(self.agents)
 
+    def action_shape(self, agent: int) -> tuple[tuple[int, ...], type]:
+        """The shape and dtype of one action of agent `agent` as its policy samples it."""
+        spec = self.specs[agent]
+        if spec.discrete:
+            return ((), np.int64) if spec.action_nvec is None else ((len(spec.action_nvec),), np.int64)
+        return (spec.action_dim,), np.float32
+
+    def to_env(self, agent: int, action: np.ndarray) -> Any:
+        """Agent `agent`'s action in one copy as the environment takes it: an int for one discrete
+        choice, an array for several (MultiDiscrete, MultiBinary), within the box for continuous ones."""
+        spec = self.specs[agent]
+        if spec.discrete:
+            return int(action) if spec.action_nvec is None else np.asarray(action, dtype=np.int64)
+        return np.clip(action, spec.action_low, spec.action_high).astype(np.float32)
+
+    def actions(self, chosen: list[np.ndarray], copy: int) -> dict[str, Any]:
+        """Every agent's action in copy `copy` (PettingZoo's dict), from their actions in every copy."""
+        return {agent: self.to_env(a, chosen[a][copy]) for a, agent in enumerate(self.agents)}
+
+
+def own(name: str) -> bool:
+    """Whether `name` is a user's environment (module:function) rather than one of mpe2's scenarios."""
+    return name not in SCENARIOS
+
 
 @functools.cache
 def takes_agents(name: str) -> bool:
-    """Whether scenario `name` takes a number of agents (mpe2's N); the others have a fixed number."""
-    return "N" in inspect.signature(importlib.import_module(f"mpe2.{name}").raw_env).parameters
+    """Whether scenario `name` takes a number of agents (mpe2's N); the others (and a user's own
+    environment) have a fixed number."""
+    return not own(name) and "N" in inspect.signature(importlib.import_module(f"mpe2.{name}").raw_env).parameters
 
 
 def scenario_kwargs(config: MAPPOConfig) -> dict[str, Any]:
@@ -78,7 +106,22 @@ _MAKING = threading.Lock()
 
 
 def make(config: MAPPOConfig, render_mode: str | None = None) -> Any:
-    """A new copy of the scenario (a PettingZoo ParallelEnv); not to be closed (see _MAKING)."""
+    """A new copy of the scenario (a PettingZoo ParallelEnv); not to be closed (see _MAKING). A user's
+    function is called with no arguments (`render_mode` where it takes one). Raises ValueError for
+    what a user's function cannot make (lfrl.envs.SetupError naming env_name)."""
+    if own(config.env_name):
+        function = envs.imported(config.env_name, "env_name")
+        takes = "render_mode" in inspect.signature(function).parameters
+        with _MAKING:
+            try:
+                env = function(render_mode=render_mode) if takes and render_mode is not None else function()
+            except Exception as exc:  # noqa: BLE001 - a user's environment may fail in any way
+                raise envs.SetupError("env_name", f"{config.env_name} failed: {type(exc).__name__}: {exc}") from None
+        if not all(callable(getattr(env, name, None)) for name in ("reset", "step", "observation_space",
+                                                                      "action_space")):
+            raise envs.SetupError("env_name", f"{config.env_name} returned {type(env).__name__}, not a PettingZoo "
+                                              "ParallelEnv")
+        return env
     module = importlib.import_module(f"mpe2.{config.env_name}")
     with _MAKING:
         return module.parallel_env(**scenario_kwargs(config), render_mode=render_mode)
@@ -113,23 +156,34 @@ def restored(config: MAPPOConfig, state: list[dict[str, Any]]) -> Any:
 
 
 def describe(config: MAPPOConfig) -> TeamSpec:
-    """The team of `config`'s scenario. Raises ValueError for a scenario that is not one of
-    SCENARIOS or that mpe2 lacks."""
+    """The team of `config`'s scenario. Raises ValueError for a scenario that mpe2 lacks, for a user's
+    environment that cannot be made, and for agents whose spaces MAPPO cannot take."""
     return _describe(config.env_name, config.agents, config.max_cycles)
 
 
 @functools.cache
 def _describe(name: str, agents: int, max_cycles: int) -> TeamSpec:
-    if name not in SCENARIOS:
-        raise ValueError(f"{name!r} is not one of mpe2's cooperative scenarios: {', '.join(SCENARIOS)}")
     try:
-        env = make(MAPPOConfig(env_name=name, agents=agents, max_cycles=max_cycles))  # type: ignore[arg-type]
+        env = make(MAPPOConfig(env_name=name, agents=agents, max_cycles=max_cycles))
     except ImportError as exc:
         raise ValueError(f"cannot import mpe2.{name} ({exc}); pip install mpe2") from None
-    env.reset(seed=0)
-    specs = tuple(EnvSpec(name, tuple(env.observation_space(agent).shape), "float32",
-                          n_actions=int(env.action_space(agent).n)) for agent in env.agents)
-    return TeamSpec(name, tuple(env.agents), specs)
+    try:
+        env.reset(seed=0)
+    except Exception as exc:  # noqa: BLE001 - a user's environment may fail in any way
+        raise envs.SetupError("env_name", f"{name}: its reset failed: {type(exc).__name__}: {exc}") from None
+    if not env.agents:
+        raise envs.SetupError("env_name", f"{name} has no agents after its reset")
+    specs = []
+    for agent in env.agents:
+        obs = env.observation_space(agent)
+        if not isinstance(obs, gymnasium.spaces.Box) or len(obs.shape) != 1:
+            raise envs.SetupError("env_name", f"agent {agent} of {name} observes {obs}; MAPPO's agents observe flat "
+                                              "boxes")
+        specs.append(envs.acting(EnvSpec(name, tuple(obs.shape), "float32"), env.action_space(agent),
+                                 f"agent {agent} of {name}"))
+    if own(name):
+        env.close()  # a user's: closed (mpe2's are not: see _MAKING)
+    return TeamSpec(name, tuple(env.agents), tuple(specs))
 
 
 def fixed_agents(config: MAPPOConfig) -> str | None:
@@ -210,7 +264,8 @@ class Team:
         self.env_steps, self.t = env_steps, 0
         T, E = self.n_steps, len(self.envs)
         self.rec_obs = [np.empty((T, *o.shape), dtype=np.float32) for o in self.obs]
-        self.rec_actions = [np.empty((T, E), dtype=np.int64) for _ in self.obs]
+        self.rec_actions = [np.empty((T, E, *shape), dtype=dtype)
+                            for shape, dtype in map(self.spec.action_shape, range(len(self.obs)))]
         self.rec_rewards = [np.empty((T, E), dtype=np.float32) for _ in self.obs]
         self.rec_dones = np.zeros((T, E), dtype=bool)
         self.truncated: list[tuple[int, int]] = []
@@ -226,7 +281,7 @@ class Team:
             self.rec_obs[a][t] = obs
             self.rec_actions[a][t] = actions[a]
         for e, env in enumerate(self.envs):
-            obs, rewards, terminated, truncated, _ = env.step({agent: int(actions[a][e]) for a, agent in enumerate(agents)})
+            obs, rewards, terminated, truncated, _ = env.step(self.spec.actions(actions, e))
             for a, agent in enumerate(agents):
                 self.rec_rewards[a][t, e] = rewards[agent]
             self.returns[e] += sum(float(rewards[agent]) for agent in agents)
@@ -268,7 +323,10 @@ class Team:
         vars(self).update({**state, "envs": [restored(state["config"], env) for env in state["envs"]]})
 
     def close(self) -> None:
-        self.envs = []  # dropped, not closed (see _MAKING)
+        if own(self.config.env_name):
+            for env in self.envs:
+                env.close()
+        self.envs = []  # mpe2's: dropped, not closed (see _MAKING)
 
 
 class AgentActor:

@@ -145,7 +145,7 @@ class SavedTeam:
         self.agents = policy.spec.agents
         self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
 
-    def predict(self, observations: dict[str, Any], deterministic: bool = False) -> tuple[dict[str, int], None]:
+    def predict(self, observations: dict[str, Any], deterministic: bool = False) -> tuple[dict[str, Any], None]:
         """({agent: action}, None) for {agent: observation} (every agent's). `deterministic`: the
         evaluator's actions (the most likely); else sampled, as the agents acted while training."""
         missing = [agent for agent in self.agents if agent not in observations]
@@ -156,7 +156,7 @@ class SavedTeam:
         policies = self.policy.policies
         actions = ([p.exploit(o) for p, o in zip(policies, obs, strict=True)] if deterministic
                    else [p.sample(o, self.rng) for p, o in zip(policies, obs, strict=True)])
-        return {agent: int(a[0]) for agent, a in zip(self.agents, actions, strict=True)}, None
+        return self.policy.spec.actions(actions, 0), None
 
     def make_env(self, render_mode: str | None = None) -> Any:
         """A new copy of the scenario, as the evaluator plays it (a PettingZoo ParallelEnv)."""
@@ -242,9 +242,10 @@ def run_settings(hyperparameters: Path) -> Config:
 
 def own_modules(config: Config) -> list[str]:
     """The modules of a user's that `config`'s run imports: its networks module (`--networks`, unless
-    lfrl's own), its environment's (`--env-id module:EnvId`) and its wrapper's (`--wrapper
-    module:function`)."""
-    names = [config.networks, str(getattr(config, "env_id", "")).rpartition(":")[0],
+    lfrl's own), its environment's (`--env-id module:EnvId`, MAPPO's `--env-name module:function`) and
+    its wrapper's (`--wrapper module:function`)."""
+    team = str(getattr(config, "env_name", ""))
+    names = [config.networks, str(getattr(config, "env_id", "")).rpartition(":")[0], team.rpartition(":")[0],
              str(getattr(config, "wrapper", "")).partition(":")[0]]
     return [name for name in dict.fromkeys(names) if name and name.partition(".")[0] != "lfrl"]
 

@@ -80,7 +80,8 @@ def test_a_field_redeclared_for_its_default_keeps_its_range_and_help() -> None:
                                                       "ppo": 100_000, "mappo": 160_000}
     assert steps["dqn"].help == "environment steps in all (the budget)"
     assert steps["ppo"].help.startswith("environment steps in all (the budget; whole rounds")
-    assert next(f for f in MAPPOConfig.fields() if f.name == "env_name").choices[0] == "simple_spread_v3"
+    team = next(f for f in MAPPOConfig.fields() if f.name == "env_name")  # mpe2's scenarios or module:function
+    assert (team.default, team.check, team.choices) == ("simple_spread_v3", "team", ())
 
 
 @pytest.mark.parametrize("algo", list(ALGORITHMS))

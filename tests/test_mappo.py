@@ -208,3 +208,59 @@ def random_team_return(episodes: int) -> float:
             total += sum(rewards.values())
         returns.append(total)
     return float(np.mean(returns))
+
+
+OWN = {**SMALL, "env_name": "tests.team_envs:signals", "share_policy": False, "total_steps": 160, "n_steps": 40,
+       "batch_size": 40, "eval_every": 80}
+
+
+def test_a_team_of_ones_own_acts_in_its_own_spaces_and_learns_the_same_in_processes(tmp_path: Path) -> None:
+    """A user's PettingZoo ParallelEnv (module:function): one agent with several discrete choices
+    (MultiDiscrete), one with a box; every number of threads and processes gives the same weights,
+    and the saved team's actions are what the environment takes."""
+    program = generate(tmp_path, "mappo", **OWN)
+    assert "\n  agents = 2,\n" in program.read_text()  # the team's own number, recorded
+    lines = run(program)
+    assert lines[1] == "stopped at step 160: the budget of 160 environment steps is spent"
+    assert last_lines(run(program, "--workers", "2")) == last_lines(lines)
+    assert last_lines(run(generate(tmp_path, "mappo", name="processes", **OWN, processes=True))) == last_lines(lines)
+    saved = torch.load(run_folder(program) / "model.pt", weights_only=True)
+    assert tuple(saved["speaker/actor_critic"]["pi.w2"].shape) == (3 + 2, 16)  # the logits of both parts
+    assert tuple(saved["mover/actor_critic"]["pi.w2"].shape) == (2, 16) and "log_std" in saved["mover/actor_critic"]
+    team = lfrl.load(run_folder(program), seed=0)
+    env = team.make_env()
+    obs, _ = env.reset(seed=3)
+    for deterministic in (True, False):
+        actions = team.predict(obs, deterministic=deterministic)[0]
+        assert all(env.action_space(agent).contains(action) for agent, action in actions.items()), actions
+        assert actions["speaker"].dtype == np.int64 and actions["mover"].dtype == np.float32
+    hyperparameters = json.loads((run_folder(program) / "hyperparameters.json").read_text())
+    assert hyperparameters["env_name"] == "tests.team_envs:signals"
+    assert hyperparameters["modules"] == {"tests.team_envs": str(Path(__file__).parent.parent)}
+
+
+@pytest.mark.parametrize("env_name,message", [
+    ("tests.team_envs:seeing", "--env-name: agent speaker of tests.team_envs:seeing observes Dict('point': "
+                               "Box(-1.0, 1.0, (2,), float32)); MAPPO's agents observe flat boxes"),
+    ("tests.team_envs:not_a_team", "--env-name: tests.team_envs:not_a_team returned str, not a PettingZoo ParallelEnv"),
+    ("tests.team_envs:nothing", "--env-name: module 'tests.team_envs' has no function 'nothing'"),
+    ("simple_nothing_v1", "--env-name: must be one of mpe2's cooperative scenarios (simple_spread_v3, "
+                          "simple_reference_v3, simple_speaker_listener_v4, simple_formation_v1, simple_line_v1) or "
+                          "module:function, a function of yours that returns a PettingZoo ParallelEnv, got "
+                          "'simple_nothing_v1'"),
+])
+def test_a_team_of_ones_own_that_mappo_cannot_take_is_refused_with_the_reason(tmp_path: Path, env_name: str,
+                                                                             message: str) -> None:
+    with pytest.raises(TemplateError) as refused:
+        generate(tmp_path, "mappo", **{**OWN, "env_name": env_name})
+    assert str(refused.value) == message
+    assert not (tmp_path / "prog").exists()
+    with pytest.raises(TemplateError) as shared:
+        generate(tmp_path, "mappo", **{**OWN, "share_policy": True})
+    assert str(shared.value).startswith("--share-policy: the agents of tests.team_envs:signals (speaker, mover) "
+                                        "observe or act differently")
+
+
+def test_a_team_of_ones_own_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path) -> None:
+    """The copies' state (the user's environment's attributes) goes into the checkpoint."""
+    check_resumed_as_uninterrupted(tmp_path, "mappo", {**OWN, "total_steps": 320, "checkpoint_every": 160})

@@ -1,0 +1,77 @@
+"""Teams of one's own for MAPPO's tests (`lfrl gen mappo --env-name tests.team_envs:signals`): small
+PettingZoo ParallelEnvs whose agents act in other spaces than mpe2's, and some that MAPPO refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+import numpy as np
+from pettingzoo import ParallelEnv
+
+
+class Signals(ParallelEnv):
+    """Two agents that differ, rewarded together: `speaker` names the episode's word and raises a flag
+    (MultiDiscrete [3, 2]), `mover` moves to the episode's point (a box, [-1, 1]^2). Both see the
+    point and the word; an episode is `length` steps (a time limit: truncated)."""
+
+    metadata = {"name": "signals_v0"}
+
+    def __init__(self, length: int = 8) -> None:
+        self.possible_agents = ["speaker", "mover"]
+        self.agents: list[str] = []
+        self.length = length
+        self.rng = np.random.default_rng()
+        self.spaces = {"speaker": gymnasium.spaces.MultiDiscrete([3, 2]),
+                       "mover": gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)}
+
+    def observation_space(self, agent: str) -> gymnasium.Space:
+        return gymnasium.spaces.Box(-1.0, 1.0, (3,), np.float32)
+
+    def action_space(self, agent: str) -> gymnasium.Space:
+        return self.spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        self.point = self.rng.uniform(-1.0, 1.0, 2).astype(np.float32)
+        self.word = int(self.rng.integers(3))
+        return self.observe(), {agent: {} for agent in self.agents}
+
+    def observe(self) -> dict[str, np.ndarray]:
+        seen = np.array([*self.point, self.word - 1.0], dtype=np.float32)
+        return {agent: seen.copy() for agent in self.possible_agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        assert all(self.spaces[agent].contains(action) for agent, action in actions.items()), actions
+        word, flag = actions["speaker"]
+        rewards = {"speaker": float(word == self.word) + 0.1 * float(flag),
+                   "mover": -float(np.abs(np.asarray(actions["mover"]) - self.point).sum())}
+        self.t += 1
+        ended = self.t >= self.length
+        agents = self.possible_agents
+        if ended:
+            self.agents = []
+        return (self.observe(), rewards, dict.fromkeys(agents, False), dict.fromkeys(agents, ended),
+                {agent: {} for agent in agents})
+
+
+def signals() -> Signals:
+    return Signals()
+
+
+class Seeing(Signals):
+    """Signals whose agents observe a Dict, which MAPPO does not take."""
+
+    def observation_space(self, agent: str) -> gymnasium.Space:
+        return gymnasium.spaces.Dict({"point": gymnasium.spaces.Box(-1.0, 1.0, (2,), np.float32)})
+
+
+def seeing() -> Seeing:
+    return Seeing()
+
+
+def not_a_team() -> str:
+    return "a team"
