@@ -906,6 +906,11 @@ class MAPPOConfig(OnPolicyConfig):
     critic: Literal["central", "local"] = "central"
     """central: the value network sees every agent's observation (MAPPO); local: only its agent's
     (independent PPO)"""
+    masking: Masking = "auto"
+    """action masks of your own environment's agents: auto acts only on the actions an agent is
+    allowed, where the environment says which (PettingZoo's conventions: an observation
+    {"observation", "action_mask"}, or the agent's info["action_mask"]), in acting and in the update
+    (MaskablePPO's); no: on every action"""
 
     # The agents' observations are not normalised; continuous actions start at a standard deviation of 1.
     normalize: ClassVar[bool] = False

@@ -566,8 +566,13 @@ def action_mask(env: gymnasium.Env, info: dict) -> np.ndarray:
         mask = info.get(MASK_INFO)
     else:
         mask = method()
+    return checked_mask(mask, sum(categories(env.action_space) or ()))
+
+
+def checked_mask(mask: Any, n: int) -> np.ndarray:
+    """An action mask as booleans, one per choice of every part (`n` in all). Raises ValueError for a
+    mask that allows no action or is not one per action."""
     allowed = np.asarray(mask, dtype=bool)
-    n = sum(categories(env.action_space) or ())  # one value per choice of every part
     if allowed.shape != (n,):
         raise ValueError(f"an action mask of shape {allowed.shape}: expected one value per action, ({n},)")
     if not allowed.any():

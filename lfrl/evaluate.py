@@ -152,22 +152,25 @@ class TeamEvaluator:
         self.seeds = [seeds.derive(config.seed, seeds.EVALUATOR, i) for i in range(episodes)]
         self.evaluated = False
 
-    def _actions(self, obs: list[dict[str, np.ndarray]]) -> list[dict[str, Any]]:
-        """Every agent's action in each of the environments whose observations are `obs`."""
-        chosen = self.policy.exploit(mappo.by_agent(self.agents, obs))
+    def _actions(self, obs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Every agent's action in each of the environments whose observations are `obs` (and
+        infos `infos`, where the agents' action masks may be)."""
+        chosen = self.policy.exploit(self.team.observed(obs), self.team.masks(obs, infos))
         return [self.team.actions(chosen, i) for i in range(len(obs))]
 
     def evaluate(self, weights: tuple[Any, ...], env_steps: int) -> Evaluation:
         self.policy.load(weights)
         self.evaluated = True
-        obs = [env.reset(seed=seed)[0] for env, seed in zip(self.envs, self.seeds, strict=True)]
+        started = [env.reset(seed=seed) for env, seed in zip(self.envs, self.seeds, strict=True)]
+        obs, infos = [o for o, _ in started], [info for _, info in started]
         returns = [0.0] * len(self.envs)
         lengths = [0] * len(self.envs)
         playing = list(range(len(self.envs)))
         while playing:
             still = []
-            for i, actions in zip(playing, self._actions([obs[i] for i in playing]), strict=True):
-                obs[i], rewards, terminated, truncated, _ = self.envs[i].step(actions)
+            for i, actions in zip(playing, self._actions([obs[i] for i in playing], [infos[i] for i in playing]),
+                                  strict=True):
+                obs[i], rewards, terminated, truncated, infos[i] = self.envs[i].step(actions)
                 returns[i] += sum(float(r) for r in rewards.values())
                 lengths[i] += 1
                 if not (any(terminated.values()) or any(truncated.values()) or not self.envs[i].agents):
@@ -179,10 +182,10 @@ class TeamEvaluator:
         """The first evaluation episode, as Evaluator.record draws it."""
         headless_rendering()
         env = mappo.make(self.config, render_mode="rgb_array")  # not closed (lfrl.mappo._MAKING)
-        obs, _ = env.reset(seed=self.seeds[0])
+        obs, info = env.reset(seed=self.seeds[0])
         frames = [env.render()]
         while env.agents:
-            obs, _, terminated, truncated, _ = env.step(self._actions([obs])[0])
+            obs, _, terminated, truncated, info = env.step(self._actions([obs], [info])[0])
             frames.append(env.render())
             if any(terminated.values()) or any(truncated.values()):
                 break

@@ -41,11 +41,34 @@ from lfrl.ppo import PPO, Policy, Rollout, join
 
 @dataclass(frozen=True)
 class TeamSpec:
-    """A scenario's agents (in PettingZoo's order) and each agent's spaces."""
+    """A scenario's agents (in PettingZoo's order) and each agent's spaces; `packed`: whether an
+    agent's observations come as PettingZoo's {"observation", "action_mask"} (its masks there, where
+    its spec is `masked`; else in its info["action_mask"])."""
 
     env_name: str
     agents: tuple[str, ...]
     specs: tuple[EnvSpec, ...]
+    packed: tuple[bool, ...] = ()
+
+    def observed(self, per_env: list[dict[str, Any]]) -> list[np.ndarray]:
+        """Observations by environment copy (PettingZoo's dicts) as one array per agent [copies, d]."""
+        return [np.stack([o[agent]["observation"] if packed else o[agent] for o in per_env]).astype(np.float32)
+                for agent, packed in zip(self.agents, self.packed or (False,) * len(self.agents), strict=True)]
+
+    def masks(self, per_env: list[dict[str, Any]], infos: list[dict[str, Any]]) -> list[np.ndarray | None]:
+        """Each agent's action masks in every copy [copies, n] (None for an agent without masks), from
+        the copies' observations and infos (PettingZoo's dicts, as their last reset or step gave them).
+        Raises ValueError for a mask that is not one value per action or allows none."""
+        found: list[np.ndarray | None] = []
+        for a, agent in enumerate(self.agents):
+            spec = self.specs[a]
+            if not spec.masked:
+                found.append(None)
+                continue
+            given = ([o[agent]["action_mask"] for o in per_env] if self.packed[a] else
+                     [info.get(agent, {}).get(envs.MASK_INFO) for info in infos])
+            found.append(np.stack([envs.checked_mask(mask, spec.n_actions or 0) for mask in given]))
+        return found
 
     @property
     def alike(self) -> bool:
@@ -158,32 +181,42 @@ def restored(config: MAPPOConfig, state: list[dict[str, Any]]) -> Any:
 def describe(config: MAPPOConfig) -> TeamSpec:
     """The team of `config`'s scenario. Raises ValueError for a scenario that mpe2 lacks, for a user's
     environment that cannot be made, and for agents whose spaces MAPPO cannot take."""
-    return _describe(config.env_name, config.agents, config.max_cycles)
+    return _describe(config.env_name, config.agents, config.max_cycles, config.masking)
+
+
+PACKED = {"observation", "action_mask"}  # PettingZoo's observation of an agent with action masks
 
 
 @functools.cache
-def _describe(name: str, agents: int, max_cycles: int) -> TeamSpec:
+def _describe(name: str, agents: int, max_cycles: int, masking: str) -> TeamSpec:
     try:
         env = make(MAPPOConfig(env_name=name, agents=agents, max_cycles=max_cycles))
     except ImportError as exc:
         raise ValueError(f"cannot import mpe2.{name} ({exc}); pip install mpe2") from None
     try:
-        env.reset(seed=0)
+        _obs, infos = env.reset(seed=0)
     except Exception as exc:  # noqa: BLE001 - a user's environment may fail in any way
         raise envs.SetupError("env_name", f"{name}: its reset failed: {type(exc).__name__}: {exc}") from None
     if not env.agents:
         raise envs.SetupError("env_name", f"{name} has no agents after its reset")
-    specs = []
+    specs, packed = [], []
     for agent in env.agents:
-        obs = env.observation_space(agent)
+        space, act = env.observation_space(agent), env.action_space(agent)
+        packs = isinstance(space, gymnasium.spaces.Dict) and set(space.spaces) == PACKED
+        obs = space["observation"] if packs else space
         if not isinstance(obs, gymnasium.spaces.Box) or len(obs.shape) != 1:
             raise envs.SetupError("env_name", f"agent {agent} of {name} observes {obs}; MAPPO's agents observe flat "
-                                              "boxes")
-        specs.append(envs.acting(EnvSpec(name, tuple(obs.shape), "float32"), env.action_space(agent),
+                                              "boxes (or PettingZoo's {'observation': a flat box, 'action_mask': ...})")
+        masked = masking != "no" and (packs or envs.MASK_INFO in (infos or {}).get(agent, {}))
+        if masked and envs.categories(act) is None:
+            raise envs.SetupError("masking", f"agent {agent} of {name} gives action masks for {act} actions; masks "
+                                             "are taken for discrete actions (give --masking no to leave them out)")
+        specs.append(envs.acting(EnvSpec(name, tuple(obs.shape), "float32", masked=masked), act,
                                  f"agent {agent} of {name}"))
+        packed.append(packs)
     if own(name):
         env.close()  # a user's: closed (mpe2's are not: see _MAKING)
-    return TeamSpec(name, tuple(env.agents), tuple(specs))
+    return TeamSpec(name, tuple(env.agents), tuple(specs), tuple(packed))
 
 
 def fixed_agents(config: MAPPOConfig) -> str | None:
@@ -218,11 +251,6 @@ def saved_part(saved: dict[str, Any], prefix: str) -> dict[str, Any]:
     return {k[len(prefix):]: v for k, v in saved.items() if k.startswith(prefix)}
 
 
-def by_agent(agents: tuple[str, ...], per_env: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
-    """Observations by environment copy (PettingZoo's dicts) as one array per agent [copies, d]."""
-    return [np.stack([o[agent] for o in per_env]).astype(np.float32) for agent in agents]
-
-
 def critic_inputs(obs: list[np.ndarray], agent: int) -> np.ndarray:
     """A centralised critic's inputs for agent `agent`: every agent's observations ([..., d_a], in
     agent order) side by side, then a one-hot of `agent`."""
@@ -252,25 +280,32 @@ class Team:
         self.central = config.critic == "central"
         self.n_steps = config.n_steps
         self.envs = [make(config) for _ in range(config.envs)]
-        first = [env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * e))[0] for e, env in enumerate(self.envs)]
-        self.obs = by_agent(self.spec.agents, first)
+        first = [env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * e)) for e, env in enumerate(self.envs)]
+        self.obs = self.spec.observed([obs for obs, _ in first])
+        self.masks = self.spec.masks([obs for obs, _ in first], [info for _, info in first])
         self.returns = np.zeros(len(self.envs))
         self.lengths = np.zeros(len(self.envs), dtype=np.int64)
         self.env_steps = 0
         self.t = 0
 
-    def begin(self, env_steps: int) -> list[np.ndarray]:
-        """A new round, the run's `env_steps` before it; returns each agent's observations."""
+    def seen(self) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """What each agent acts on now: its observations in every copy [E, d] and its action masks
+        [E, n] (None without)."""
+        return list(zip(self.obs, self.masks, strict=True))
+
+    def begin(self, env_steps: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
+        """A new round, the run's `env_steps` before it; returns what each agent acts on (`seen`)."""
         self.env_steps, self.t = env_steps, 0
         T, E = self.n_steps, len(self.envs)
         self.rec_obs = [np.empty((T, *o.shape), dtype=np.float32) for o in self.obs]
         self.rec_actions = [np.empty((T, E, *shape), dtype=dtype)
                             for shape, dtype in map(self.spec.action_shape, range(len(self.obs)))]
         self.rec_rewards = [np.empty((T, E), dtype=np.float32) for _ in self.obs]
+        self.rec_masks = [None if m is None else np.empty((T, *m.shape), dtype=bool) for m in self.masks]
         self.rec_dones = np.zeros((T, E), dtype=bool)
         self.truncated: list[tuple[int, int]] = []
         self.final: list[list[np.ndarray]] = []  # by truncated episode: each agent's final observation
-        return self.obs
+        return self.seen()
 
     def step(self, actions: list[np.ndarray]) -> list[tuple[float, int, int]]:
         """Every copy one step with each agent's actions ([E] each, in agent order); returns the
@@ -280,8 +315,11 @@ class Team:
         for a, obs in enumerate(self.obs):
             self.rec_obs[a][t] = obs
             self.rec_actions[a][t] = actions[a]
+            if self.rec_masks[a] is not None:
+                self.rec_masks[a][t] = self.masks[a]
+        infos = []
         for e, env in enumerate(self.envs):
-            obs, rewards, terminated, truncated, _ = env.step(self.spec.actions(actions, e))
+            obs, rewards, terminated, truncated, info = env.step(self.spec.actions(actions, e))
             for a, agent in enumerate(agents):
                 self.rec_rewards[a][t, e] = rewards[agent]
             self.returns[e] += sum(float(rewards[agent]) for agent in agents)
@@ -290,12 +328,14 @@ class Team:
                 self.rec_dones[t, e] = True
                 if not any(terminated.values()):  # a time limit: the learner bootstraps from here
                     self.truncated.append((t, e))
-                    self.final.append([np.asarray(obs[agent], dtype=np.float32) for agent in agents])
+                    self.final.append([final[0] for final in self.spec.observed([obs])])
                 ended.append((float(self.returns[e]), int(self.lengths[e]), self.env_steps + (t + 1) * len(self.envs)))
                 self.returns[e], self.lengths[e] = 0.0, 0
-                obs, _ = env.reset()
+                obs, info = env.reset()
             following.append(obs)
-        self.obs = by_agent(agents, following)
+            infos.append(info)
+        self.obs = self.spec.observed(following)
+        self.masks = self.spec.masks(following, infos)
         self.t += 1
         return ended
 
@@ -313,7 +353,7 @@ class Team:
             critic = ((critic_inputs(self.rec_obs, a), critic_inputs(final, a), critic_inputs(self.obs, a))
                       if self.central else (None, None, None))
             rollouts.append(Rollout(self.rec_obs[a], self.rec_actions[a], self.rec_rewards[a], self.rec_dones.copy(),
-                                    truncated, final[a], self.obs[a].copy(), *critic))
+                                    truncated, final[a], self.obs[a].copy(), *critic, masks=self.rec_masks[a]))
         return TeamRollout(rollouts)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -343,9 +383,10 @@ class AgentActor:
         """The learner's weights (MAPPO.policy_weights): this agent's policy's."""
         self.policy.load(weights[self.policy_index])
 
-    def act(self, obs: np.ndarray) -> np.ndarray:
-        """Actions sampled for a batch of this agent's observations [E, d]."""
-        return self.policy.sample(obs, self.rng)
+    def act(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+        """Actions sampled for a batch of this agent's observations [E, d] (on the allowed ones, with
+        its action masks [E, n])."""
+        return self.policy.sample(obs, self.rng, masks)
 
 
 class MAPPO:
@@ -419,6 +460,8 @@ class TeamPolicy:
         for a, policy in enumerate(self.policies):
             policy.load_saved(saved_part(saved, saved_prefix(self.spec, self.config, policy_of(self.config, a))))
 
-    def exploit(self, obs: list[np.ndarray]) -> list[np.ndarray]:
-        """Each agent's deterministic actions for a batch of its observations (in agent order)."""
-        return [policy.exploit(o) for policy, o in zip(self.policies, obs, strict=True)]
+    def exploit(self, obs: list[np.ndarray], masks: list[np.ndarray | None] | None = None) -> list[np.ndarray]:
+        """Each agent's deterministic actions for a batch of its observations (in agent order; on
+        the allowed ones, with its action masks)."""
+        masks = masks or [None] * len(obs)
+        return [policy.exploit(o, m) for policy, o, m in zip(self.policies, obs, masks, strict=True)]

@@ -145,18 +145,27 @@ class SavedTeam:
         self.agents = policy.spec.agents
         self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
 
-    def predict(self, observations: dict[str, Any], deterministic: bool = False) -> tuple[dict[str, Any], None]:
-        """({agent: action}, None) for {agent: observation} (every agent's). `deterministic`: the
-        evaluator's actions (the most likely); else sampled, as the agents acted while training."""
+    def predict(self, observations: dict[str, Any], deterministic: bool = False,
+                infos: dict[str, Any] | None = None) -> tuple[dict[str, Any], None]:
+        """({agent: action}, None) for {agent: observation} (every agent's, as the environment gives
+        them). `deterministic`: the evaluator's actions (the most likely); else sampled, as the agents
+        acted while training. `infos`: the environment's infos of the same step, where agents whose
+        action masks are there get them (PettingZoo's info["action_mask"]); masks inside the
+        observations are read there."""
         missing = [agent for agent in self.agents if agent not in observations]
         if missing:
             raise ValueError(f"no observation for {', '.join(missing)}: a team of {self.env_name} needs every agent's "
                              f"({', '.join(self.agents)})")
-        obs = [np.asarray(observations[agent], dtype=np.float32)[None] for agent in self.agents]
+        team = self.policy.spec
+        masked = [a for a, spec in enumerate(team.specs) if spec.masked and not team.packed[a]]
+        if masked and infos is None:
+            raise ValueError(f"{', '.join(team.agents[a] for a in masked)} act on action masks in their infos: give "
+                             "predict the step's infos too")
+        obs, masks = team.observed([observations]), team.masks([observations], [infos or {}])
         policies = self.policy.policies
-        actions = ([p.exploit(o) for p, o in zip(policies, obs, strict=True)] if deterministic
-                   else [p.sample(o, self.rng) for p, o in zip(policies, obs, strict=True)])
-        return self.policy.spec.actions(actions, 0), None
+        actions = ([p.exploit(o, m) for p, o, m in zip(policies, obs, masks, strict=True)] if deterministic
+                   else [p.sample(o, self.rng, m) for p, o, m in zip(policies, obs, masks, strict=True)])
+        return team.actions(actions, 0), None
 
     def make_env(self, render_mode: str | None = None) -> Any:
         """A new copy of the scenario, as the evaluator plays it (a PettingZoo ParallelEnv)."""

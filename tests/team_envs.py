@@ -75,3 +75,63 @@ def seeing() -> Seeing:
 
 def not_a_team() -> str:
     return "a team"
+
+
+class Gates(ParallelEnv):
+    """Two agents, each of which must pick the one gate of four that is open for it this step (reward
+    1, else 0): only its action mask says which, in its info["action_mask"] or, with `packed`, in its
+    observation {"observation", "action_mask"} (PettingZoo's conventions). An episode is `length`
+    steps: the team's best return is 2 x length."""
+
+    metadata = {"name": "gates_v0"}
+
+    def __init__(self, packed: bool = False, length: int = 6) -> None:
+        self.possible_agents = ["left", "right"]
+        self.agents: list[str] = []
+        self.packed, self.length = packed, length
+        self.rng = np.random.default_rng()
+        self.seen = gymnasium.spaces.Box(0.0, 1.0, (2,), np.float32)
+
+    def observation_space(self, agent: str) -> gymnasium.Space:
+        if self.packed:
+            return gymnasium.spaces.Dict({"observation": self.seen,
+                                          "action_mask": gymnasium.spaces.MultiBinary(4)})
+        return self.seen
+
+    def action_space(self, agent: str) -> gymnasium.Space:
+        return gymnasium.spaces.Discrete(4)
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        return self.turn()
+
+    def turn(self) -> tuple[dict, dict]:
+        """A new open gate for each agent: the observations and infos that say which."""
+        self.open = {agent: int(self.rng.integers(4)) for agent in self.possible_agents}
+        masks = {agent: np.eye(4, dtype=np.int8)[gate] for agent, gate in self.open.items()}
+        seen = np.array([self.t / self.length, 0.5], dtype=np.float32)
+        if self.packed:
+            return ({agent: {"observation": seen.copy(), "action_mask": masks[agent]} for agent in masks},
+                    {agent: {} for agent in masks})
+        return {agent: seen.copy() for agent in masks}, {agent: {"action_mask": masks[agent]} for agent in masks}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        rewards = {agent: float(int(action) == self.open[agent]) for agent, action in actions.items()}
+        self.t += 1
+        ended = self.t >= self.length
+        agents = self.possible_agents
+        obs, infos = self.turn()
+        if ended:
+            self.agents = []
+        return obs, rewards, dict.fromkeys(agents, False), dict.fromkeys(agents, ended), infos
+
+
+def gates() -> Gates:
+    return Gates()
+
+
+def packed_gates() -> Gates:
+    return Gates(packed=True)

@@ -40,7 +40,7 @@ def test_a_round_of_the_team_holds_every_agents_steps_and_the_truncated_episodes
     a truncation the learner bootstraps from, with every agent's final observation."""
     team = mappo.Team(config(envs=2, n_steps=7, max_cycles=3, batch_size=42))
     first = team.begin(0)
-    assert len(first) == 3 and first[0].shape == (2, 18)
+    assert len(first) == 3 and first[0][0].shape == (2, 18) and first[0][1] is None  # no action masks
     ended = []
     while not team.round_done:
         ended += team.step([np.array([1, 2]), np.array([0, 0]), np.array([4, 3])])
@@ -241,7 +241,8 @@ def test_a_team_of_ones_own_acts_in_its_own_spaces_and_learns_the_same_in_proces
 
 @pytest.mark.parametrize("env_name,message", [
     ("tests.team_envs:seeing", "--env-name: agent speaker of tests.team_envs:seeing observes Dict('point': "
-                               "Box(-1.0, 1.0, (2,), float32)); MAPPO's agents observe flat boxes"),
+                               "Box(-1.0, 1.0, (2,), float32)); MAPPO's agents observe flat boxes (or PettingZoo's {'observation': "
+                               "a flat box, 'action_mask': ...})"),
     ("tests.team_envs:not_a_team", "--env-name: tests.team_envs:not_a_team returned str, not a PettingZoo ParallelEnv"),
     ("tests.team_envs:nothing", "--env-name: module 'tests.team_envs' has no function 'nothing'"),
     ("simple_nothing_v1", "--env-name: must be one of mpe2's cooperative scenarios (simple_spread_v3, "
@@ -264,3 +265,40 @@ def test_a_team_of_ones_own_that_mappo_cannot_take_is_refused_with_the_reason(tm
 def test_a_team_of_ones_own_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path) -> None:
     """The copies' state (the user's environment's attributes) goes into the checkpoint."""
     check_resumed_as_uninterrupted(tmp_path, "mappo", {**OWN, "total_steps": 320, "checkpoint_every": 160})
+
+
+GATES = {**OWN, "env_name": "tests.team_envs:gates", "share_policy": True, "total_steps": 96, "n_steps": 24,
+         "batch_size": 48, "eval_every": 48}
+
+
+@pytest.mark.parametrize("env_name", ["tests.team_envs:gates", "tests.team_envs:packed_gates"])
+def test_a_team_with_action_masks_never_takes_a_masked_out_action(tmp_path: Path, env_name: str) -> None:
+    """Gates: only the mask says which of four actions scores; with masks every step scores (the
+    best return, 12, in training and evaluation, from the first round on), without them about a
+    quarter do. PettingZoo's two conventions: the agent's info["action_mask"], or its observation
+    {"observation", "action_mask"}. The masks are in the rollout, as the update masks them."""
+    team = mappo.Team(config(**{**GATES, "env_name": env_name, "envs": 2, "n_steps": 12}))
+    assert all(spec.masked and spec.n_actions == 4 for spec in team.spec.specs)
+    team.begin(0)
+    ended = []
+    while not team.round_done:
+        ended += team.step([np.array([0, 0]), np.array([1, 1])])  # not what the masks allow, mostly
+    rollout = team.rollout()
+    assert rollout.agents[0].masks.shape == (12, 2, 4) and (rollout.agents[0].masks.sum(axis=-1) == 1).all()
+    assert [r for r, _, _ in ended] != [12.0] * 4
+    program = generate(tmp_path, "mappo", **{**GATES, "env_name": env_name})
+    lines = run(program)
+    assert last_lines(lines)[0] == "eval mean return 12.00 over 2 episodes"
+    assert lines[3] == "16 episodes, mean return of the last 16: 12.00"
+    unmasked = run(generate(tmp_path, "mappo", name="unmasked", **{**GATES, "env_name": env_name, "masking": "no"}))
+    assert float(unmasked[3].rsplit(": ", 1)[1]) < 8
+    saved = lfrl.load(run_folder(program), seed=0)
+    env = saved.make_env()
+    obs, infos = env.reset(seed=5)
+    actions = saved.predict(obs, infos=infos)[0]
+    _, rewards, _, _, _ = env.step(actions)
+    assert rewards == {"left": 1.0, "right": 1.0}
+    if env_name.endswith(":gates"):
+        with pytest.raises(ValueError, match=r"^left, right act on action masks in their infos: give predict the "
+                                             r"step's infos too$"):
+            saved.predict(obs)
