@@ -521,3 +521,14 @@ def test_a_100_000_transition_atari_buffer_takes_an_eighth_of_sb3s_memory() -> N
     assert once == 100_004 * 84 * 84 + 100_000 * (64 + 4)  # each frame once, rows of one line, in_pool
     print(f"\nSB3 {sb3 / 1e9:.3f} GB, pyreplay {plain / 1e9:.3f} GB, frame_stack=4 {once / 1e9:.3f} GB "
           f"({sb3 / once:.2f}x less than SB3's)")
+
+
+@pytest.mark.slow
+def test_sbx_trains_with_pyreplays_buffer() -> None:
+    """SBX (SB3's JAX port, in the bench extra) takes the drop-in through the same argument."""
+    sbx = pytest.importorskip("sbx")
+    for algo, env_id in ((sbx.SAC, "Pendulum-v1"), (sbx.DQN, "CartPole-v1")):
+        model = algo("MlpPolicy", env_id, replay_buffer_class=prs.ReplayBuffer, learning_starts=100, seed=0)
+        model.learn(300)
+        assert isinstance(model.replay_buffer, prs.ReplayBuffer) and model.replay_buffer.size() == 300
+        assert model.replay_buffer.sample(8).observations.shape[0] == 8
