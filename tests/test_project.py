@@ -30,7 +30,7 @@ def tree(folder: Path) -> dict[str, str]:
             and "src-gen" not in p.parts}
 
 
-LEARNERS = ("sac", "ppo", "mappo")  # templates whose projects get a short training run, tests/Quick.lf
+LEARNERS = ("qlearning", "sac", "ppo", "mappo")  # templates whose projects get a short training run, tests/Quick.lf
 DEFAULTS = json.loads((TEMPLATES / "project" / "cookiecutter.json").read_text())
 
 
@@ -40,7 +40,7 @@ def files(folder: Path) -> list[str]:
 
 
 # The learners' projects (a short training run each) are slow: `make test-slow`.
-@pytest.mark.parametrize("program", ["sampling", pytest.param("qlearning", marks=pytest.mark.slow), "multiagent",
+@pytest.mark.parametrize("program", ["sampling", "multiagent",
                                      *(pytest.param(learner, marks=pytest.mark.slow) for learner in LEARNERS)])
 def test_new_project_passes_its_own_tests(tmp_path: Path, program: str) -> None:
     made = run([sys.executable, "-m", "lfrl", "new", "--no-input", "--project-name", f"Demo {program}",
