@@ -29,7 +29,9 @@ def extension_modules(setup_py: str) -> set[str]:
 def tree_modules(root: Path = ROOT) -> dict[str, Path | None]:
     """Every module of the tree by its dotted name (a package's is its `__init__.py`), and the C
     extension modules (no source to walk)."""
-    found: dict[str, Path | None] = dict.fromkeys(extension_modules((root / "setup.py").read_text()))
+    # lfrl's setup.py, and pyreplay's own (a distribution of its own, whose extension lfrl's builds too)
+    found: dict[str, Path | None] = dict.fromkeys(extension_modules((root / "setup.py").read_text())
+                                                  | extension_modules((root / "pyreplay" / "setup.py").read_text()))
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             parts = path.relative_to(root).with_suffix("").parts
