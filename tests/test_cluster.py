@@ -360,6 +360,25 @@ def test_dqn_with_its_actors_on_two_nodes_learns_the_weights_of_one_process(tmp_
 
 
 @pytest.mark.slow
+def test_dqn_with_its_learner_on_the_gpu_node_learns_the_weights_of_one_process(tmp_path: Path, nodes: Nodes) -> None:
+    """`--learner-at b` places the learner's federate (core) on node b, the one with a GPU, and
+    `--resources core:gpus=1` gives it that GPU; lfrl's process only coordinates."""
+    from tests.test_learners_run import DQN, generate, last_lines, run
+
+    values = {**DQN, "actors": 2}
+    placed = generate(tmp_path, "dqn", name="cluster", **values, processes=True, learner_at="b", actors_at="a")
+    source = placed.read_text()
+    assert "learners = learners) at b;\n" in source
+    core = "reactor Core(config = {= None =}, actors = 1, learners = 1) {\n"
+    placed.write_text(source.replace(core, core + "  reaction(startup) {= import ray; print(f'core on "
+                                     "{ray.get_runtime_context().get_node_id()}, GPUs {ray.get_gpu_ids()}') =}\n"))
+    out = run(placed, "--cluster", nodes.address, "--resources", "core:gpus=1")
+    assert f"core on {nodes.b.node_id}, GPUs [0]" in out, out
+    assert last_lines(out) == last_lines(run(generate(tmp_path, "dqn", **values)))
+    assert left_on_the_cluster() == ([], [])
+
+
+@pytest.mark.slow
 def test_a_lost_node_is_resumed_from_the_last_checkpoint_with_the_uninterrupted_results(tmp_path: Path,
                                                                                         nodes: Nodes) -> None:
     from tests.test_learners_run import DQN, command, generate, last_lines, run
