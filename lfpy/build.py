@@ -206,11 +206,9 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
         diags.error(main.loc, f"--coordinator-only runs every federate of a federated reactor in a process of its "
                               f"own; {built.elaborated.main.name} is a main reactor")
         return 1
-    count = len(federates(built.elaborated, coordinator_only)) if main.federated else 1
-    if cluster is not None and count < 2:
-        what = "has one federate only" if main.federated else "is a main reactor"
-        name = built.elaborated.main.name
-        diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; {name} {what}")
+    if cluster is not None and not main.federated:
+        diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; "
+                              f"{built.elaborated.main.name} is a main reactor")
         return 1
     outcome = Outcome()
     status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, coordinator_only,
@@ -264,6 +262,12 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
         launcher: Launcher = nodes.launch if nodes is not None else functools.partial(
             launch, FEDERATE_ENTRY, built.program_args(), coordinator_only)
         count = len(federates(built.elaborated, coordinator_only)) if main.federated else 1
+        if nodes is not None and count < 2:
+            diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; "
+                                  f"{built.elaborated.main.name} has one federate only, which stays in lfrl's process "
+                                  f"unless it is placed at another node, asks for resources or --coordinator-only is "
+                                  f"given")
+            return _closed(nodes, launched, 1)
         launched = {k: launcher(main.loc.file, k, resume is not None) for k in range(1, count)}
         if nodes is not None:
             nodes.placed(launched)

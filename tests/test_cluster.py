@@ -214,6 +214,36 @@ def test_coordinator_only_places_the_first_federate_as_ray_places_the_others(tmp
     assert left_on_the_cluster() == ([], [])
 
 
+ONE = """target Python
+reactor Where {
+  reaction(startup) {=
+    import ray
+    print(f"on {ray.get_runtime_context().get_node_id()}")
+  =}
+}
+federated reactor {
+  one = new Where()
+}
+"""
+
+
+def test_a_program_of_one_federate_runs_on_the_cluster_once_that_federate_is_placed(tmp_path: Path,
+                                                                                     nodes: Nodes) -> None:
+    placed = on_cluster(tmp_path, nodes, ONE.replace("new Where()", "new Where() at b;"))
+    assert (placed.returncode, placed.stdout) == (0, f"on {nodes.b.node_id}\n"), placed.stderr
+    alone = on_cluster(tmp_path, nodes, ONE, "--coordinator-only")
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.removeprefix("on ").strip() in nodes.ids()
+    here = on_cluster(tmp_path, nodes, ONE)
+    assert here.returncode == 1
+    assert here.stderr.startswith(f"{tmp_path / 'Test.lf'}:8:1: error: --cluster runs the federates of a federated "
+                                  f"reactor in Ray actors; Test has one federate only, which stays in lfrl's process "
+                                  f"unless it is placed at another node, asks for resources or --coordinator-only is "
+                                  f"given\n"), here.stderr
+    assert here.stdout == ""
+    assert left_on_the_cluster() == ([], [])
+
+
 FAILING = """target Python
 reactor Source {
   output out
