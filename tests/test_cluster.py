@@ -264,8 +264,8 @@ federated reactor {
 def test_a_failure_on_a_node_is_reported_at_the_users_file(tmp_path: Path, nodes: Nodes) -> None:
     result = run_lf(tmp_path, FAILING, "--cluster", nodes.address)
     assert result.returncode == 1
-    assert result.stderr.startswith(f"{tmp_path / 'Test.lf'}:8:20: error: reaction 'reaction_1' of Test.sink failed: "
-                                    f"ValueError: no\n"), result.stderr
+    assert reported(result.stderr).startswith(f"{tmp_path / 'Test.lf'}:8:20: error: reaction 'reaction_1' of "
+                                              f"Test.sink failed: ValueError: no\n"), result.stderr
 
 
 LONG = """target Python { timeout: 60 sec }
