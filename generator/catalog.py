@@ -311,14 +311,15 @@ def processes(help: str) -> FieldSpec:
 
 def placement(members: str, which: str, learner: bool, note: str = "") -> tuple[FieldSpec, ...]:
     """The parameters that place a template's `members` (its federates with --processes yes) on the
-    nodes of a Ray cluster, and (`learner`) the learner, which runs in lfrl's process."""
+    nodes of a Ray cluster, and (`learner`) the learner's federate (Core, the program's first)."""
     params = (FieldSpec(f"{members}_at", str, "", f"with --processes yes, for `lfrl run --cluster`: the Ray node of "
                         f"each {which} (its lfrl-host label, address or hostname), one name for all or one per "
                         f"{which}, such as a,b; none: Ray spreads them{note} (docs/cluster.md)", check="hosts"),)
     if learner:
-        params += (FieldSpec("learner_at", str, "", "with --processes yes, for `lfrl run --cluster`: the node the "
-                             "learner (lfrl's own process, which coordinates) must run on; `lfrl run` refuses to start "
-                             "elsewhere", check="hosts"),)
+        params += (FieldSpec("learner_at", str, "", "with --processes yes, for `lfrl run --cluster`: the Ray node of "
+                             "the learner's federate (core), e.g. the one with the GPU (`lfrl run --resources "
+                             "core:gpus=1` gives it one there); none: it runs in lfrl's process, which coordinates "
+                             "(docs/cluster.md)", check="hosts"),)
     return params
 
 

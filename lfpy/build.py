@@ -168,21 +168,26 @@ def compile_file(path: str, diags: Diagnostics, use_lfc: bool = False) -> Path |
 def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_ns: int | None = None,
              fast: bool | None = None, use_lfc: bool = False, resume: str | None = None,
              cluster: ClusterOptions | None = None, relocate: Callable[[str], str] | None = None,
-             overrides: dict[str, Override] | None = None) -> int:
+             overrides: dict[str, Override] | None = None, coordinator_only: bool = False) -> int:
     """`lfrl run`: compile, then run; returns the program's exit status (1 on compile errors).
     `overrides`: values for the main reactor's parameters (`run --param`), in every process of the
     program; a resumed run takes those of the run that wrote its checkpoint.
     `resume`: a checkpoint file to go on from (checked before any of the program's code runs).
     `cluster`: run the federates of a federated program in actors of that Ray cluster.
+    `coordinator_only`: lfrl's process coordinates the federated program and hosts none of its
+    federates (the first runs in a process of its own too, or in a Ray actor); on a cluster it does
+    so too when the first federate is placed on another node or asks for resources.
     `relocate(resume)`: once the checkpoint has been read and the program's state restored from it,
     before the reactors' `resumed` methods, the checkpoint the run goes on from instead (the reactors
     see it as `lf.resumed_from()`); raises CheckpointError with the reason it cannot."""
     if use_lfc:
-        if resume is not None or cluster is not None:
-            flag = "--resume" if resume is not None else "--cluster"
-            diags.error(Loc(path, 1, 1), f"{flag} needs lfpy's runtime: lfc's runtimes have no "
-                                         f"{'checkpoints' if resume is not None else 'Ray cluster'}")
-            return 1
+        lfpy_only = (("--resume", resume is not None, "have no checkpoints"),
+                     ("--cluster", cluster is not None, "have no Ray cluster"),
+                     ("--coordinator-only", coordinator_only, "coordinate federates with their own RTI"))
+        for flag, given, why in lfpy_only:
+            if given:
+                diags.error(Loc(path, 1, 1), f"{flag} needs lfpy's runtime: lfc's runtimes {why}")
+                return 1
         return _run_with_lfc(path, diags)
     try:
         core.selected()  # LFPY_CORE names a core that exists: checked before anything is built or run
@@ -197,15 +202,17 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
     # A federated program's other processes (a federated reactor of one federate has none) build and
     # load it while this one does.
     main = built.elaborated.main.reactor
-    count = len(federates(built.elaborated)) if main.federated else 1
-    if cluster is not None and count < 2:
-        what = "has one federate only" if main.federated else "is a main reactor"
-        name = built.elaborated.main.name
-        diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; {name} {what}")
+    if coordinator_only and not main.federated:
+        diags.error(main.loc, f"--coordinator-only runs every federate of a federated reactor in a process of its "
+                              f"own; {built.elaborated.main.name} is a main reactor")
+        return 1
+    if cluster is not None and not main.federated:
+        diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; "
+                              f"{built.elaborated.main.name} is a main reactor")
         return 1
     outcome = Outcome()
-    status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, count, outcome,
-                             relocate=relocate)
+    status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, resume, cluster, coordinator_only,
+                             outcome, relocate=relocate)
     resumes = 0
     while cluster is not None and cluster.on_node_loss == "resume" and outcome.lost and status == 1:
         if outcome.checkpoint is None:
@@ -220,8 +227,8 @@ def run_file(path: str, diags: Diagnostics, workers: int | None = None, timeout_
             break
         print(f"resuming from {outcome.checkpoint} on the cluster's nodes now", file=sys.stderr, flush=True)
         outcome = Outcome(checkpoint=outcome.checkpoint)  # kept if the resumed run writes none
-        status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, outcome.checkpoint, cluster, count,
-                                 outcome, resuming=True)
+        status = _launch_and_run(built, path, diags, workers, timeout_ns, fast, outcome.checkpoint, cluster,
+                                 coordinator_only, outcome, resuming=True)
     return status
 
 
@@ -238,20 +245,29 @@ class Outcome:
 
 
 def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | None, timeout_ns: int | None,
-                    fast: bool | None, resume: str | None, cluster: ClusterOptions | None, count: int,
+                    fast: bool | None, resume: str | None, cluster: ClusterOptions | None, coordinator_only: bool,
                     outcome: Outcome, resuming: bool = False, relocate: Callable[[str], str] | None = None) -> int:
-    """Start the processes of federates 1..count-1 (here, or in Ray actors), then load and run the
-    program."""
+    """Start the processes of federates 1.. (here, or in Ray actors; federate 0 is lfrl's process,
+    which hosts the program's first federate unless `coordinator_only`, or unless the cluster places
+    it), then load and run the program."""
     main = built.elaborated.main.reactor
     nodes: Cluster | None = None
-    launcher: Launcher = functools.partial(launch, FEDERATE_ENTRY, built.program_args())
     launched: dict[int, StartedFederate] = {}
     try:
         if cluster is not None:
-            nodes = _cluster(cluster, built, diags, resuming)
+            nodes = _cluster(cluster, built, diags, resuming, coordinator_only)
             if nodes is None:
                 return 1
-            launcher = nodes.launch
+            coordinator_only = nodes.coordinator_only
+        launcher: Launcher = nodes.launch if nodes is not None else functools.partial(
+            launch, FEDERATE_ENTRY, built.program_args(), coordinator_only)
+        count = len(federates(built.elaborated, coordinator_only)) if main.federated else 1
+        if nodes is not None and count < 2:
+            diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; "
+                                  f"{built.elaborated.main.name} has one federate only, which stays in lfrl's process "
+                                  f"unless it is placed at another node, asks for resources or --coordinator-only is "
+                                  f"given")
+            return _closed(nodes, launched, 1)
         launched = {k: launcher(main.loc.file, k, resume is not None) for k in range(1, count)}
         if nodes is not None:
             nodes.placed(launched)
@@ -273,7 +289,7 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     try:
         with stops:
             return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops, outcome, launcher,
-                              relocate)
+                              relocate, coordinator_only)
     except KeyboardInterrupt:  # the second Ctrl-C
         print("interrupted", file=sys.stderr, flush=True)
         return stops.sched.interrupt_status
@@ -281,12 +297,13 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
         _closed(nodes, launched, 0)
 
 
-def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics, resuming: bool) -> Cluster | None:
+def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics, resuming: bool,
+             coordinator_only: bool) -> Cluster | None:
     """Connect to the Ray cluster and place the federates; None when that cannot be done (reported)."""
     try:
         lf_path = built.elaborated.main.reactor.loc.file
         return Cluster(options, built.elaborated, lf_path, package_root(Path(lf_path)), FEDERATE_ENTRY,
-                       built.program_args(), resuming)
+                       built.program_args(), resuming, coordinator_only)
     except ClusterError as exc:
         _cluster_error(exc, diags)
         return None
@@ -311,7 +328,7 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
                fast: bool | None, resume: str | None, launched: dict[int, StartedFederate],
                stops: StopOnSignals | None, outcome: Outcome,
                launcher: Launcher | None = None,
-               relocate: Callable[[str], str] | None = None) -> int:
+               relocate: Callable[[str], str] | None = None, coordinator_only: bool = False) -> int:
     """`run_file` once the program has compiled (and the federates' processes are starting; `stops`
     handles Ctrl-C and SIGTERM meanwhile)."""
     identity = checkpoint.program_identity(built.source, _parameters(built.elaborated),
@@ -327,7 +344,7 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     if namespace is None:
         return 1
     props = built.elaborated.target_properties
-    owned = instances_of(built.elaborated, 0) if launched else None
+    owned = instances_of(built.elaborated, 0, coordinator_only) if launched else None
     workers = workers or int(props.get("workers", 1) or 1)  # type: ignore[call-overload]
     # Federates in processes: the coordinator's scheduler runs its levels with them.
     runner = FederatedRunner(workers) if launched else None
@@ -370,7 +387,8 @@ def _run_built(built: Built, path: str, diags: Diagnostics, workers: int | None,
     if stops is not None:
         stops.hand_over(env.sched)
         assert runner is not None and launcher is not None
-        status = _run_federated(env, runner, built, trace, diags, elsewhere, launched, launcher, outcome)
+        status = _run_federated(env, runner, built, trace, diags, elsewhere, launched, launcher, outcome,
+                                coordinator_only)
     else:
         status = env.run(trace)
     outcome.checkpoint = env.last_checkpoint or outcome.checkpoint
@@ -416,12 +434,12 @@ def load_module(built: Built) -> dict[str, object]:
 
 def _run_federated(env: Environment, runner: FederatedRunner, built: Built, trace: list | None,
                    diags: Diagnostics, restored: dict[str, dict] | None, launched: dict[int, StartedFederate],
-                   launcher: Launcher, outcome: Outcome) -> int:
+                   launcher: Launcher, outcome: Outcome, coordinator_only: bool) -> int:
     """Run a federated program with its federates in processes (federation/), started already
     (`launched`); `restored`: resumed from a checkpoint, the saved state of the reactors in the
     federates' processes."""
     lf_file = built.elaborated.main.reactor.loc
-    fed = Federation(env, runner, lf_file.file, trace is not None, launcher)
+    fed = Federation(env, runner, lf_file.file, trace is not None, launcher, coordinator_only)
     fed.restored = restored
     # Signals are handled by run_file's StopOnSignals, which acts on this scheduler now.
     try:

@@ -167,7 +167,7 @@ def run_program(args: argparse.Namespace, prepare: Callable[[argparse.Namespace,
         args.run_parser.error(f"{flag} on a cluster: it needs --cluster")
     status = run_file(args.file, diags, workers=args.workers, timeout_ns=args.timeout,
                       fast=True if args.fast else None, use_lfc=args.lfc, resume=args.resume, cluster=cluster,
-                      relocate=relocate, overrides=overrides)
+                      relocate=relocate, overrides=overrides, coordinator_only=args.coordinator_only)
     report(diags)
     return 1 if diags.has_errors and status == 0 else status
 
@@ -278,6 +278,11 @@ def add_run(cli: CommandLine, func: Callable[[argparse.Namespace], int] = cmd_ru
                      type=resources_arg,
                      help="with --cluster, what a federate (envs[1]), every member of a bank (envs) or every federate (*) asks of its "
                           "node, e.g. learner:gpus=1 or envs:cpus=2,accel=1 (default cpus=1); repeatable")
+    run.add_argument("--coordinator-only", action="store_true",
+                     help="lfrl's process coordinates a federated reactor and hosts none of its federates: the "
+                          "first one runs in a process of its own too (with --cluster, a Ray actor that `at` or "
+                          "--resources can place); with --cluster this is automatic when the first federate is "
+                          "placed at another node or asks for resources (docs/cluster.md)")
     run.add_argument("--on-node-loss", choices=("stop", "resume"),
                      help="with --cluster, when a federate's actor or node is lost: stop with an error (default), or "
                           "resume from the run's last checkpoint on the nodes there are then (a replacement node "

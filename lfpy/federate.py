@@ -3,7 +3,7 @@
 
   python -m lfpy.federate PROGRAM.lf INDEX (--pipes REQUESTS ANSWERS OWN [--rings REQUESTS ANSWERS] |
                           --connect HOST:PORT | --unix PATH) [--param NAME=VALUE ...] [--restoring]
-                          [--forward-output]
+                          [--forward-output] [--coordinator-only]
 
 With --rings the requests and answers go through rings in shared memory (the names of the
 coordinator's segments), and their pipes only wake a receiver that sleeps (federation/transport.py).
@@ -15,7 +15,8 @@ another machine, cluster.py) what it prints goes to the coordinator, which print
 coordinator did (with the values --param gives the main reactor's parameters, as the coordinator's
 `run --param` gave them), initialises the reactors of federate INDEX (with --restoring, a run resumed from a
 checkpoint, their state comes from the coordinator instead), says it is ready, and runs the
-reactions it is sent until told to exit."""
+reactions it is sent until told to exit. With --coordinator-only the federates are numbered as when
+lfrl's process hosts none of them (INDEX 1 is the program's first federate: partition.federates)."""
 
 from __future__ import annotations
 
@@ -99,6 +100,7 @@ def _channels(argv: list[str]) -> tuple[Channel, Channel, Channel]:
 
 def main(argv: list[str]) -> int:
     path, index = argv[0], int(argv[1])
+    coordinator_only = "--coordinator-only" in argv
     _die_with_parent()
     requests, answers, own_channel = _channels(argv[2:])
     own = Outbox(own_channel)
@@ -123,7 +125,8 @@ def main(argv: list[str]) -> int:
     try:
         env = Environment(built.elaborated, namespace, built.class_names, workers=1, fast=True, timeout=None,
                           keepalive=None, package_dir=str(package_root(Path(path))),
-                          restoring="--restoring" in argv, owned=instances_of(built.elaborated, index),
+                          restoring="--restoring" in argv,
+                          owned=instances_of(built.elaborated, index, coordinator_only),
                           scheduler=FederateScheduler)
     except ParameterRefused as exc:  # the whole report: one error at the line that gave the value
         answers.send(encode(Refused(diags.render(Diagnostic("error", exc.message, exc.loc)) + "\n")))
@@ -134,7 +137,7 @@ def main(argv: list[str]) -> int:
     env.sched.source_map = built.source_map()
     answers.send(encode(Ready()))
     try:
-        return serve(env, index, requests, answers, own, output)
+        return serve(env, index, requests, answers, own, output, coordinator_only)
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -120,6 +120,7 @@ def run_seeds(args: argparse.Namespace, diags: Diagnostics) -> int:
     options = [*(["--workers", str(args.workers)] if args.workers else []),
                *(["--timeout", format_ns(args.timeout)] if args.timeout is not None else []),
                *(["--fast"] if args.fast else []), *(["--lfc"] if args.lfc else []),
+               *(["--coordinator-only"] if args.coordinator_only else []),
                *(["--debug"] if args.debug else []), *(["--portable"] if args.portable else [])]
     status = sweep(args.file, args.seeds, args.jobs or os.cpu_count() or 1, options, sys.stderr.isatty(), diags,
                    yes=args.yes)

@@ -199,11 +199,13 @@ main reactor {
 FEDERATED = PROGRAM.replace("main reactor {", "federated reactor {")  # s in lfrl's process, k[0] and k[1] in their own
 
 
-@pytest.mark.parametrize("asker", ["s", "k[1]"])
-def test_a_federated_program_resumes_exactly_as_its_uninterrupted_run(tmp_path: Path, asker: str) -> None:
+@pytest.mark.parametrize(("asker", "alone"), [("s", False), ("k[1]", False), ("s", True)],
+                         ids=["s", "k[1]", "s-coordinator-only"])
+def test_a_federated_program_resumes_exactly_as_its_uninterrupted_run(tmp_path: Path, asker: str, alone: bool) -> None:
     """The checkpoint holds the state of the reactors in every federate's process (the sinks' totals);
     asked for by the federate in lfrl's process (s, at 3 s) or by one in a process of its own (k[1],
-    when the fourth value reaches it at 3.5 s)."""
+    when the fourth value reaches it at 3.5 s). `alone`: the run that writes it has s in a process of
+    its own too (--coordinator-only), and the resumed one, in lfrl's process, goes on from it."""
     assert FEDERATED != PROGRAM
     source = FEDERATED if asker == "s" else FEDERATED.replace(
         "if self.count == self.ckpt:", "if False:").replace("    echo.set(round(self.total, 9))\n", """\
@@ -213,7 +215,7 @@ def test_a_federated_program_resumes_exactly_as_its_uninterrupted_run(tmp_path: 
 """).replace("preamble {=\n  import random\n=}", "preamble {=\n  import os, random\n=}")
     since = [3_000_000_000, 0] if asker == "s" else [3_500_000_000, 0]
     main = run_lf(tmp_path / "main", PROGRAM, trace=tmp_path / "main.jsonl")
-    whole = run_lf(tmp_path, source, trace=tmp_path / "whole.jsonl")
+    whole = run_lf(tmp_path, source, *(["--coordinator-only"] if alone else []), trace=tmp_path / "whole.jsonl")
     assert whole.returncode == 0, whole.stderr
     assert trace(tmp_path / "whole.jsonl") == trace(tmp_path / "main.jsonl")  # the same results as a main reactor
     assert main.stdout == whole.stdout

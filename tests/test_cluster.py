@@ -131,21 +131,33 @@ def test_traces_on_the_cluster_are_the_main_reactors(tmp_path: Path, nodes: Node
     assert [re.sub(r'"Fed\.', '"Main.', line) for line in got.read_text().splitlines()] == lines
 
 
+NOWHERE = {  # the `at` that names a node the cluster does not have
+    "b": ("at b;", "at nowhere;"),
+    "source": ("  source = new Source()\n", "  source = new Source() at nowhere;\n"),
+    "main": ("federated reactor {", "federated reactor at nowhere {"),
+}
+
+
 @pytest.mark.parametrize(("nowhere", "args", "message"), [
-    (True, (), r"Test\.lf:21:27: error: federate b: no node of the cluster is labelled lfrl-host=nowhere or "
-                  r"has that address or hostname \(its nodes: lfrl-host=a, lfrl-host=b, [\d.]+ \(\w{12}\)\)\n"),
-    (False, ("--resources", "anywhere:gpus=4"), r"^error: federate anywhere asks for cpus=1, gpus=4: no node of "
+    ("b", (), r"Test\.lf:21:27: error: federate b: no node of the cluster is labelled lfrl-host=nowhere or "
+              r"has that address or hostname \(its nodes: lfrl-host=a, lfrl-host=b, [\d.]+ \(\w{12}\)\)\n"),
+    ("source", (), r"Test\.lf:19:28: error: federate source: no node of the cluster is labelled lfrl-host=nowhere "
+                   r"or has that address or hostname \(its nodes: lfrl-host=a, lfrl-host=b, [\d.]+ \(\w{12}\)\)\n"),
+    ("main", (), r"Test\.lf:18:22: error: the federated reactor runs in lfrl's process, on node \w{12}: `at nowhere` "
+                 r"must name that node \(or run lfrl on nowhere; an `at` on a federate places it\)\n"),
+    ("", ("--resources", "anywhere:gpus=4"), r"^error: federate anywhere asks for cpus=1, gpus=4: no node of "
                                                  r"the cluster has that much \(lfrl-host=a: cpus=8, actor_slot=1; lfrl-host=b: "
                                                  r"cpus=8, gpus=1, actor_slot=1; [\d.]+ \(\w{12}\): cpus=4\)\n"),
-    (False, ("--resources", "a:gpus=1"), r"Test\.lf:20:27: error: federate a asks for cpus=1, gpus=1: node a has "
+    ("", ("--resources", "a:gpus=1"), r"Test\.lf:20:27: error: federate a asks for cpus=1, gpus=1: node a has "
                                       r"cpus=8, actor_slot=1\n"),
-    (False, ("--resources", "a:cpus=5", "--resources", "b:cpus=5"),
+    ("", ("--resources", "a:cpus=5", "--resources", "b:cpus=5"),
      r"Test\.lf:20:27: error: federates a, b are placed at a together and ask for cpus=10 in all; node a has cpus=8, "
      r"actor_slot=1: give it more, place some elsewhere, or ask for less \(--resources\)\n"),
-], ids=["unknown-name", "no-node-has-it", "not-on-that-node", "not-all-together"])
-def test_a_placement_that_cannot_be_met_is_an_error_within_seconds(tmp_path: Path, nodes: Nodes, nowhere: bool,
+], ids=["unknown-name", "first-unknown-name", "federated-reactor-elsewhere", "no-node-has-it", "not-on-that-node",
+         "not-all-together"])
+def test_a_placement_that_cannot_be_met_is_an_error_within_seconds(tmp_path: Path, nodes: Nodes, nowhere: str,
                                                                     args: tuple[str, ...], message: str) -> None:
-    program = PLACED.replace("at b;", "at nowhere;") if nowhere else PLACED
+    program = PLACED.replace(*NOWHERE[nowhere]) if nowhere else PLACED
     if "b:cpus=5" in args:  # both sinks on node a
         program = program.replace("at b;", "at a;")
     started = time.monotonic()
@@ -154,6 +166,81 @@ def test_a_placement_that_cannot_be_met_is_an_error_within_seconds(tmp_path: Pat
     assert result.returncode == 1
     assert re.search(message, result.stderr), result.stderr
     assert result.stdout == ""
+    assert left_on_the_cluster() == ([], [])
+
+
+FIRST_AT_A = PLACED.replace("  source = new Source()\n", "  source = new Source() at a;\n").replace(
+    "  reaction(t) -> out {=", """  reaction(startup) {=
+    import ray
+    print(f"source on {ray.get_runtime_context().get_node_id()}")
+  =}
+  reaction(t) -> out {=""")
+
+
+def test_the_first_federate_placed_at_another_node_runs_there_with_the_main_reactors_trace(tmp_path: Path,
+                                                                                          nodes: Nodes) -> None:
+    """lfrl's process then only coordinates: the first federate is placed as the others are."""
+    result = on_cluster(tmp_path, nodes, FIRST_AT_A)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"source on {nodes.a.node_id}"
+    anywhere = lines[3].rsplit(" ", 1)[1]
+    assert lines[1:] == [f"sink {k} got {n} on {node}" for n in (1, 2, 3)
+                         for k, node in ((1, nodes.a.node_id), (2, nodes.b.node_id), (3, anywhere))]
+    expected = tmp_path / "main.jsonl"
+    assert run_lf(tmp_path, DIAMOND_OF_BANKS, name="Main.lf", trace=expected).returncode == 0
+    got = tmp_path / "fed.jsonl"
+    first_at_a = federated(DIAMOND_OF_BANKS).replace("  src = new Source()\n", "  src = new Source() at a;\n")
+    assert " at a;" in first_at_a
+    result = on_cluster(tmp_path, nodes, first_at_a, "--resources", "*:cpus=0.5", name="Fed.lf", trace=got)
+    assert result.returncode == 0, result.stderr
+    lines = expected.read_text().splitlines()
+    assert len(lines) > 50
+    assert [re.sub(r'"Fed\.', '"Main.', line) for line in got.read_text().splitlines()] == lines
+    assert left_on_the_cluster() == ([], [])
+
+
+def test_coordinator_only_places_the_first_federate_as_ray_places_the_others(tmp_path: Path, nodes: Nodes) -> None:
+    """--coordinator-only, and --resources naming the first federate: Ray places it (here where its
+    resources are), and the run gives the results of one host."""
+    result = on_cluster(tmp_path, nodes, FIRST_AT_A.replace("new Source() at a;", "new Source()"),
+                        "--coordinator-only")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0].rsplit(" ", 1)[1] in nodes.ids()
+    result = on_cluster(tmp_path, nodes, FIRST_AT_A.replace("new Source() at a;", "new Source()"),
+                        "--resources", "source:gpus=1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"source on {nodes.b.node_id}"  # the one node with a GPU
+    assert left_on_the_cluster() == ([], [])
+
+
+ONE = """target Python
+reactor Where {
+  reaction(startup) {=
+    import ray
+    print(f"on {ray.get_runtime_context().get_node_id()}")
+  =}
+}
+federated reactor {
+  one = new Where()
+}
+"""
+
+
+def test_a_program_of_one_federate_runs_on_the_cluster_once_that_federate_is_placed(tmp_path: Path,
+                                                                                     nodes: Nodes) -> None:
+    placed = on_cluster(tmp_path, nodes, ONE.replace("new Where()", "new Where() at b;"))
+    assert (placed.returncode, placed.stdout) == (0, f"on {nodes.b.node_id}\n"), placed.stderr
+    alone = on_cluster(tmp_path, nodes, ONE, "--coordinator-only")
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.removeprefix("on ").strip() in nodes.ids()
+    here = on_cluster(tmp_path, nodes, ONE)
+    assert here.returncode == 1
+    assert here.stderr.startswith(f"{tmp_path / 'Test.lf'}:8:1: error: --cluster runs the federates of a federated "
+                                  f"reactor in Ray actors; Test has one federate only, which stays in lfrl's process "
+                                  f"unless it is placed at another node, asks for resources or --coordinator-only is "
+                                  f"given\n"), here.stderr
+    assert here.stdout == ""
     assert left_on_the_cluster() == ([], [])
 
 
@@ -177,8 +264,8 @@ federated reactor {
 def test_a_failure_on_a_node_is_reported_at_the_users_file(tmp_path: Path, nodes: Nodes) -> None:
     result = run_lf(tmp_path, FAILING, "--cluster", nodes.address)
     assert result.returncode == 1
-    assert result.stderr.startswith(f"{tmp_path / 'Test.lf'}:8:20: error: reaction 'reaction_1' of Test.sink failed: "
-                                    f"ValueError: no\n"), result.stderr
+    assert reported(result.stderr).startswith(f"{tmp_path / 'Test.lf'}:8:20: error: reaction 'reaction_1' of "
+                                              f"Test.sink failed: ValueError: no\n"), result.stderr
 
 
 LONG = """target Python { timeout: 60 sec }
@@ -299,6 +386,25 @@ def test_dqn_with_its_actors_on_two_nodes_learns_the_weights_of_one_process(tmp_
     assert ("  actor0 = new Actor(bank_index = 0, config = {= lfrl.parameters.settings(lf, self, actors = 2) =}) at a;\n"
             in placed.read_text())
     assert last_lines(run(placed, "--cluster", nodes.address)) == last_lines(run(generate(tmp_path, "dqn", **values)))
+    assert left_on_the_cluster() == ([], [])
+
+
+@pytest.mark.slow
+def test_dqn_with_its_learner_on_the_gpu_node_learns_the_weights_of_one_process(tmp_path: Path, nodes: Nodes) -> None:
+    """`--learner-at b` places the learner's federate (core) on node b, the one with a GPU, and
+    `--resources core:gpus=1` gives it that GPU; lfrl's process only coordinates."""
+    from tests.test_learners_run import DQN, generate, last_lines, run
+
+    values = {**DQN, "actors": 2}
+    placed = generate(tmp_path, "dqn", name="cluster", **values, processes=True, learner_at="b", actors_at="a")
+    source = placed.read_text()
+    assert "learners = learners) at b;\n" in source
+    core = "reactor Core(config = {= None =}, actors = 1, learners = 1) {\n"
+    placed.write_text(source.replace(core, core + "  reaction(startup) {= import ray; print(f'core on "
+                                     "{ray.get_runtime_context().get_node_id()}, GPUs {ray.get_gpu_ids()}') =}\n"))
+    out = run(placed, "--cluster", nodes.address, "--resources", "core:gpus=1")
+    assert f"core on {nodes.b.node_id}, GPUs [0]" in out, out
+    assert last_lines(out) == last_lines(run(generate(tmp_path, "dqn", **values)))
     assert left_on_the_cluster() == ([], [])
 
 

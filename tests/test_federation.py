@@ -53,9 +53,9 @@ def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     return request.param
 
 
-def trace(tmp_path: Path, program: str, workers: int, name: str) -> list[str]:
+def trace(tmp_path: Path, program: str, workers: int, name: str, *args: str) -> list[str]:
     out = tmp_path / f"{name}-{workers}.jsonl"
-    result = run_lf(tmp_path, program, "--workers", str(workers), trace=out, name=f"{name}.lf")
+    result = run_lf(tmp_path, program, "--workers", str(workers), *args, trace=out, name=f"{name}.lf")
     assert result.returncode == 0, result.stderr
     return out.read_text().splitlines()
 
@@ -69,6 +69,56 @@ def test_federated_trace_equals_the_main_reactors(tmp_path: Path, workers: int) 
     assert len(expected) > 200
     assert [re.sub(r'"Fed\.', '"Main.', line) for line in got] == expected
     assert_no_federates_left(tmp_path)
+
+
+WHOSE_PROCESS = """target Python { timeout: 1 msec }
+preamble {=
+  import os
+=}
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  reaction(t) -> out {= out.set(os.getpid()) =}
+}
+federated reactor {
+  first = new Source()
+  second = new Source()
+  reaction(first.out, second.out) {=
+    # The federated reactor's own reactions run in lfrl's process.
+    print(*(f"{name} in {'lfrl' if pid == os.getpid() else 'its own'} process" for name, pid in (
+        ("first", first.out.value), ("second", second.out.value))), sep=", ")
+  =}
+}
+"""
+
+
+@pytest.mark.usefixtures("transport")
+def test_coordinator_only_runs_the_first_federate_in_a_process_of_its_own_with_the_same_trace(tmp_path: Path) -> None:
+    hosted = run_lf(tmp_path, WHOSE_PROCESS)
+    assert (hosted.returncode, hosted.stdout) == (0, "first in lfrl process, second in its own process\n" * 2)
+    alone = run_lf(tmp_path, WHOSE_PROCESS, "--coordinator-only")
+    assert (alone.returncode, alone.stdout) == (0, "first in its own process, second in its own process\n" * 2), \
+        alone.stderr
+    expected = trace(tmp_path, DIAMOND_OF_BANKS, 1, "Main")
+    got = trace(tmp_path, federated(DIAMOND_OF_BANKS), 2, "Fed", "--coordinator-only")
+    assert len(expected) > 200
+    assert [re.sub(r'"Fed\.', '"Main.', line) for line in got] == expected
+    assert_no_federates_left(tmp_path)
+
+
+def test_coordinator_only_needs_a_federated_reactor_and_lfpys_runtime(tmp_path: Path) -> None:
+    one = run_lf(tmp_path, WHOSE_PROCESS.replace("  second = new Source()\n", "").replace(
+        "reaction(first.out, second.out)", "reaction(first.out)").replace(', ("second", second.out.value)', ","),
+        "--coordinator-only", name="One.lf")
+    assert (one.returncode, one.stdout) == (0, "first in its own process\n" * 2), one.stderr
+    main = run_lf(tmp_path, DIAMOND_OF_BANKS, "--coordinator-only", name="Main.lf")
+    assert main.returncode == 1
+    assert main.stderr.startswith(f"{tmp_path / 'Main.lf'}:50:1: error: --coordinator-only runs every federate of a "
+                                  f"federated reactor in a process of its own; Main is a main reactor\n"), main.stderr
+    lfc = run_lf(tmp_path, WHOSE_PROCESS, "--coordinator-only", "--lfc")
+    assert lfc.returncode == 1
+    assert lfc.stderr.startswith(f"{tmp_path / 'Test.lf'}:1:1: error: --coordinator-only needs lfpy's runtime: lfc's "
+                                 f"runtimes coordinate federates with their own RTI\n"), lfc.stderr
 
 
 TIMING = """target Python { timeout: 30 msec }

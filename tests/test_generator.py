@@ -353,3 +353,17 @@ def test_a_learners_config_holds_every_value_but_those_that_shape_the_program(al
     config = resolve(algo, {"stop_at": 7.5, "processes": True, "learner_at": "head"})["config"]
     assert config["stop_at"] == 7.5
     assert not {"processes", "learner_at", "actors_at", "agents_at"} & set(config)
+
+
+@pytest.mark.parametrize("algo", ["dqn", "ppo", "mappo", "qlearning"])
+def test_learner_at_places_the_learners_federate_not_the_coordinator(tmp_path: Path, algo: str) -> None:
+    """--learner-at puts `at NAME` on core, the learner's federate (the program's first), which
+    `lfrl run --cluster` then places there; the federated reactor, lfrl's process, has none."""
+    values = {"qlearning": {"progress": False}}.get(algo, {"progress": False, "eval_episodes": 1})
+    program = write(algo, {**values, "processes": True, "learner_at": "gpu"}, tmp_path / f"{algo}.lf")
+    elaborated = analyze(str(program), Diagnostics())
+    assert elaborated is not None
+    main = elaborated.main.reactor
+    assert main.host is None
+    assert [(i.name, i.host.text if i.host else None) for i in main.instantiations][0] == ("core", "gpu")
+    assert sum(1 for i in main.instantiations if i.host is not None) == 1

@@ -10,6 +10,10 @@ opens back to lfrl's process (`SocketChannel`), never through Ray's object store
 lands on lfrl's own node connects over a Unix socket instead and gets large values through shared
 memory, as on one host. What federates print comes back with their answers (federation/forwarding.py).
 
+lfrl's process, the coordinator, hosts the program's first federate, unless it coordinates only
+(`--coordinator-only`, or the first federate is placed `at` another node or asks for resources):
+then Ray places the first federate too, the same way.
+
 Imported only with --cluster: Ray is an optional dependency (`pip install 'lfrl[cluster]'`).
 """
 
@@ -33,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lfpy.runtime.federation.partition import federates
+from lfpy.runtime.federation.partition import Federate, federates
 from lfpy.runtime.federation.processes import TOKEN_BYTES, StartedFederate
 
 if TYPE_CHECKING:
@@ -241,12 +245,14 @@ class Cluster:
     (`launch`), and everything it made on the cluster removed again (`close`)."""
 
     def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str, root: Path, entry: str,
-                 program_args: list[str], resuming: bool = False) -> None:
+                 program_args: list[str], resuming: bool = False, coordinator_only: bool = False) -> None:
         """`root`: the program's folder (its package root), which Ray carries to the nodes. `entry`:
         the module whose `main(argv)` runs a federate's process (lfpy.federate, which the toolchain
         names), building the program with `program_args` (the values given to its main reactor's
         parameters). `resuming`: after a lost node, wait (PLACEMENT_WAIT) for a node that `at` names
-        to come back."""
+        to come back. `coordinator_only`: lfrl's process hosts none of the program's federates; it
+        does not either (`self.coordinator_only`) when the first one is placed `at` another node
+        than lfrl's or asks for resources (--resources): then Ray places it like the others."""
         try:
             import ray
         except ImportError:
@@ -256,13 +262,14 @@ class Cluster:
         self.root = root
         self.entry = entry
         self.program_args = program_args
-        self.listed = federates(elaborated)
+        program = federates(elaborated)
+        # Checked before connecting: a name that is no federate's is refused at once.
+        asks_first = 0 in self._demands(options.resources, program)
         self.actors: list[RemoteProcess] = []
         self.group: Any = None
         self.strategies: dict[int, dict[str, Any]] = {}
         self.labels: dict[int, str | None] = {}
         self.sockets: str | None = None  # a folder for the Unix sockets federates on this node connect to
-        self.demands = self._demands(options.resources)
         _reachable(options.address)
         on_sigterm = signal.getsignal(signal.SIGTERM)
         try:
@@ -286,6 +293,9 @@ class Cluster:
         _quiet_worker_deaths(ray)
         self.address = ray.util.get_node_ip_address()
         self.own_node = ray.get_runtime_context().get_node_id()
+        self.coordinator_only = coordinator_only or asks_first or self._first_elsewhere(elaborated, program[0])
+        self.listed = federates(elaborated, self.coordinator_only)
+        self.demands = self._demands(options.resources, self.listed)
         try:
             self._place(elaborated, resuming)
         except BaseException:  # a placement that cannot be met, Ctrl-C: nothing may stay on the cluster
@@ -294,24 +304,29 @@ class Cluster:
 
     # ------------------------------------------------------------ placement
 
-    def _demands(self, given: list[tuple[str, Demand]]) -> dict[int, Demand]:
-        """Each federate's resources: --resources by federate (`envs[1]`) or bank (`envs`) name, or
-        `*` for every federate Ray places; a later one wins."""
+    @staticmethod
+    def _demands(given: list[tuple[str, Demand]], listed: list[Federate]) -> dict[int, Demand]:
+        """Each federate's resources, by its index in `listed`: --resources by federate (`envs[1]`)
+        or bank (`envs`) name, or `*` for every federate Ray places (1..); a later one wins."""
         demands: dict[int, Demand] = {}
-        names = [f.name for f in self.listed]
+        names = [f.name for f in listed]
         for name, demand in given:
             if name == "*":
                 demands.update((k, demand) for k in range(1, len(names)))
                 continue
-            chosen = [k for k, n in enumerate(names) if n == name or n.split("[", 1)[0] == name]
+            chosen = [k for k, n in enumerate(names) if n and (n == name or n.split("[", 1)[0] == name)]
             if not chosen:
                 raise ClusterError(f"--resources {name}: no federate of the program is called so "
-                                   f"(its federates: {', '.join(names)})")
-            if 0 in chosen:
-                raise ClusterError(f"--resources {name}: federate {names[0]} runs in lfrl's process, "
-                                   f"which Ray does not place (run lfrl on the node it needs)")
+                                   f"(its federates: {', '.join(n for n in names if n)})")
             demands.update((k, demand) for k in chosen)
         return demands
+
+    def _first_elsewhere(self, elaborated: Elaborated, first: Federate) -> bool:
+        """Whether the program's first federate has an `at` that does not name lfrl's node (a node
+        that is not there, or not yet, included: placing it then waits for it or says so)."""
+        host = next((i.host for i in elaborated.main.reactor.instantiations
+                     if i.name == first.name.split("[", 1)[0]), None)
+        return host is not None and self.own_node not in {n["NodeID"] for n in self._named(host_name(host), self._nodes())}
 
     def _nodes(self) -> list[dict[str, Any]]:
         return [n for n in self.ray.nodes() if n.get("Alive")]
@@ -348,12 +363,11 @@ class Cluster:
         nodes = self._nodes()
         if resuming:
             nodes = self._await_named({host_name(h) for h in hosts.values()}, nodes)
-        main_host = elaborated.main.reactor.host
-        first = self.listed[0].name.split("[", 1)[0]
-        for host, who in ((main_host, "the federated reactor"), (hosts.get(first), f"federate {first}")):
-            if host is not None and self.own_node not in {n["NodeID"] for n in self._named(host_name(host), nodes)}:
-                raise ClusterError(f"{who} runs in lfrl's process, on node {self.own_node[:12]}: `at {host.text}` "
-                                   f"must name that node (or run lfrl on {host_name(host)})", host.loc)
+        main_host = elaborated.main.reactor.host  # the coordinator's: a federate's `at` places it, this one cannot
+        if main_host is not None and self.own_node not in {n["NodeID"] for n in self._named(host_name(main_host), nodes)}:
+            raise ClusterError(f"the federated reactor runs in lfrl's process, on node {self.own_node[:12]}: "
+                               f"`at {main_host.text}` must name that node (or run lfrl on {host_name(main_host)}; "
+                               f"an `at` on a federate places it)", main_host.loc)
         spread: list[int] = []
         together: dict[str, list[int]] = {}  # the federates placed `at` each name
         for k, fed in enumerate(self.listed[1:], start=1):
@@ -426,7 +440,8 @@ class Cluster:
         token = secrets.token_bytes(TOKEN_BYTES)
         port = listener.getsockname()[1]
         argv = [os.path.relpath(lf_path, self.root), str(k), "--connect", f"{self.address}:{port}", "--forward-output",
-                *self.program_args, *(["--restoring"] if restoring else [])]
+                *self.program_args, *(["--restoring"] if restoring else []),
+                *(["--coordinator-only"] if self.coordinator_only else [])]
         environ = passed()
         where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
         process = RemoteProcess(actor, where, actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path)),

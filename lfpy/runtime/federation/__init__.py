@@ -4,7 +4,8 @@ so that reactions holding the GIL run in parallel; the results are those of the 
 written as a `main reactor` (docs/federation.md).
 
 Centralized coordination, with one schedule: lfrl's process (the coordinator) keeps the scheduler
-of the whole program and hosts the first federate; at each level of a tag it sends every other
+of the whole program and hosts the first federate (or none, `lfrl run --coordinator-only`: then
+federate 0 is an empty one, and the program's federates are 1..); at each level of a tag it sends every other
 federate with reactions at that level one message and applies their answers in federate order.
 Every process builds the whole program (the same generated module and graph), so ports and actions
 have the same number (`slot`) everywhere; a federate initialises only its own reactors and runs only

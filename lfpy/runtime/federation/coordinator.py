@@ -4,7 +4,8 @@ level one message and applies the answers; `FederatedRunner` is the level runner
 scheduler is built with, which hands those levels over to it.
 
 lfrl's process keeps the scheduler of the whole program (event queue, tags, levels, port presence)
-and hosts the first federate (and the federated reactor's own reactions). For each level of a tag,
+and hosts the first federate (and the federated reactor's own reactions), unless it coordinates only:
+then the first federate has a process of its own like the others (`partition.federates`). For each level of a tag,
 `Federation.send` sends every other federate with reactions at that level one message: the tag and,
 per reaction, the ports and actions it reads that are present, with their values. The coordinator
 runs its own reactions meanwhile; then `collect` takes the answers in federate order: the ports each
@@ -144,30 +145,32 @@ class Federation:
     """The coordinator's side: the federate processes, and running their reactions level by level."""
 
     def __init__(self, env: Environment, runner: FederatedRunner, lf_path: str, trace: bool,
-                 launcher: Launcher) -> None:
+                 launcher: Launcher, coordinator_only: bool = False) -> None:
         """`runner`: the level runner `env`'s scheduler was built with. `launcher(lf_path, k,
         restoring)` starts a new process of federate k (a transient federate joining): here
-        (`processes.launch`), or in a Ray actor (cluster.py)."""
+        (`processes.launch`), or in a Ray actor (cluster.py). `coordinator_only`: this process hosts
+        none of the program's federates, only the federated reactor's own reactions
+        (`partition.federates`)."""
         runner.drive(self)
         self.env = env
         self.launcher = launcher
         self.sched = env.sched
         self.lf_path = lf_path
         self.trace = trace
-        listed = federates(env.graph)
+        listed = federates(env.graph, coordinator_only)
         self.names = [f.name for f in listed]
         self.index = {r: i for i, r in enumerate(env.reactions)}  # (by identity, as ports and actions)
         self.slots = slots(env)
         self.slot_of = {o: i for i, o in enumerate(self.slots)}
         self.reads = [[(self.slot_of[o], o) for o in reads(r)] for r in env.reactions]
-        for r, k in zip(env.reactions, reaction_federates(env), strict=True):
+        for r, k in zip(env.reactions, reaction_federates(env, coordinator_only), strict=True):
             r.federate = k
         self.modes = mode_states(env)
         # Mode resets of other federates' reactors: their state initialisers run there, before
         # their next reactions (federate -> [(instance index, mode or None)]).
         self.resets: dict[int, list[tuple[int, str | None]]] = {}
         self.instance_index = {id(inst): i for i, inst in enumerate(env.graph.instances)}
-        self.instance_federate = federate_of_instances(env.graph)
+        self.instance_federate = federate_of_instances(env.graph, coordinator_only)
         env.delegate(self)
         self.instance_names = [[inst.full_name for inst in f.instances] for f in listed]
         # Resumed from a checkpoint: the saved state of each federate's reactors (`Environment.restore`),

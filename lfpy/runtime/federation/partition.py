@@ -26,27 +26,35 @@ class Federate(NamedTuple):
     transient: bool  # `@transient`: it may leave (`lf.stop()`) and be started again while the others run
 
 
-def federates(elaborated: Elaborated) -> list[Federate]:
+COORDINATOR = ""  # the name of federate 0 when lfrl's process hosts none of the program's federates
+
+
+def federates(elaborated: Elaborated, coordinator_only: bool = False) -> list[Federate]:
     """The federates of a federated program in declaration order, persistent ones first: lfrl's
-    process hosts federate 0, and a transient federate is one that can be started again."""
+    process hosts federate 0, and a transient federate is one that can be started again.
+    `coordinator_only`: lfrl's process hosts none of them (`lfrl run --coordinator-only`, or the first
+    placed elsewhere on a cluster): federate 0 is then an empty one, COORDINATOR, and the program's
+    federates are 1.. (every process of the program must be told the same)."""
     transient = {i.name for i in elaborated.main.reactor.instantiations
                  if any(a.name == "transient" for a in i.attributes)}
     out = [Federate(member.full_name.split(".", 1)[1], member.all_instances(), name in transient)
            for name, members in elaborated.main.children.items() for member in members]
-    return sorted(out, key=lambda f: f.transient)
+    listed = sorted(out, key=lambda f: f.transient)
+    return [Federate(COORDINATOR, [], False), *listed] if coordinator_only else listed
 
 
-def federate_of_instances(elaborated: Elaborated) -> dict[int, int]:
-    """id(instance) -> its federate's index; the federated reactor itself is in federate 0's process."""
+def federate_of_instances(elaborated: Elaborated, coordinator_only: bool = False) -> dict[int, int]:
+    """id(instance) -> its federate's index; the federated reactor itself is in federate 0's process
+    (lfrl's)."""
     where = {id(elaborated.main): 0}
-    for index, federate in enumerate(federates(elaborated)):
+    for index, federate in enumerate(federates(elaborated, coordinator_only)):
         where.update((id(inst), index) for inst in federate.instances)
     return where
 
 
-def instances_of(elaborated: Elaborated, k: int) -> set[int]:
+def instances_of(elaborated: Elaborated, k: int, coordinator_only: bool = False) -> set[int]:
     """The ids of the instances whose state lives in federate k's process (`Environment.owned`)."""
-    return {i for i, where in federate_of_instances(elaborated).items() if where == k}
+    return {i for i, where in federate_of_instances(elaborated, coordinator_only).items() if where == k}
 
 
 def slots(env: Environment) -> list[Port | Action]:
@@ -71,9 +79,9 @@ def reads(reaction: Reaction) -> list[Port | Action]:
     return list(dict.fromkeys(o for a in reaction.args if not isinstance(a, ModeHandle) for o in _objects(a)))
 
 
-def reaction_federates(env: Environment) -> list[int]:
+def reaction_federates(env: Environment, coordinator_only: bool = False) -> list[int]:
     """The federate of each reaction of `env.reactions`."""
-    where = federate_of_instances(env.graph)
+    where = federate_of_instances(env.graph, coordinator_only)
     return [where[id(r.owner)] for r in env.graph.reactions]
 
 
@@ -82,11 +90,11 @@ def mode_states(env: Environment) -> list[ModeState]:
     return [env.mode_states[id(i)] for i in env.graph.instances if id(i) in env.mode_states]
 
 
-def unsent_slots(env: Environment, index: int, table: list[Port | Action]) -> set[int]:
+def unsent_slots(env: Environment, index: int, table: list[Port | Action], coordinator_only: bool = False) -> set[int]:
     """Slots of this federate's ports whose value no other process needs: every reaction that can
     read them (through fan-out and copies too) is in this federate, and no delayed or physical
     connection leaves them."""
-    where = reaction_federates(env)
+    where = reaction_federates(env, coordinator_only)
     readers: dict[int, set[int]] = {}
     for r, k in zip(env.reactions, where, strict=True):
         for o in reads(r):

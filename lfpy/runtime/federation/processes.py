@@ -186,15 +186,17 @@ class StartedFederate(NamedTuple):
 Launcher = Callable[[str, int, bool], StartedFederate]
 
 
-def launch(entry: str, program_args: list[str], lf_path: str, k: int, restoring: bool) -> StartedFederate:
+def launch(entry: str, program_args: list[str], coordinator_only: bool, lf_path: str, k: int,
+           restoring: bool) -> StartedFederate:
     """Start federate k's process: `python -m ENTRY` (lfpy.federate, which the toolchain names), which
-    builds the program with `program_args` (the values given to its main reactor's parameters). It
+    builds the program with `program_args` (the values given to its main reactor's parameters), its
+    federates numbered as `coordinator_only` says (`partition.federates`). It
     builds the program and its reactors on its own, so lfrl starts it as soon as the program
     compiles: meanwhile lfrl's own process loads the program too. It reports a failure to start only
     to lfrl's process (`Federation.await_ready`), which shows it if the federation got that far."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
     command = [sys.executable, "-m", entry, lf_path, str(k)]
-    restore = [*program_args, *(["--restoring"] if restoring else [])]
+    restore = [*program_args, *(["--restoring"] if restoring else []), *(["--coordinator-only"] if coordinator_only else [])]
     if selected_transport() == "tcp":
         listener = socket.create_server(("127.0.0.1", 0))
         token = secrets.token_bytes(TOKEN_BYTES)

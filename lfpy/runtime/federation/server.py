@@ -176,11 +176,12 @@ def _not_connected(message: tuple) -> None:
 
 
 def serve(env: Environment, index: int, requests: Channel, answers: Channel, own: Outbox,
-          output: Output | None = None) -> int:
+          output: Output | None = None, coordinator_only: bool = False) -> int:
     """A federate process's loop: run the reactions it is sent until told to exit (or the
     coordinator has gone). Returns the process's exit status. `output`: what this process prints
-    goes to the coordinator (a federate on another machine)."""
-    server = FederateServer(env, index, answers, own, output)
+    goes to the coordinator (a federate on another machine). `coordinator_only`: the federates are
+    numbered as when lfrl's process hosts none of them (`partition.federates`)."""
+    server = FederateServer(env, index, answers, own, output, coordinator_only)
     handlers: dict[type, Callable[[Any], bool]] = {
         Start: server.start, Run: server.run, Capture: server.capture, Clock: server.clock, Restore: server.restore,
         Exit: lambda _m: False,
@@ -208,7 +209,8 @@ class FederateServer:
     """A federate process's side: one handler per request; each answers what it must and says
     whether to go on."""
 
-    def __init__(self, env: Environment, index: int, answers: Channel, own: Outbox, output: Output | None) -> None:
+    def __init__(self, env: Environment, index: int, answers: Channel, own: Outbox, output: Output | None,
+                 coordinator_only: bool = False) -> None:
         sched = env.sched
         assert isinstance(sched, FederateScheduler)
         self.env, self.sched, self.answers, self.output = env, sched, answers, output
@@ -216,7 +218,7 @@ class FederateServer:
         self.slot_of = {o: i for i, o in enumerate(self.table)}
         self.reaction_reads = [reads(r) for r in env.reactions]
         self.modes = mode_states(env)
-        self.unsent = unsent_slots(env, index, self.table)
+        self.unsent = unsent_slots(env, index, self.table, coordinator_only)
         self.send_all = False  # the coordinator traces: every port's value goes back
         sched.connect(own.send, self.slot_of)
         for o in self.table:
