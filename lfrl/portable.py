@@ -27,8 +27,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 MARK = "LFRL_PORTABLE"  # set in a portable run's processes
+# LFPY_SAME_KERNELS: a cluster's nodes of more than one processor kind are then not warned of
+# (lfpy.runtime.cluster.SAME_KERNELS).
 VARIABLES = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE,STRICT", "MKL_DYNAMIC": "FALSE",
-             "ONEDNN_MAX_CPU_ISA": "AVX2", MARK: "1"}
+             "ONEDNN_MAX_CPU_ISA": "AVX2", "LFPY_SAME_KERNELS": "1", MARK: "1"}
 
 
 def active() -> bool:

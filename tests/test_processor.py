@@ -30,3 +30,36 @@ def test_nodes_of_one_kind_are_not_warned_of_and_others_are_named_by_kind() -> N
         "the nodes have processors of different kinds (a, c: AMD EPYC (AVX-512); b: Intel Xeon (AVX-512)): numerical "
         "libraries (torch, MKL, oneDNN) pick their kernels by processor, so floating-point results may differ from "
         "one host's")
+
+
+def test_a_cluster_run_warns_once_of_federates_on_processors_of_other_kinds(capsys, monkeypatch) -> None:
+    """What `lfrl run --cluster` prints once every federate is placed (Cluster.placed): lfrl's own node
+    counts where it hosts the first federate; a portable run (LFPY_SAME_KERNELS=1, which lfrl run
+    --portable sets) is not warned of."""
+    from types import SimpleNamespace
+
+    from lfpy.runtime.cluster import Cluster
+
+    here = processor.this()
+    other = processor.of("GenuineIntel" if here.vendor != "GenuineIntel" else "AuthenticAMD", AVX2, "Other CPU")
+    monkeypatch.delenv("LFPY_SAME_KERNELS", raising=False)
+    run = SimpleNamespace(coordinator_only=False, own_node="0123456789abcdef")
+    placed = [SimpleNamespace(node="fedcba9876543210", processor=here),
+              SimpleNamespace(node="aaaaaaaaaaaaaaaa", processor=other)]
+    Cluster._warn_of_processors(run, placed)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == (
+        f"warning: the nodes have processors of different kinds (node 0123456789ab (lfrl's), node fedcba987654: "
+        f"{here}; node aaaaaaaaaaaa: Other CPU (AVX2)): numerical libraries (torch, MKL, oneDNN) pick their kernels "
+        "by processor, so floating-point results may differ from one host's; lfrl run --portable pins them\n")
+    Cluster._warn_of_processors(run, placed[:1])  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv("LFPY_SAME_KERNELS", "1")
+    Cluster._warn_of_processors(run, placed)  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+
+
+def test_lfrl_run_portable_pins_what_the_cluster_warns_of() -> None:
+    from lfpy.runtime.cluster import SAME_KERNELS
+    from lfrl.portable import VARIABLES
+
+    assert VARIABLES[SAME_KERNELS] == "1"

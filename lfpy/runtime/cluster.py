@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lfpy.runtime import processor
 from lfpy.runtime.federation.partition import Federate, federates
 from lfpy.runtime.federation.processes import TOKEN_BYTES, StartedFederate
 
@@ -49,6 +50,9 @@ PLACEMENT_WAIT = 30.0  # seconds to wait for resources that exist but are taken 
 WAITING_NOTE = 3.0  # seconds before saying that the cluster is still placing federates
 # Not carried to the nodes with the program's folder: what lfrl and lfpy generate or write there.
 EXCLUDES = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-gen", "build", "*.egg-info"]
+# Set by a run whose numerical kernels are pinned, the same on every processor (lfrl run --portable):
+# federates on processors of more than one kind are then not warned of.
+SAME_KERNELS = "LFPY_SAME_KERNELS"
 # The environment federates get from lfrl's (the rest is the node's own).
 PASSED_ENV = re.compile(r"^LFPY_|^(PYTHONHASHSEED|CUBLAS_WORKSPACE_CONFIG|[A-Z]+_NUM_THREADS)$")
 
@@ -146,12 +150,13 @@ class RemoteProcess:
         self.label = label
         self.node = ""
         self.pid = 0
+        self.processor: processor.Processor | None = None  # its node's, once placed
         self.status: int | None = None
         self.lost: str | None = None  # why the actor died, as Ray says it
         self.failed: str | None = None  # what `run` raised (not the program's errors: those it reports)
 
     def placed(self, ray: Any) -> None:
-        self.node, _hostname, self.pid, self.copy = ray.get(self.where_ref)
+        self.node, _hostname, self.pid, self.copy, self.processor = ray.get(self.where_ref)
 
     def poll(self) -> int | None:
         import ray
@@ -217,10 +222,11 @@ def _why_lost(text: str) -> str:
 class FederateActor:
     """The Ray actor a federate runs in: its process is the federate's process."""
 
-    def where(self) -> tuple[str, str, int, str]:
+    def where(self) -> tuple[str, str, int, str, processor.Processor]:
         import ray
 
-        return ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid(), os.getcwd()
+        return (ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid(), os.getcwd(),
+                processor.this())
 
     def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str]) -> int:
         """Run federate `argv` with the `main` of module `entry` (lfpy.federate: its arguments, with
@@ -475,6 +481,19 @@ class Cluster:
                 noted = True
                 names = ", ".join(self.listed[k].name for k in sorted(waiting.values()))
                 print(f"waiting for the cluster to start federate(s) {names}", file=sys.stderr, flush=True)
+        self._warn_of_processors([started.process for started in launched.values()])  # type: ignore[misc]
+
+    def _warn_of_processors(self, placed: list[RemoteProcess]) -> None:
+        """Say once where the federates run on processors of more than one kind (lfpy.runtime.processor),
+        unless the run pins its kernels (SAME_KERNELS: lfrl run --portable)."""
+        if os.environ.get(SAME_KERNELS) == "1":
+            return
+        nodes = {} if self.coordinator_only else {f"node {self.own_node[:12]} (lfrl's)": processor.this()}
+        for process in placed:
+            nodes.setdefault(f"node {process.node[:12]}", process.processor)
+        problem = processor.mixed(nodes)
+        if problem is not None:
+            print(f"warning: {problem}; lfrl run --portable pins them", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Remove every actor and the placement group of this run, and leave the cluster."""
