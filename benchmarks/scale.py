@@ -16,12 +16,14 @@ the CPUs, and how they wait matters.
   process (next to the coordinator), a bank `new[N] Worker()` of federates, each in a process of its
   own, `(driver.ask)+ -> workers.ask` and `workers.answer -> driver.answers`, a logical action
   (`next.schedule(0)`) starting the next round; run with `lfrl run` (the default transport on one
-  machine: rings in shared memory). A fresh `lfrl run` for every measurement.
+  machine: rings in shared memory; arrays of 64 KiB and more go through shared-memory segments
+  beside them, which the receiver maps). A fresh `lfrl run` for every measurement.
 - *pipe star*: this script as the driver and N child processes (multiprocessing, forkserver), one
   `multiprocessing.Pipe` each: per round `send` to every child, then `recv` from every child. The
   children stay up for their row's rounds.
-- *Ray*: N actors (num_cpus = CPUs / N each, so that N fit), per round one `ray.get` of the N calls.
-  The actors stay up for their row's rounds.
+- *Ray*: N actors (num_cpus = CPUs / N each, so that N fit), per round one `ray.get` of the N calls
+  (a 64 KiB argument or return is small enough for Ray to carry inside the call). The actors stay up
+  for their row's rounds.
 
 The CPU time of the workers: every worker takes `time.process_time()` (CLOCK_PROCESS_CPUTIME_ID:
 every thread of its process) at the first timed round and again after the last; the sum over the N
@@ -391,9 +393,10 @@ def write_results(args: argparse.Namespace, machine: Machine, rows: dict[Key, di
         f"way, *64 KiB* a float64 array of {WIDTH} values each way. Cells: median us per round over the rounds "
         "(min-max), timed inside the program (process start-up excluded). *lfrl*: a `federated reactor` of a Driver "
         "(in lfrl's process) and a bank `new[N] Worker()` of federates, a process each, through rings in shared "
-        "memory (the default on one machine); a fresh `lfrl run` per measurement. *pipe star*: this script and N "
-        "child processes, one `multiprocessing.Pipe` each. *Ray*: N actors (num_cpus = CPUs / N each), one "
-        "`ray.get` of N calls per round. Ratios round by round, only where every contender's check is the expected "
+        "memory (the default on one machine; arrays of 64 KiB and more through shared-memory segments that the "
+        "receiver maps); a fresh `lfrl run` per measurement. *pipe star*: this script and N child processes, one "
+        "`multiprocessing.Pipe` each (arrays pickled in band). *Ray*: N actors (num_cpus = CPUs / N each), one "
+        "`ray.get` of N calls per round (the arrays inside the calls). Ratios round by round, only where every contender's check is the expected "
         "one: lfrl / pipe star (target <= 1 at every N) and Ray / lfrl (target >= "
         f"{VS_RAY_TARGET:.0f}x at every N). *Workers' CPU per round*: the CPU time of all N worker processes over "
         "the timed rounds (`time.process_time()` in each, every thread of its process) divided by the rounds, "
