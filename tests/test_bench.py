@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from report import BENCHMARKS, QUICK_RESULTS, paper_table  # noqa: E402
 
 # The scripts with a Ray column: each of their rows has Ray's number or says why not.
-WITH_RAY = {"vs_ray", "qlearning", "multiagent", "broadcast", "savina"}
+WITH_RAY = {"vs_ray", "qlearning", "multiagent", "broadcast", "savina", "scale"}
 
 
 @pytest.mark.bench
