@@ -80,12 +80,10 @@ static long long now_ns(void)
 static long cpus_online = 1; /* set by Ring_init (with the GIL), read by waiters */
 static _Atomic long long crowded_at = -CROWDED_NS; /* when a waiter of this process last found the machine crowded */
 
-/* Whether more tasks than this machine has CPUs are runnable besides the caller (the fourth field of
- * Linux's /proc/loadavg, `runnable/total`, counts the caller too). A waiter that yields its CPU stays
- * runnable: on a crowded machine it still takes turns from the processes that work (a driver with
- * more federates than CPUs), so there it sleeps instead. Not counting itself, a waiter of a lock-step
- * exchange on a machine the federates just fill (two federates stepping on two CPUs) goes on polling:
- * waking from a sleep costs each step more than yielding does. False where it cannot tell. */
+/* Whether more tasks are runnable on this machine than it has CPUs (the fourth field of Linux's
+ * /proc/loadavg, `runnable/total`, the caller included). A waiter that yields its CPU stays runnable:
+ * on a crowded machine it still takes turns from the processes that work (a driver with more
+ * federates than CPUs), so there it sleeps instead. False where it cannot tell. */
 static int crowded(void)
 {
     int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
@@ -98,7 +96,7 @@ static int crowded(void)
         return 0;
     text[n] = '\0';
     long running;
-    return sscanf(text, "%*f %*f %*f %ld/", &running) == 1 && running - 1 > cpus_online;
+    return sscanf(text, "%*f %*f %*f %ld/", &running) == 1 && running > cpus_online;
 }
 
 /* ------------------------------------------------------------------ construction */
