@@ -18,9 +18,7 @@
  *
  * Waiting, on either side (the receiver for a message, the sender for room): poll the positions,
  * pausing the CPU between looks, then also yield the CPU between looks (a waiting process must not
- * starve a working one on a busy machine), and after `poll_ns` sleep on the pipe. A receiver on a
- * crowded machine (more runnable tasks than CPUs: `crowded`) sleeps at once instead of yielding,
- * since a process that yields stays runnable and still takes turns from those that work. A receiver that
+ * starve a working one on a busy machine), and after `poll_ns` sleep on the pipe. A receiver that
  * sleeps says so (`sleeping`) before it looks one last time; a sender that has written a frame
  * looks at `sleeping` and, if set, writes a byte to the pipe (sequentially consistent fences on
  * both sides: one of them sees the other). The sender's end of the pipe closing (its process has
@@ -34,7 +32,6 @@
 #include "_wire.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
@@ -53,8 +50,6 @@
 #define LINE 64
 #define FRAME_HEADER 9 /* u64 length, u8 kind */
 #define SPIN_NS 20000  /* polling with pauses only, before yielding between looks */
-#define CROWD_NS 200000 /* while yielding, how often to look whether the machine has a CPU to spare */
-#define CROWDED_NS 10000000 /* how long a crowded machine is taken to stay so (no polling meanwhile) */
 
 struct RingHeader {
     _Atomic uint64_t head; /* bytes written: the sender's */
@@ -75,28 +70,6 @@ static long long now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static long cpus_online = 1; /* set by Ring_init (with the GIL), read by waiters */
-static _Atomic long long crowded_at = -CROWDED_NS; /* when a waiter of this process last found the machine crowded */
-
-/* Whether more tasks are runnable on this machine than it has CPUs (the fourth field of Linux's
- * /proc/loadavg, `runnable/total`, the caller included). A waiter that yields its CPU stays runnable:
- * on a crowded machine it still takes turns from the processes that work (a driver with more
- * federates than CPUs), so there it sleeps instead. False where it cannot tell. */
-static int crowded(void)
-{
-    int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    char text[128];
-    ssize_t n = read(fd, text, sizeof text - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    text[n] = '\0';
-    long running;
-    return sscanf(text, "%*f %*f %*f %ld/", &running) == 1 && running > cpus_online;
 }
 
 /* ------------------------------------------------------------------ construction */
@@ -136,8 +109,6 @@ static int Ring_init(Ring *self, PyObject *args, PyObject *kw)
     self->fd = fd;
     self->sender = sender;
     self->poll_ns = poll_ns;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    cpus_online = online > 0 ? online : 1;
     return 0;
 }
 
@@ -177,23 +148,13 @@ static int wait_for(Ring *self, uint64_t want)
     int outcome = 0; /* 0 ready, 1 peer gone, 2 signal, 3 OS error */
     int error = 0;
     Py_BEGIN_ALLOW_THREADS
-    long long start = now_ns(), now = start, look = start;
-    /* The machine has no CPU to spare: a receiver sleeps rather than polls (found so lately: at once). A
-     * sender, whom no one wakes, polls as ever. */
-    int crowd = !self->sender && now - atomic_load_explicit(&crowded_at, memory_order_relaxed) < CROWDED_NS;
+    long long start = now_ns(), now = start;
     while (!READY()) {
-        if (!crowd && now - start < SPIN_NS) {
+        if (now - start < SPIN_NS) {
             for (int k = 0; k < 16; k++)
                 cpu_relax();
-        } else if (!crowd && now - start < self->poll_ns) {
-            if (now >= look) {
-                look = now + CROWD_NS;
-                crowd = !self->sender && crowded();
-                if (crowd)
-                    atomic_store_explicit(&crowded_at, now, memory_order_relaxed);
-            }
-            if (!crowd)
-                sched_yield();
+        } else if (now - start < self->poll_ns) {
+            sched_yield();
         } else if (self->sender) { /* no one wakes a sender: it looks every 10 ms, and at its pipe */
             struct pollfd p = {.fd = self->fd, .events = 0};
             int n = poll(&p, 1, 10);
@@ -232,8 +193,7 @@ static int wait_for(Ring *self, uint64_t want)
                     break;
                 }
             }
-            start = look = now_ns(); /* woken: poll again before sleeping again */
-            crowd = 0;
+            start = now_ns(); /* woken: poll again before sleeping again */
         }
         now = now_ns();
     }

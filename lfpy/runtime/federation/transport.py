@@ -14,9 +14,7 @@ memory (1), or a marshal (2: plain data only, which the federation's fast lane s
 `PipeChannel` frames the same pickles on an OS pipe alone (where the ring is not built, and for the
 Unix sockets of a federate in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
-microseconds to wake, longer than a whole tag of a small program. On a ring, a receiver sleeps at once
-when the machine has more runnable processes than CPUs (more federates than CPUs): a yielding process
-stays runnable and would take turns from those that work.
+microseconds to wake, longer than a whole tag of a small program.
 
 Large buffers (numpy arrays of 64 KiB and more) do not go through the pipe: pickle's protocol 5
 hands them over out of band, the sender copies them into a shared-memory segment of its `Segments`,
