@@ -129,8 +129,8 @@ _MAKING = threading.Lock()
 
 
 def make(config: MAPPOConfig, render_mode: str | None = None) -> Any:
-    """A new copy of the scenario (a PettingZoo ParallelEnv); not to be closed (see _MAKING). A user's
-    function is called with no arguments (`render_mode` where it takes one). Raises ValueError for
+    """A new copy of the scenario (a PettingZoo ParallelEnv); mpe2's are not to be closed (see _MAKING).
+    A user's function is called with no arguments (`render_mode` where it takes one). Raises ValueError for
     what a user's function cannot make (lfrl.envs.SetupError naming env_name)."""
     if own(config.env_name):
         function = envs.imported(config.env_name, "env_name")
