@@ -83,7 +83,7 @@ from common import (
 )
 
 sys.path.insert(0, str(ROOT))  # this checkout's lfrl, as `lfrl run` from ROOT imports it
-from lfrl.logs import RECENT  # noqa: E402  # the episodes of a run's summary's mean return
+from lfrl.logs import RECENT, episodes_line  # noqa: E402  # the lines of a run's summary
 
 LFRL = [sys.executable, "-m", "lfrl"]
 ENV_ID = "CartPole-v1"
@@ -157,10 +157,7 @@ class Phases:
 def ended_lines(checksum: float, returns: list[float]) -> tuple[str, str]:
     """The lines of a run's summary that every side must agree on (lfrl.logs.RunLog's): the
     episodes' count and recent mean, and the weights' checksum."""
-    recent = returns[-RECENT:]
-    episodes = (f"{len(returns)} episodes, mean return of the last {len(recent)}: {sum(recent) / len(recent):.2f}"
-                if returns else "no episode finished")
-    return episodes, f"weights checksum {checksum:.9f}"
+    return episodes_line(len(returns), returns[-RECENT:]), f"weights checksum {checksum:.9f}"
 
 
 def train(case: Case, collect: Collect) -> tuple[Measurement, Phases]:

@@ -177,6 +177,14 @@ def shown(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
+def episodes_line(count: int, recent: list[float]) -> str:
+    """A run's summary line of its episodes: how many ended, and the mean return of the `recent` ones
+    (the last RECENT)."""
+    if not count:
+        return "no episode finished"
+    return f"{count} episodes, mean return of the last {len(recent)}: {sum(recent) / len(recent):.2f}"
+
+
 class RunLog:
     ended: dict[str, Any] | None = None  # summary.json: the closing lines, whether the run finished
 
@@ -367,11 +375,7 @@ class RunLog:
         lines = [self._why(steps, stop_reason),
                  f"{steps} environment steps and {updates} updates in {seconds:.1f} s "
                  f"({steps / max(seconds, 1e-9):.0f} steps/s, {updates / max(seconds, 1e-9):.0f} updates/s)"]
-        if self.episode_count:
-            lines.append(f"{self.episode_count} episodes, mean return of the last {len(self.recent)}: "
-                         f"{self.recent_mean():.2f}")
-        else:
-            lines.append("no episode finished")
+        lines.append(episodes_line(self.episode_count, [r for r, _ in self.recent]))
         lines.append(f"results in {self.where()}")
         if self.evaluations:
             last = self.evaluations[-1]
