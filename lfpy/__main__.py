@@ -1,15 +1,23 @@
 """`python -m lfpy`: lfpy's command line (`lfpy.cli`); `guarded` serves lfrl's as well."""
 
 import importlib
+import signal
 import sys
+
+from lfpy.runtime.signals import interrupt_at_start, take_at_start
 
 
 def guarded(prog: str, module: str) -> int:
     """`main()` of command-line module `module`, with a Ctrl-C that comes while Python still imports
     its modules ending as one during a command does: `PROG: interrupted`, status 130, no traceback."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt_at_start)
     try:
         status = importlib.import_module(module).main()
+        if take_at_start() is not None:  # a Ctrl-C that CPython dropped, and no run took over
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
+        take_at_start()
         print(f"{prog}: interrupted", file=sys.stderr)
         status = 130
     # Under `python -m`, CPython exits by SIGINT instead of with `status` once a KeyboardInterrupt has

@@ -289,6 +289,41 @@ def test_ctrl_c_at_any_moment_of_the_startup_ends_with_130_and_no_traceback(tmp_
     assert len(statuses) >= 8
 
 
+DROPPED = """target Python { timeout: 20 sec }
+preamble {=
+import os, signal
+
+class Dropping:
+    def __del__(self):  # a Ctrl-C raised here is printed and dropped by CPython, as in an import's weakref callback
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            pass
+
+Dropping()
+=}
+main reactor {
+  timer t(0, 10 msec)
+  reaction(t) {= pass =}
+  reaction(shutdown) {= print("shutdown at", lf.time.logical_elapsed()) =}
+}
+"""
+
+
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "lfrl"], [sys.executable, "-m", "lfpy"]])
+def test_a_ctrl_c_that_python_drops_before_the_run_still_stops_it_at_its_start(tmp_path: Path,
+                                                                              command: list[str]) -> None:
+    """The KeyboardInterrupt lands in a `__del__`, where CPython prints it and goes on (it did so in an
+    import's weakref callback, and the program then ran to its timeout): the run stops at its first tag."""
+    from tests.lfutil import default_signals
+
+    program = tmp_path / "Dropped.lf"
+    program.write_text(DROPPED)
+    done = subprocess.run([*command, "run", str(program)], capture_output=True, text=True, timeout=60,
+                          preexec_fn=default_signals)
+    assert "Exception ignored in" in done.stderr and "KeyboardInterrupt" in done.stderr, done.stderr
+    assert (done.returncode, done.stdout) == (130, "shutdown at 0\n"), done.stderr
+
+
 def run_lfpy(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "lfpy", *args], capture_output=True, text=True,
                           cwd=Path(__file__).parent.parent, env=env, timeout=120)

@@ -9,6 +9,11 @@ Handlers are installed only in the main thread, only for a signal whose handling
 default (a signal ignored by the parent, as a shell ignores SIGINT for background jobs, stays
 ignored), and the previous ones come back when the run ends. A handler only records the signal;
 the scheduler's thread acts on it between tags (no lock is taken inside a handler).
+
+Before a run, a Ctrl-C is Python's KeyboardInterrupt, which the command lines turn into status 130
+(`lfpy.__main__.guarded`). CPython drops an exception raised in a weakref callback or `__del__`
+(printing "Exception ignored in ..."), and imports run such callbacks: `interrupt_at_start` also
+records the signal, so that a dropped one still stops the run when it begins, or ends the command.
 """
 
 from __future__ import annotations
@@ -22,6 +27,21 @@ if TYPE_CHECKING:
     from lfpy.runtime.interfaces import Interruptible
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+_at_start: list[int] = []  # a Ctrl-C that came before the run took the signals over
+
+
+def interrupt_at_start(signum: int, frame: FrameType | None) -> None:
+    """Python's own SIGINT handler (KeyboardInterrupt) that also remembers the signal."""
+    _at_start.append(signum)
+    signal.default_int_handler(signum, frame)
+
+
+def take_at_start() -> int | None:
+    """The signal `interrupt_at_start` recorded, if any, now forgotten."""
+    signum = _at_start[0] if _at_start else None
+    _at_start.clear()
+    return signum
 
 
 class NotYetRunning:
@@ -52,9 +72,12 @@ class StopOnSignals:
             return self
         for signum in STOP_SIGNALS:
             current = signal.getsignal(signum)
-            if current in (signal.SIG_DFL, signal.default_int_handler):
+            if current in (signal.SIG_DFL, signal.default_int_handler, interrupt_at_start):
                 self.previous[signum] = current
                 signal.signal(signum, self._handle)
+        early = take_at_start()
+        if early is not None and self.sched.stop_signal is None:
+            self.sched.stop_signal = early
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
