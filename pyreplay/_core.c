@@ -166,12 +166,41 @@ static int as_batch_size(PyObject *obj, Py_ssize_t *n) {
     return 0;
 }
 
-/* sample(batch_size, beta=None, seed=None) -> dict of arrays plus "indices" and "weights" */
+/* Which fields `fields` (a tuple of names, or None: every one) names, in `wanted`; -1 with
+ * ValueError for a name that is no field's. */
+static int wanted_fields(Core *self, PyObject *fields, int *wanted) {
+    for (size_t f = 0; f < self->nfields; f++) wanted[f] = fields == Py_None;
+    if (fields == Py_None) return 0;
+    if (!PyTuple_Check(fields)) {
+        PyErr_Format(PyExc_TypeError, "fields must be a tuple of field names or None, got %R", fields);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(fields); k++) {
+        PyObject *name = PyTuple_GET_ITEM(fields, k);
+        size_t f = 0;
+        for (; f < self->nfields; f++) {
+            int same = name == self->names[f] ? 1 : PyObject_RichCompareBool(name, self->names[f], Py_EQ);
+            if (same < 0) return -1;
+            if (same) break;
+        }
+        if (f == self->nfields) {
+            PyErr_Format(PyExc_ValueError, "fields: %R is not a field of this buffer", name);
+            return -1;
+        }
+        wanted[f] = 1;
+    }
+    return 0;
+}
+
+/* sample(batch_size, beta=None, seed=None, fields=None) -> dict of the arrays of `fields` (every
+ * field's with None) plus "indices" and "weights" */
 static PyObject *Core_sample(Core *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "sample(batch_size, beta, seed)");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "sample(batch_size, beta, seed, fields=None)");
         return NULL;
     }
+    int wanted[REPLAY_MAX_FIELDS];
+    if (wanted_fields(self, nargs == 4 ? args[3] : Py_None, wanted) < 0) return NULL;
     Py_ssize_t n;
     if (as_batch_size(args[0], &n) < 0) return NULL;
     size_t size = replay_size(&self->r);
@@ -210,6 +239,8 @@ static PyObject *Core_sample(Core *self, PyObject *const *args, Py_ssize_t nargs
     npy_intp dims[NPY_MAXDIMS + 1];
     dims[0] = n;
     for (size_t f = 0; f < self->nfields; f++) {
+        dst[f] = NULL;  /* not copied */
+        if (!wanted[f]) continue;
         for (int j = 0; j < self->ndim[f]; j++) dims[j + 1] = self->shape[f][j];
         Py_INCREF(self->descr[f]);
         outs[f] = PyArray_Empty(self->ndim[f] + 1, dims, self->descr[f], 0);
@@ -235,9 +266,9 @@ static PyObject *Core_sample(Core *self, PyObject *const *args, Py_ssize_t nargs
     result = PyDict_New();
     if (!result) goto fail;
     for (size_t f = 0; f < self->nfields; f++)
-        if (PyDict_SetItem(result, self->names[f], outs[f]) < 0) goto fail;
+        if (outs[f] && PyDict_SetItem(result, self->names[f], outs[f]) < 0) goto fail;
     if (PyDict_SetItem(result, str_indices, idx) < 0 || PyDict_SetItem(result, str_weights, w) < 0) goto fail;
-    for (size_t f = 0; f < self->nfields; f++) Py_DECREF(outs[f]);
+    for (size_t f = 0; f < self->nfields; f++) Py_XDECREF(outs[f]);
     Py_DECREF(idx);
     Py_DECREF(w);
     return result;
@@ -404,7 +435,7 @@ static PyBufferProcs Core_as_buffer = {(getbufferproc)Core_getbuffer, NULL};
 
 static PyMethodDef Core_methods[] = {
     {"add", (PyCFunction)Core_add, METH_O, "add(batch: dict) -> slots, or NotImplemented"},
-    {"sample", (PyCFunction)(void (*)(void))Core_sample, METH_FASTCALL, "sample(batch_size, beta, seed) -> dict"},
+    {"sample", (PyCFunction)(void (*)(void))Core_sample, METH_FASTCALL, "sample(batch_size, beta, seed, fields=None) -> dict"},
     {"update", (PyCFunction)(void (*)(void))Core_update, METH_FASTCALL, "update(indices, priorities)"},
     {"size", (PyCFunction)Core_size, METH_NOARGS, "size() -> transitions stored"},
     {"clear", (PyCFunction)Core_clear, METH_NOARGS, "clear()"},

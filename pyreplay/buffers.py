@@ -170,16 +170,17 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ sampling
 
     def sample(self, batch_size: int, beta: float | None = None, *, seed: int | None = None,
-               rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+               rng: np.random.Generator | None = None, fields: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
         """Draw `batch_size` transitions with replacement (at most len(self)): a dict of the spec's
         fields plus `indices` (int64 slots) and `weights` (float64 importance weights; all 1 here).
         `seed` (an int) or `rng` (a numpy Generator) make the draw reproducible; without either
-        the buffer's own generator (seeded at construction) is used."""
+        the buffer's own generator (seeded at construction) is used. `fields` (a tuple of names)
+        returns only those fields (fewer copies); the draw is the same."""
         if rng is not None:
             if seed is not None:
                 raise ValueError("give seed or rng, not both")
             seed = rng.bit_generator.random_raw()
-        return self._core.sample(batch_size, beta, seed)
+        return self._core.sample(batch_size, beta, seed, fields)
 
     # ------------------------------------------------------------------ the rest
 
@@ -298,14 +299,14 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._beta = float(value)
 
     def sample(self, batch_size: int, beta: float | None = None, *, seed: int | None = None,
-               rng: np.random.Generator | None = None) -> dict[str, np.ndarray]:
+               rng: np.random.Generator | None = None, fields: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
         """As ReplayBuffer.sample, drawing i with probability P(i); `weights` as in the class doc,
         with `beta` defaulting to `self.beta`."""
         if rng is not None:
             if seed is not None:
                 raise ValueError("give seed or rng, not both")
             seed = rng.bit_generator.random_raw()
-        return self._core.sample(batch_size, self._beta if beta is None else beta, seed)
+        return self._core.sample(batch_size, self._beta if beta is None else beta, seed, fields)
 
     def update_priorities(self, indices: Any, priorities: Any) -> None:
         """Set the priorities (finite, >= 0) of the given slots; all or nothing. A repeated index

@@ -179,17 +179,36 @@ void replay_destroy(replay *r) {
 
 size_t replay_size(replay *r) { return __atomic_load_n(&r->size, __ATOMIC_RELAXED); }
 
-/* Fixed sizes become plain moves instead of a call to memcpy. */
+/* Fixed sizes become plain moves instead of a call to memcpy; so do sizes of 4 to 32 bytes (a
+ * field of 3 floats, say), as two moves that may overlap. */
 static inline void copy_bytes(unsigned char *dst, const unsigned char *src, size_t n) {
     switch (n) {
-    case 1: memcpy(dst, src, 1); break;
-    case 2: memcpy(dst, src, 2); break;
-    case 4: memcpy(dst, src, 4); break;
-    case 8: memcpy(dst, src, 8); break;
-    case 16: memcpy(dst, src, 16); break;
-    case 32: memcpy(dst, src, 32); break;
-    case 64: memcpy(dst, src, 64); break;
-    default: memcpy(dst, src, n);
+    case 1: memcpy(dst, src, 1); return;
+    case 2: memcpy(dst, src, 2); return;
+    case 4: memcpy(dst, src, 4); return;
+    case 8: memcpy(dst, src, 8); return;
+    case 16: memcpy(dst, src, 16); return;
+    case 32: memcpy(dst, src, 32); return;
+    case 64: memcpy(dst, src, 64); return;
+    }
+    unsigned char head[16], tail[16];
+    if (n > 4 && n < 8) {
+        memcpy(head, src, 4);
+        memcpy(tail, src + n - 4, 4);
+        memcpy(dst, head, 4);
+        memcpy(dst + n - 4, tail, 4);
+    } else if (n > 8 && n < 16) {
+        memcpy(head, src, 8);
+        memcpy(tail, src + n - 8, 8);
+        memcpy(dst, head, 8);
+        memcpy(dst + n - 8, tail, 8);
+    } else if (n > 16 && n < 32) {
+        memcpy(head, src, 16);
+        memcpy(tail, src + n - 16, 16);
+        memcpy(dst, head, 16);
+        memcpy(dst + n - 16, tail, 16);
+    } else {
+        memcpy(dst, src, n);
     }
 }
 
@@ -304,7 +323,7 @@ int replay_sample(replay *r, size_t n, double beta, uint64_t seed, int use_seed,
             }
             const unsigned char *rec = (const unsigned char *)seq;
             for (size_t f = 0; f < r->nfields; f++)
-                copy_bytes((unsigned char *)dst[f] + i * r->bytes[f], rec + r->offset[f], r->bytes[f]);
+                if (dst[f]) copy_bytes((unsigned char *)dst[f] + i * r->bytes[f], rec + r->offset[f], r->bytes[f]);
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
             if (load_relaxed(seq) == s1) break;
         }

@@ -77,7 +77,7 @@ size_t replay_size(replay *r);
 int replay_add(replay *r, const void *const *src, size_t n, size_t *first);
 
 /* Draw n slots (with replacement): uniformly, or with probability leaf/total; copy their fields to
- * dst[f] (n rows each), their slots to idx and their importance weights to w:
+ * dst[f] (n rows each; a NULL dst[f] is skipped), their slots to idx and their importance weights to w:
  * w_i = (leaf_i / min_leaf)^-beta = (N P(i))^-beta / max_j (N P(j))^-beta. `seed` drives the draws
  * when use_seed, otherwise the buffer's own generator. */
 int replay_sample(replay *r, size_t n, double beta, uint64_t seed, int use_seed, void *const *dst, int64_t *idx,

@@ -59,6 +59,33 @@ def test_seeded_buffers_draw_the_same() -> None:
     assert a.sample(32)["indices"].tolist() == b.sample(32)["indices"].tolist()
 
 
+@pytest.mark.parametrize("kind", [ReplayBuffer, PrioritizedReplayBuffer])
+def test_sampling_some_fields_draws_the_same_rows(kind: type[ReplayBuffer]) -> None:
+    buf = kind(100, SPEC, seed=3)
+    buf.add(**batch(60))
+    every, some = buf.sample(32, seed=9), buf.sample(32, seed=9, fields=("action", "obs"))
+    assert set(some) == {"obs", "action", "indices", "weights"}
+    for name in some:
+        assert np.array_equal(some[name], every[name]), name
+    assert set(buf.sample(4, fields=())) == {"indices", "weights"}
+    with pytest.raises(ValueError, match=r"^fields: 'obz' is not a field of this buffer$"):
+        buf.sample(4, fields=("obs", "obz"))
+    with pytest.raises(TypeError, match=r"^fields must be a tuple of field names or None, got \['obs'\]$"):
+        buf.sample(4, fields=["obs"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("sizes", [range(1, 37), range(37, 73)])
+def test_fields_of_every_byte_size_up_to_72_come_back_whole(sizes: range) -> None:
+    """Sizes of 4 to 32 bytes are copied as two overlapping moves (replay.c's copy_bytes)."""
+    spec = {f"f{n}": ((n,), np.uint8) for n in sizes}
+    buf = ReplayBuffer(50, spec, seed=1)
+    rows = np.random.default_rng(0).integers(0, 200, size=(50, 72), dtype=np.uint8)
+    buf.add(**{f"f{n}": rows[:, :n] + n for n in sizes})
+    out = buf.sample(50, seed=2)
+    for n in sizes:
+        assert np.array_equal(out[f"f{n}"], rows[out["indices"], :n] + n), n
+
+
 def test_single_transitions_and_cpprb_style_spec() -> None:
     buf = ReplayBuffer(4, {"obs": {"shape": 2, "dtype": np.float64}, "rew": {}, "done": np.bool_})
     assert buf.spec["rew"] == ((1,), np.dtype(np.float32))  # cpprb's defaults: shape 1, float32

@@ -151,6 +151,12 @@ static int test_buffer(void) {
         CHECK(row_ok(sobs + i * OBS, ssum[i]));
         CHECK(w[i] == 1.0); /* every priority equal */
     }
+    { /* A NULL destination is a field not copied; the draw is the same. */
+        int64_t idx_some[64], sid_some[64];
+        void *some[3] = {NULL, sid_some, NULL};
+        CHECK(replay_sample(&r, 64, 0.4, 5, 1, some, idx_some, w) == REPLAY_OK);
+        for (int i = 0; i < 64; i++) CHECK(idx_some[i] == idx[i] && sid_some[i] == sid[i]);
+    }
     /* Updates: all or nothing. */
     double leaves_before[10], leaves_after[10];
     replay_leaves(&r, leaves_before);
