@@ -24,6 +24,7 @@ This module imports stable_baselines3 (and torch); `import pyreplay` imports nei
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -382,20 +383,19 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
             obs, next_obs = rows["obs"], rows["next_obs"]
         else:
             obs, next_obs = self._frames.rebuild(rows, slots)
-        data = (
-            self._normalize_obs(obs, env),
-            rows["action"],
-            self._normalize_obs(next_obs, env),
-            rows["ended"].reshape(-1, 1),
-            self._normalize_reward(rows["reward"].reshape(-1, 1), env),
-        )
-        return ReplayBufferSamples(*map(self._tensor, data))
+        reward = rows["reward"].reshape(-1, 1)
+        if env is not None:
+            obs, next_obs, reward = self._normalize_obs(obs, env), self._normalize_obs(next_obs, env), \
+                self._normalize_reward(reward, env)
+        return ReplayBufferSamples(*map(self._tensor, (obs, rows["action"], next_obs, rows["ended"].reshape(-1, 1),
+                                                       reward)))
 
-    def _tensor(self, array: np.ndarray) -> th.Tensor:
+    @property
+    def _tensor(self) -> Callable[[np.ndarray], th.Tensor]:
         """SB3's `to_torch(array, copy=False)`. On the CPU it is `torch.from_numpy`: the same tensor,
         sharing the array's memory, at a third of `torch.as_tensor`'s cost (0.5 against 1.6 us, and
         a batch has five); every array here is a fresh, writable one."""
-        return th.from_numpy(array) if self._on_cpu else self.to_torch(array, copy=False)
+        return th.from_numpy if self._on_cpu else lambda array: self.to_torch(array, copy=False)
 
     def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> ReplayBufferSamples:
         """The transitions at positions `batch_inds`, each of an environment drawn from numpy's
