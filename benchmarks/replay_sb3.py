@@ -10,7 +10,9 @@ Cases:
   grey frames, 4 stacked, channels-first as DQN's CnnPolicy stores them, DQN's batch of 32, capacity
   10,000), pyreplay with and without `frame_stack=4`. cpprb's ReplayBuffer stores obs and next_obs
   and returns numpy arrays (SB3's buffers return torch tensors);
-- SB3's DQN on CartPole-v1 (the RL Baselines3 Zoo's values) and SAC on Pendulum-v1 (SB3's defaults):
+- SB3's DQN on CartPole-v1 (the RL Baselines3 Zoo's values), SAC on Pendulum-v1 (SB3's defaults) and
+  DQN on Pong (SB3's Atari wrappers and VecFrameStack, the Zoo's values learning from step 1,000 on;
+  pyreplay's buffers with frame_stack=4):
   steps/s of `learn` for a fixed number of steps with each buffer (the prioritized one through
   PERDQN and PERSAC, which also weight the loss and update priorities), and the share of the run
   spent in the buffer's add and sample, which bounds what any buffer can gain;
@@ -48,6 +50,9 @@ SB3 = "SB3 ReplayBuffer"
 DQN_CARTPOLE = dict(learning_rate=2.3e-3, batch_size=64, learning_starts=1000, gamma=0.99, target_update_interval=10,
                     train_freq=256, gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
                     policy_kwargs={"net_arch": [256, 256]})
+# The Zoo's DQN values for Atari, but learning from LEARNING_STARTS steps on: the updates are part of the run.
+DQN_ATARI = dict(buffer_size=100_000, learning_rate=1e-4, batch_size=32, target_update_interval=1000, train_freq=4,
+                 gradient_steps=1, exploration_fraction=0.1, exploration_final_eps=0.01, optimize_memory_usage=False)
 ATARI = spaces.Box(0, 255, (4, 84, 84), np.uint8), spaces.Discrete(6)
 PENDULUM = spaces.Box(-8.0, 8.0, (3,), np.float32), spaces.Box(-2.0, 2.0, (1,), np.float32)
 
@@ -176,17 +181,33 @@ def timed(buffer: Any) -> list[float]:
     return spent
 
 
-def learn_case(algo: str, steps_: int, repeat: int,
-               bar: tqdm) -> tuple[dict[str, list[Measurement]], dict[str, list[float]]]:
+def pong() -> Any:
+    """PongNoFrameskip-v4 as SB3's Atari examples make it: AtariWrapper, 4 frames stacked by VecFrameStack."""
+    import ale_py
+    from stable_baselines3.common.env_util import make_atari_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    gym.register_envs(ale_py)
+    return VecFrameStack(make_atari_env("PongNoFrameskip-v4", n_envs=1, seed=0), 4)
+
+
+def learn_case(algo: str, steps_: int, repeat: int, bar: tqdm,
+               learning_starts: int = 0) -> tuple[dict[str, list[Measurement]], dict[str, list[float]]]:
     """steps/s of `learn(steps_)` from a new model, with each buffer (seed 0), and the share of the
-    run spent in the buffer's add and sample (priority updates not counted)."""
+    run spent in the buffer's add and sample (priority updates not counted). Pong's pyreplay buffers
+    store each frame once (frame_stack=4)."""
     shares: dict[str, list[float]] = {}
+    frames = {"frame_stack": 4} if algo == "dqn-pong" else {}
 
     def contender(name: str, cls: type, buffer: type) -> Callable[[], Measurement]:
         def measure() -> Measurement:
             if algo == "dqn":
                 model = cls("MlpPolicy", "CartPole-v1", buffer_size=100_000, seed=0, device="cpu",
                             replay_buffer_class=buffer, **DQN_CARTPOLE)
+            elif algo == "dqn-pong":
+                model = cls("CnnPolicy", pong(), seed=0, device="cpu", learning_starts=learning_starts,
+                            replay_buffer_class=buffer, replay_buffer_kwargs=None if buffer is SB3ReplayBuffer else frames,
+                            **DQN_ATARI)
             else:
                 model = cls("MlpPolicy", "Pendulum-v1", seed=0, device="cpu", replay_buffer_class=buffer)
             spent = timed(model.replay_buffer)
@@ -197,9 +218,10 @@ def learn_case(algo: str, steps_: int, repeat: int,
             return Measurement(steps_ / elapsed)
         return measure
 
-    plain, per = (DQN, prs.PERDQN) if algo == "dqn" else (SAC, prs.PERSAC)
-    contenders = {SB3: (plain, SB3ReplayBuffer), "pyreplay ReplayBuffer": (plain, prs.ReplayBuffer),
-                  f"pyreplay PrioritizedReplayBuffer ({per.__name__})": (per, prs.PrioritizedReplayBuffer)}
+    plain, per = (SAC, prs.PERSAC) if algo == "sac" else (DQN, prs.PERDQN)
+    stacked = ", frame_stack=4" if frames else ""
+    contenders = {SB3: (plain, SB3ReplayBuffer), f"pyreplay ReplayBuffer{stacked}": (plain, prs.ReplayBuffer),
+                  f"pyreplay PrioritizedReplayBuffer{stacked} ({per.__name__})": (per, prs.PrioritizedReplayBuffer)}
     return rounds({name: contender(name, *made) for name, made in contenders.items()}, repeat, bar), shares
 
 
@@ -234,6 +256,7 @@ def main() -> None:
     repeat = 1 if args.quick else args.rounds
     seconds = 0.3 if args.quick else 2.0
     dqn_steps, sac_steps = (1500, 300) if args.quick else (10_000, 1000)
+    pong_steps, pong_starts = (300, 100) if args.quick else (3000, 1000)
     cases = {  # name: (observation space, action space, capacity, batch)
         "Pendulum-v1, add 1 + sample 256": (*PENDULUM, 10_000 if args.quick else 100_000, 256),
         "Atari 4x84x84 uint8, add 1 + sample 32": (*ATARI, 1000 if args.quick else 10_000, 32),
@@ -242,7 +265,7 @@ def main() -> None:
     gym.logger.min_level = 40
     machine = Machine()
     print(machine.line(), flush=True)
-    total = repeat * (sum(4 if "Pendulum" in c else 5 for c in cases) + 6)
+    total = repeat * (sum(4 if "Pendulum" in c else 5 for c in cases) + 9)
     buffer_results, skipped = {}, {}
     with tqdm(total=total, unit="run") as bar:
         for case, (obs_space, action_space, capacity, batch) in cases.items():
@@ -250,7 +273,9 @@ def main() -> None:
                                                     seconds, repeat, bar)
             skipped.update(why)
         learned = {f"DQN CartPole-v1, {dqn_steps:,} steps (the Zoo's values)": learn_case("dqn", dqn_steps, repeat, bar),
-                   f"SAC Pendulum-v1, {sac_steps:,} steps (SB3's defaults)": learn_case("sac", sac_steps, repeat, bar)}
+                   f"SAC Pendulum-v1, {sac_steps:,} steps (SB3's defaults)": learn_case("sac", sac_steps, repeat, bar),
+                   f"DQN Pong, {pong_steps:,} steps from {pong_starts:,} on (the Zoo's Atari values)":
+                       learn_case("dqn-pong", pong_steps, repeat, bar, pong_starts)}
     learn_results = {case: results for case, (results, _) in learned.items()}
     shares = {case: share for case, (_, share) in learned.items()}
     memories = memory()
@@ -275,7 +300,8 @@ def main() -> None:
     print("\n".join(text))
 
     rows = []
-    ours_of = {"Pendulum": "pyreplay ReplayBuffer", "Atari": "pyreplay ReplayBuffer, frame_stack=4"}
+    ours_of = {"Pendulum": "pyreplay ReplayBuffer", "Atari": "pyreplay ReplayBuffer, frame_stack=4",
+               "DQN Pong": "pyreplay ReplayBuffer, frame_stack=4"}
     for case, results in {**buffer_results, **learn_results}.items():
         ours = next((name for key, name in ours_of.items() if case.startswith(key)), "pyreplay ReplayBuffer")
         ratios = [m.value / s.value for m, s in zip(results[ours], results[SB3], strict=True)]
