@@ -11,6 +11,8 @@ returns is what SB3's buffer returns for the same transitions: the same fields, 
 device, `done * (1 - timeout)` as SB3 computes it with `handle_timeout_termination`, and observations
 and rewards normalised by a VecNormalize `env` as SB3 does.
 
+`DictReplayBuffer` is SB3's DictReplayBuffer (Dict observations, MultiInputPolicy) in the same way.
+
 `PrioritizedReplayBuffer` draws transition i with probability p_i^alpha / sum_j p_j^alpha and returns
 importance weights and slots beside the usual fields; `PERDQN` and `PERSAC` are SB3's DQN and SAC
 that use them.
@@ -35,7 +37,7 @@ try:
     from stable_baselines3 import DQN, SAC
     from stable_baselines3.common import buffers as sb3_buffers
     from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
-    from stable_baselines3.common.type_aliases import ReplayBufferSamples
+    from stable_baselines3.common.type_aliases import DictReplayBufferSamples, ReplayBufferSamples
     from stable_baselines3.common.utils import polyak_update
     from stable_baselines3.common.vec_env import VecNormalize
     from torch.nn import functional as F  # noqa: N812 - SB3's own spelling
@@ -236,9 +238,12 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
     ) -> None:
         # SB3's BaseBuffer only: SB3's ReplayBuffer.__init__ would allocate the arrays kept here instead.
         sb3_buffers.BaseBuffer.__init__(self, buffer_size, observation_space, action_space, device, n_envs=n_envs)
-        if isinstance(observation_space, spaces.Dict):
+        if isinstance(observation_space, spaces.Dict) != isinstance(self, DictReplayBuffer):
+            if isinstance(self, DictReplayBuffer):
+                raise ValueError(f"{type(self).__name__} takes Dict observation spaces, got {observation_space}; "
+                                 "pass pyreplay.sb3.ReplayBuffer for others")
             raise ValueError(f"{type(self).__name__} takes observation spaces other than Dict, got {observation_space}; "
-                             "SB3 stores Dict observations in its DictReplayBuffer")
+                             "pass pyreplay.sb3.DictReplayBuffer for Dict observations")
         if optimize_memory_usage:
             raise ValueError(f"{type(self).__name__} does not support optimize_memory_usage=True: every row "
                              "holds its own next observation (pass optimize_memory_usage=False)")
@@ -248,17 +253,15 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         self.frame_stack, self.channels_order = frame_stack, channels_order
         self._frames = self._make_frames()
         action_dtype = self._maybe_cast_dtype(action_space.dtype)
-        if self._frames is None:
-            observations = {"obs": (self.obs_shape, observation_space.dtype),
-                            "next_obs": (self.obs_shape, observation_space.dtype)}
-        else:  # where the frames of a row's stacks are (_FrameStacks)
-            observations = {"frame": ((), np.int64), "zeros": ((), np.uint8)}
         # "ended": done * (1 - timeout), what `sample` returns as dones, computed once when added.
-        self._spec = {**observations, "action": ((self.action_dim,), action_dtype), "reward": ((), np.float32),
-                      "done": ((), np.float32), "timeout": ((), np.float32), "ended": ((), np.float32)}
+        self._spec = {**self._observation_spec(), "action": ((self.action_dim,), action_dtype),
+                      "reward": ((), np.float32), "done": ((), np.float32), "timeout": ((), np.float32),
+                      "ended": ((), np.float32)}
         self._sampled = tuple(name for name in self._spec if name not in ("done", "timeout"))  # what `sample` reads
         self._on_cpu = self.device.type == "cpu"
-        self._shapes = {"obs": (n_envs, *self.obs_shape), "action": (n_envs, self.action_dim)}
+        self._shapes = {"action": (n_envs, self.action_dim)}
+        if not isinstance(self.obs_shape, dict):
+            self._shapes["obs"] = (n_envs, *self.obs_shape)
         self._no_timeouts = np.zeros(n_envs, dtype=np.float32)
         # Seeded from numpy's global generator, which SB3's set_random_seed seeds before it builds the
         # buffer: a seeded run draws the same batches every time.
@@ -267,6 +270,21 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
 
     def _make_buffer(self, capacity: int, spec: dict[str, Any], seed: int) -> core_buffers.ReplayBuffer:
         return core_buffers.ReplayBuffer(capacity, spec, seed=seed)
+
+    def _observation_spec(self) -> dict[str, tuple[Any, Any]]:
+        """The pyreplay fields that hold a row's observation and next observation."""
+        if self._frames is None:
+            return {"obs": (self.obs_shape, self.observation_space.dtype),
+                    "next_obs": (self.obs_shape, self.observation_space.dtype)}
+        return {"frame": ((), np.int64), "zeros": ((), np.uint8)}  # where the frames of its stacks are (_FrameStacks)
+
+    def _observation_rows(self, obs: Any, next_obs: Any, dones: np.ndarray) -> dict[str, np.ndarray]:
+        """Those fields' values for one `add`."""
+        shape, dtype = self._shapes["obs"], self.observation_space.dtype
+        rows = {"obs": _rows(obs, dtype, shape), "next_obs": _rows(next_obs, dtype, shape)}
+        if self._frames is None:
+            return rows
+        return self._frames.add(self.pos, rows["obs"], rows["next_obs"], dones != 0, type(self).__name__)
 
     def _make_frames(self) -> _FrameStacks | None:
         """The frame store of `frame_stack` (None without), its arguments checked."""
@@ -339,14 +357,9 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
             ended = dones * (1 - timeout)
         else:
             timeout, ended = self._no_timeouts, dones
-        observations = {"obs": _rows(obs, self.observation_space.dtype, shapes["obs"]),
-                        "next_obs": _rows(next_obs, self.observation_space.dtype, shapes["obs"])}
         row = {"action": _rows(action, self._spec["action"][1], shapes["action"]),
                "reward": _rows(reward, np.float32, (n,)), "done": dones, "timeout": timeout, "ended": ended}
-        if self._frames is not None:
-            observations = self._frames.add(self.pos, observations["obs"], observations["next_obs"], row["done"] != 0,
-                                            type(self).__name__)
-        self._buffer.add(**observations, **row)
+        self._buffer.add(**self._observation_rows(obs, next_obs, dones), **row)
         self.pos += 1
         if self.pos == self.buffer_size:
             self.full = True
@@ -403,6 +416,72 @@ class ReplayBuffer(sb3_buffers.ReplayBuffer):
         env_indices = np.random.randint(0, high=self.n_envs, size=(len(batch_inds),))
         slots = np.asarray(batch_inds) * self.n_envs + env_indices
         return self._samples(self._buffer._records()[slots], slots, env)
+
+
+class DictReplayBuffer(ReplayBuffer, sb3_buffers.DictReplayBuffer):
+    """SB3's DictReplayBuffer (for Dict observation spaces: MultiInputPolicy) stored in and sampled
+    by pyreplay's C core, as ReplayBuffer is SB3's ReplayBuffer: the same constructor, `add` (dicts of
+    arrays for `obs` and `next_obs`), `sample` (DictReplayBufferSamples: dicts of tensors) and
+    `_get_samples`. `observations` and `next_observations` are dicts of read-only views. Each key's
+    observations are pyreplay fields of their own (`obs0`, `next_obs0`, ... in the space's order), of
+    the key's space's shape and dtype. `frame_stack` is refused."""
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Dict,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        frame_stack: int | None = None,
+        channels_order: str | None = None,
+    ) -> None:
+        if isinstance(observation_space, spaces.Dict):
+            self._keys = list(observation_space.spaces)
+        super().__init__(buffer_size, observation_space, action_space, device, n_envs, optimize_memory_usage,
+                         handle_timeout_termination, frame_stack, channels_order)
+
+    def _observation_spec(self) -> dict[str, tuple[Any, Any]]:
+        spec = {}
+        for which in ("obs", "next_obs"):
+            for i, key in enumerate(self._keys):
+                spec[f"{which}{i}"] = (self.obs_shape[key], self.observation_space.spaces[key].dtype)
+        return spec
+
+    def _observation_rows(self, obs: Any, next_obs: Any, dones: np.ndarray) -> dict[str, np.ndarray]:
+        rows = {}
+        for which, values in (("obs", obs), ("next_obs", next_obs)):
+            for i, key in enumerate(self._keys):
+                rows[f"{which}{i}"] = _rows(values[key], self.observation_space.spaces[key].dtype,
+                                            (self.n_envs, *self.obs_shape[key]))
+        return rows
+
+    def _dict_view(self, which: str) -> dict[str, np.ndarray]:
+        return {key: self._view(f"{which}{i}") for i, key in enumerate(self._keys)}
+
+    observations = property(lambda self: self._dict_view("obs"))  # type: ignore[assignment]
+    next_observations = property(lambda self: self._dict_view("next_obs"))  # type: ignore[assignment]
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        return super().sample(batch_size, env)  # type: ignore[return-value]
+
+    def _samples(self, rows: Any, slots: np.ndarray, env: VecNormalize | None) -> DictReplayBufferSamples:  # type: ignore[override]
+        obs = {key: rows[f"obs{i}"] for i, key in enumerate(self._keys)}
+        next_obs = {key: rows[f"next_obs{i}"] for i, key in enumerate(self._keys)}
+        reward = rows["reward"].reshape(-1, 1)
+        if env is not None:
+            obs, next_obs, reward = self._normalize_obs(obs, env), self._normalize_obs(next_obs, env), \
+                self._normalize_reward(reward, env)
+        tensor = self._tensor
+        return DictReplayBufferSamples(observations={key: tensor(np.ascontiguousarray(v)) for key, v in obs.items()},
+                                       actions=tensor(rows["action"]),
+                                       next_observations={key: tensor(np.ascontiguousarray(v)) for key, v in next_obs.items()},
+                                       dones=tensor(rows["ended"].reshape(-1, 1)), rewards=tensor(reward))
+
+    def _get_samples(self, batch_inds: np.ndarray, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        return super()._get_samples(batch_inds, env)  # type: ignore[return-value]
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):

@@ -309,6 +309,110 @@ def test_persac_trains_with_weights_in_0_1_and_changing_priorities() -> None:
     assert torch.all(weights > 0) and torch.all(weights <= 1) and weights.min() < 1
 
 
+# --------------------------------------------------------------------------- Dict observations
+
+DICT_SPACE = spaces.Dict({"image": spaces.Box(0, 255, (2, 3, 3), np.uint8), "vector": spaces.Box(-1, 1, (3,), np.float32),
+                          "choice": spaces.Discrete(5)})
+
+
+def dict_transitions(n_envs: int, steps: int, seed: int = 0) -> list[tuple[Any, ...]]:
+    """`transitions`' add arguments, the observations dicts of arrays (as SB3's VecEnvs give them)."""
+    flat = transitions(spaces.Discrete(2), spaces.Discrete(4), n_envs, steps, seed)
+    DICT_SPACE.seed(seed)
+
+    def observations() -> dict[str, np.ndarray]:
+        samples = [DICT_SPACE.sample() for _ in range(n_envs)]
+        return {key: np.array([sample[key] for sample in samples]) for key in DICT_SPACE.spaces}
+
+    return [(observations(), observations(), *rest) for _obs, _next, *rest in flat]
+
+
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_dict_samples_are_sb3s_dict_buffers_for_the_same_adds(n_envs: int) -> None:
+    from stable_baselines3.common.buffers import DictReplayBuffer as SB3DictReplayBuffer
+
+    for steps in (9, 30):
+        ours = prs.DictReplayBuffer(24, DICT_SPACE, spaces.Discrete(4), "cpu", n_envs=n_envs)
+        sb3 = SB3DictReplayBuffer(24, DICT_SPACE, spaces.Discrete(4), "cpu", n_envs=n_envs)
+        for args in dict_transitions(n_envs, steps):
+            ours.add(*args)
+            sb3.add(*args)
+        assert isinstance(ours, SB3DictReplayBuffer)
+        assert (ours.size(), ours.pos, ours.full) == (sb3.size(), sb3.pos, sb3.full)
+        for name in ("observations", "next_observations"):
+            mine, theirs = getattr(ours, name), getattr(sb3, name)
+            assert list(mine) == list(theirs) == list(DICT_SPACE.spaces)
+            for key in theirs:
+                assert (mine[key].shape, mine[key].dtype) == (theirs[key].shape, theirs[key].dtype), (name, key)
+                assert np.array_equal(mine[key], theirs[key]), (name, key)
+        inds = np.array([0, 1, ours.size() - 1, 3, 3, 2])
+        np.random.seed(5)
+        theirs_at = sb3._get_samples(inds)
+        np.random.seed(5)
+        mine_at = ours._get_samples(inds)
+        for name in ("observations", "next_observations"):
+            for key, tensor in getattr(theirs_at, name).items():
+                mine = getattr(mine_at, name)[key]
+                assert (mine.shape, mine.dtype) == (tensor.shape, tensor.dtype) and torch.equal(mine, tensor), (name, key)
+        for name in ("actions", "dones", "rewards"):
+            x, y = getattr(mine_at, name), getattr(theirs_at, name)
+            assert (x.shape, x.dtype) == (y.shape, y.dtype) and torch.equal(x, y), name
+        drawn, reference = ours.sample(64), sb3.sample(64)
+        for key in DICT_SPACE.spaces:
+            assert (drawn.observations[key].shape, drawn.observations[key].dtype) == \
+                (reference.observations[key].shape, reference.observations[key].dtype), key
+        assert drawn.dones.shape == reference.dones.shape == (64, 1)
+
+
+def test_dict_buffers_take_dict_spaces_only_and_no_frame_stacks() -> None:
+    with pytest.raises(ValueError, match=r"^ReplayBuffer takes observation spaces other than Dict, got Dict\(.*\); "
+                                         r"pass pyreplay.sb3.DictReplayBuffer for Dict observations$"):
+        prs.ReplayBuffer(10, DICT_SPACE, spaces.Discrete(4))
+    with pytest.raises(ValueError, match=r"^DictReplayBuffer takes Dict observation spaces, got Box\(.*\); "
+                                         r"pass pyreplay.sb3.ReplayBuffer for others$"):
+        prs.DictReplayBuffer(10, spaces.Box(0, 1, (3,)), spaces.Discrete(4))
+    with pytest.raises(ValueError, match=r"^DictReplayBuffer: frame_stack needs a Box observation space of stacked "
+                                         r"frames, got Dict"):
+        prs.DictReplayBuffer(10, DICT_SPACE, spaces.Discrete(4), frame_stack=4)
+
+
+class Cue(gym.Env):
+    """A Dict observation whose `cue` key says which of two actions pays."""
+
+    observation_space = spaces.Dict({"cue": spaces.Discrete(2), "noise": spaces.Box(-1, 1, (2,), np.float32)})
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[dict[str, Any], dict]:
+        super().reset(seed=seed)
+        self.t = 0
+        return self._observe(), {}
+
+    def _observe(self) -> dict[str, Any]:
+        self.cue = int(self.np_random.integers(2))
+        return {"cue": self.cue, "noise": self.np_random.uniform(-1, 1, 2).astype(np.float32)}
+
+    def step(self, action: int) -> tuple[dict[str, Any], float, bool, bool, dict]:
+        reward = float(action == self.cue)
+        self.t += 1
+        return self._observe(), reward, False, self.t >= 10, {}
+
+
+def test_sb3_dqn_with_a_multi_input_policy_trains_on_the_dict_buffer_and_saves_it(tmp_path: Path) -> None:
+    model = DQN("MultiInputPolicy", Cue(), learning_starts=100, buffer_size=1000, train_freq=1, batch_size=32,
+                exploration_fraction=0.3, target_update_interval=50, learning_rate=5e-3, seed=0, device="cpu",
+                policy_kwargs={"net_arch": [32]}, replay_buffer_class=prs.DictReplayBuffer)
+    model.learn(1500)
+    assert type(model.replay_buffer) is prs.DictReplayBuffer and model._n_updates == 1400
+    returns, _ = evaluate_policy(model, Monitor(Cue()), n_eval_episodes=5)
+    assert returns >= 9  # the cue is followed (a random policy: 5)
+    model.save_replay_buffer(tmp_path / "replay.pkl")
+    other = DQN("MultiInputPolicy", Cue(), buffer_size=1000, seed=1, device="cpu", replay_buffer_class=prs.DictReplayBuffer)
+    other.load_replay_buffer(tmp_path / "replay.pkl")
+    for key, view in model.replay_buffer.observations.items():
+        assert np.array_equal(other.replay_buffer.observations[key], view), key
+    assert np.array_equal(other.replay_buffer.actions, model.replay_buffer.actions)
+
+
 # --------------------------------------------------------------------------- SB3's save / load
 
 
