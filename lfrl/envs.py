@@ -606,6 +606,21 @@ def replay_fields(env: str | Any) -> dict[str, tuple[list[int], str]]:
     return {name: (list(shape), dtype) for name, (shape, dtype) in describe(env).replay_fields().items()}
 
 
+FRAME_BYTES = 256  # a frame this large is stored once in a replay buffer (lfrl.frames): an image, not a short vector
+
+
+def replay_frames(env: str | Any) -> int:
+    """The frames of each observation that a replay buffer stores one by one, each distinct frame
+    once (lfrl.frames): the frames stacked (`Setup.stacked`) where a frame has FRAME_BYTES or more,
+    else 1 (whole observations; a reference to a small frame costs about what the frame does)."""
+    frames = Setup.of(env).stacked
+    if frames == 1:
+        return 1
+    spec = describe(env)
+    size = int(np.prod(spec.obs_shape)) * np.dtype(spec.obs_dtype).itemsize
+    return frames if size % frames == 0 and size // frames >= FRAME_BYTES else 1
+
+
 def describe(env: str | Any) -> EnvSpec:
     """The spaces of `env` (an id, or settings: `Setup.of`), as the learners see them (built once and
     closed). Raises ValueError for an environment that needs a package not installed, for a wrapper

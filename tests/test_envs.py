@@ -101,6 +101,14 @@ def test_atari_stacks_four_frames_unless_told_otherwise() -> None:
     assert envs.describe(envs.Setup("ALE/Pong-v5", frames=1)).obs_shape == (1, 84, 84)
 
 
+def test_replay_buffers_store_frames_of_images_once_and_small_observations_whole() -> None:
+    assert envs.replay_frames("ALE/Pong-v5") == 4  # 84x84 frames
+    assert envs.replay_frames(envs.Setup("ALE/Pong-v5", frames=2)) == 2
+    assert envs.replay_frames(envs.Setup("ALE/Pong-v5", frames=1)) == 1
+    assert envs.replay_frames(envs.Setup("CartPole-v1", frames=4)) == 1  # 16 bytes a frame
+    assert envs.replay_frames("CartPole-v1") == 1
+
+
 def test_a_users_wrapper_wraps_the_environment_as_gymnasium_makes_it() -> None:
     env = envs.make(envs.Setup("CartPole-v1", wrapper="tests.toyenvs:short_episodes"))
     env.reset(seed=0)

@@ -420,6 +420,24 @@ def test_atari_games_are_preprocessed_and_learned_with_a_cnn(tmp_path: Path) -> 
     assert tuple(saved["q"]["encoder.convs.0.weight"].shape) == (32, 4, 8, 8)  # 4 stacked 84x84 frames
 
 
+@pytest.mark.slow
+def test_atari_frames_stored_once_train_the_same_weights_as_whole_stacks(tmp_path: Path) -> None:
+    """The replay buffer keeps each distinct 84x84 frame once (lfrl.frames, stacked = 4 for Atari);
+    the same program storing whole stacks (stacked = 1) learns the same weights, bit for bit, with
+    rows overwritten (a buffer of 150) and frames freed."""
+    values = dict(env_id="ALE/Pong-v5", progress=False, total_steps=400, learning_starts=100, buffer_size=150,
+                  batch_size=8, train_freq=50, gradient_steps=2, eval_episodes=1, eval_every=400)
+    frames = generate(tmp_path, "dqn", "frames", **values)
+    stacks = generate(tmp_path, "dqn", "stacks", **values)
+    text = stacks.read_text()
+    chosen = "stacked = {= lfrl.envs.replay_frames(lfrl.parameters.settings(lf, self)) =}"
+    assert text.count(chosen) == 1
+    stacks.write_text(text.replace(chosen, "stacked = 1"))
+    assert run(frames)[-1] == run(stacks)[-1]  # the weights checksum
+    a, b = (torch.load(run_folder(program) / "model.pt", weights_only=True) for program in (frames, stacks))
+    assert all(torch.equal(a["q"][name], b["q"][name]) for name in a["q"])
+
+
 def run_status(program: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command("run", str(program), *args), capture_output=True, text=True, cwd=ROOT,
                           timeout=600)
