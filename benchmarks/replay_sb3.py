@@ -18,7 +18,8 @@ Cases:
   spent in the buffer's add and sample, which bounds what any buffer can gain;
 - the memory of a 100,000-transition Atari buffer: nbytes of the arrays that hold the transitions
   (SB3's computed from one of 1,000 positions, as its arrays grow by the same bytes per position;
-  the prioritized buffer's sum tree not counted).
+  the prioritized buffer's sum tree not counted), and of lfrl's own DQN buffer (lfrl.frames) filled
+  with 100,000 transitions of distinct frames.
 
 Rounds interleave the contenders (common.rounds: the order rotates); the tables give medians (min-max
 over rounds) and each contender's speed over SB3's buffer within each round. One torch thread for
@@ -234,7 +235,34 @@ def memory() -> dict[str, float]:
     return {SB3: 100 * sum(getattr(small, name).nbytes for name in fields),
             "pyreplay ReplayBuffer": prs.ReplayBuffer(*args).nbytes,
             "pyreplay ReplayBuffer, frame_stack=4": prs.ReplayBuffer(*args, frame_stack=4).nbytes,
-            "pyreplay PrioritizedReplayBuffer, frame_stack=4": prs.PrioritizedReplayBuffer(*args, frame_stack=4).nbytes}
+            "pyreplay PrioritizedReplayBuffer, frame_stack=4": prs.PrioritizedReplayBuffer(*args, frame_stack=4).nbytes,
+            "lfrl's DQN replay buffer (lfrl.frames)": lfrl_frames()}
+
+
+def lfrl_frames() -> int:
+    """The bytes of lfrl's Atari DQN buffer (ReplayBuffer.lf with lfrl.envs.replay_frames' 4) once
+    100,000 transitions are added as its actors send them (rounds of 64, stacks of FrameStackObservation,
+    one new frame a step: random ones, episodes of 1,000 steps)."""
+    import pyreplay
+    from lfrl import envs
+    from lfrl.frames import FrameReplay
+
+    spec = {name: (tuple(shape), dtype) for name, (shape, dtype) in envs.replay_fields("ALE/Pong-v5").items()}
+    store = FrameReplay(spec, envs.replay_frames("ALE/Pong-v5"), lambda fields: pyreplay.ReplayBuffer(100_000, fields))
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (1000, 84, 84), dtype=np.uint8)
+    stack = np.stack([frames[0]] * 4)
+    for start in range(0, 100_000, 64):
+        obs, next_obs = [], []
+        for t in range(start, start + 64):
+            new = frames[t % 1000] ^ np.uint8(t // 1000)  # no frame seen twice
+            following = stack[[0, 0, 0, 0]] if t % 1000 == 999 else np.concatenate([stack[1:], new[None]])
+            obs.append(stack)
+            next_obs.append(np.concatenate([stack[1:], new[None]]))
+            stack = following
+        store.add(**{name: np.zeros((64, *shape), dtype) for name, (shape, dtype) in spec.items()
+                     if name not in ("obs", "next_obs")}, obs=np.array(obs), next_obs=np.array(next_obs))
+    return store.nbytes
 
 
 def table(results: dict[str, list[Measurement]], unit: str, shares: dict[str, list[float]] | None = None) -> list[str]:
