@@ -86,7 +86,8 @@ def ray_session() -> Iterator[object | None]:
     except ImportError:
         yield None
         return
-    ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    # address="local": a Ray of its own, even where another cluster runs on the machine (ray.init would join it)
+    ray.init(address="local", num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     try:
         yield ray
     finally:

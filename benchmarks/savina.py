@@ -537,7 +537,7 @@ class RayPool:
                 self.event.clear()
                 return self.check
 
-        ray.init(num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        ray.init(address="local", num_cpus=CPUS, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
         self.ray = ray
         self.members = [Member.remote() for _ in range(size)]
         self.latch = Latch.remote()

@@ -80,7 +80,7 @@ class FrameReplay:
         kept = {int(i): self._keep(stacks[i], prints[i]) for i in first}
         refs = np.array([kept[int(i)] for i in firsts], dtype=np.int64)
         for i in differ:
-            refs[i] = self._keep(stacks[i], prints[i], within=firsts[i])
+            refs[i] = self._keep(stacks[i], prints[i])
         np.add.at(self.uses, refs, 1)
         refs = refs.reshape(rows, 2, self.stacked)
         slots = (self.buffer._state()["pos"] + np.arange(rows)) % self.capacity
@@ -95,9 +95,8 @@ class FrameReplay:
         words = np.ascontiguousarray(frames).view(self.word).astype(np.uint64, copy=False)
         return (words * self.weights).sum(axis=1, dtype=np.uint64)
 
-    def _keep(self, frame: np.ndarray, fingerprint: np.uint64, within: int = -1) -> int:
-        """The index of a stored frame equal to `frame`, stored now if there is none (`within`: a
-        frame of this batch whose fingerprint it shares and which it differs from)."""
+    def _keep(self, frame: np.ndarray, fingerprint: np.uint64) -> int:
+        """The index of a stored frame equal to `frame`, stored now if there is none."""
         key = int(fingerprint)
         for ref in self.by_print.get(key, ()):
             if np.array_equal(self.frames[ref], frame):
