@@ -110,3 +110,20 @@ def test_a_pickled_store_goes_on_as_the_original_would() -> None:
     for name in a:
         assert np.array_equal(a[name], b[name]), name
     assert np.array_equal(original.uses, copy.uses) and original.free == copy.free
+
+
+def test_frames_that_share_a_fingerprint_are_still_told_apart() -> None:
+    """Every fingerprint equal (a hash that collides always): frames are compared byte for byte, so
+    the batches stay exact and only equal frames are shared."""
+    whole = pyreplay.ReplayBuffer(30, SPEC, seed=6)
+    frames = FrameReplay(SPEC, 4, lambda spec: pyreplay.ReplayBuffer(30, spec, seed=6))
+    frames._fingerprints = lambda stacks: np.zeros(len(stacks), np.uint64)  # type: ignore[method-assign]
+    steps = stacked_steps(90, 4, 2, 11)
+    for start in range(0, 90, 10):
+        part = {name: value[start:start + 10] for name, value in steps.items()}
+        whole.add(**part)
+        frames.add(**part)
+        a, b = whole.sample(10, seed=start), frames.sample(10, seed=start)
+        assert np.array_equal(a["obs"], b["obs"]) and np.array_equal(a["next_obs"], b["next_obs"])
+    stored = frames.frames[np.flatnonzero(frames.uses)]
+    assert len(np.unique(stored, axis=0)) == len(stored)  # no frame stored twice
