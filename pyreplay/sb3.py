@@ -426,22 +426,10 @@ class DictReplayBuffer(ReplayBuffer, sb3_buffers.DictReplayBuffer):
     observations are pyreplay fields of their own (`obs0`, `next_obs0`, ... in the space's order), of
     the key's space's shape and dtype. `frame_stack` is refused."""
 
-    def __init__(
-        self,
-        buffer_size: int,
-        observation_space: spaces.Dict,
-        action_space: spaces.Space,
-        device: th.device | str = "auto",
-        n_envs: int = 1,
-        optimize_memory_usage: bool = False,
-        handle_timeout_termination: bool = True,
-        frame_stack: int | None = None,
-        channels_order: str | None = None,
-    ) -> None:
-        if isinstance(observation_space, spaces.Dict):
-            self._keys = list(observation_space.spaces)
-        super().__init__(buffer_size, observation_space, action_space, device, n_envs, optimize_memory_usage,
-                         handle_timeout_termination, frame_stack, channels_order)
+    @property
+    def _keys(self) -> list[str]:
+        """The observation space's keys, in its order (that of the fields obs0, obs1, ...)."""
+        return list(self.observation_space.spaces)
 
     def _observation_spec(self) -> dict[str, tuple[Any, Any]]:
         spec = {}
