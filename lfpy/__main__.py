@@ -14,7 +14,9 @@ def guarded(prog: str, module: str) -> int:
         signal.signal(signal.SIGINT, interrupt_at_start)
     try:
         status = importlib.import_module(module).main()
-        if take_at_start() is not None:  # a Ctrl-C that CPython dropped, and no run took over
+        # A Ctrl-C recorded and never acted on (CPython dropped it, and no run took it over); one that
+        # the command caught has ended it with 130 and its own message already.
+        if take_at_start() is not None and status != 130:
             raise KeyboardInterrupt
     except KeyboardInterrupt:
         take_at_start()
