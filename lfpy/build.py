@@ -259,9 +259,10 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
             if nodes is None:
                 return 1
             coordinator_only = nodes.coordinator_only
-        launcher: Launcher = nodes.launch if nodes is not None else functools.partial(
-            launch, FEDERATE_ENTRY, built.program_args(), coordinator_only)
         count = len(federates(built.elaborated, coordinator_only)) if main.federated else 1
+        # Here, federate 0 is lfrl's process: `count` processes in all.
+        launcher: Launcher = nodes.launch if nodes is not None else functools.partial(
+            launch, FEDERATE_ENTRY, built.program_args(), coordinator_only, count)
         if nodes is not None and count < 2:
             diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; "
                                   f"{built.elaborated.main.name} has one federate only, which stays in lfrl's process "

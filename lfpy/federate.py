@@ -37,6 +37,7 @@ from lfpy.runtime.environment import Environment, ParameterRefused
 from lfpy.runtime.federation.forwarding import Output, Printed, whole_lines
 from lfpy.runtime.federation.messages import Failed, Ready, Refused, encode
 from lfpy.runtime.federation.partition import instances_of
+from lfpy.runtime.federation.processes import CROWDED, poll_ns
 from lfpy.runtime.federation.server import FederateScheduler, Outbox, serve
 from lfpy.runtime.federation.transport import (
     Channel,
@@ -70,12 +71,13 @@ def _failure_report(built: Built, exc: Exception, what: str) -> str:
 def _channels(argv: list[str]) -> tuple[Channel, Channel, Channel]:
     """Requests, answers and own messages, from `--pipes R A O [--rings R A]`, `--connect HOST:PORT` or
     `--unix PATH`."""
+    waiting = poll_ns(os.environ.get(CROWDED) == "1")
     if argv[0] == "--pipes" and argv[4:5] == ["--rings"]:
-        return (RingChannel(map_ring(argv[5]), int(argv[1]), sender=False),
+        return (RingChannel(map_ring(argv[5]), int(argv[1]), sender=False, poll_ns=waiting),
                 RingChannel(map_ring(argv[6]), int(argv[2]), sender=True, shared=Segments()),
                 PipeChannel(write_fd=int(argv[3])))
     if argv[0] == "--pipes":
-        return (PipeChannel(read_fd=int(argv[1])), PipeChannel(write_fd=int(argv[2]), shared=Segments()),
+        return (PipeChannel(read_fd=int(argv[1]), poll_ns=waiting), PipeChannel(write_fd=int(argv[2]), shared=Segments()),
                 PipeChannel(write_fd=int(argv[3])))
     token = bytes.fromhex(os.environ.pop("LFPY_FEDERATE_TOKEN"))
     if argv[0] == "--unix":

@@ -531,6 +531,79 @@ federated reactor {
     assert_no_federates_left(tmp_path)
 
 
+WAITING = """target Python
+preamble {=
+  import os, time
+=}
+reactor Busy {
+  output out
+  logical action next
+  state k = 0
+  reaction(startup, next) -> out, next {=
+    end = time.perf_counter() + 0.002  # 2 ms of work a tag, while the waiters wait
+    while time.perf_counter() < end:
+      pass
+    self.k += 1
+    if self.k <= 100:
+      out.set(self.k)
+      next.schedule(0)
+    else:
+      request_stop()
+  =}
+}
+reactor Waiter {
+  input inp
+  state cpu = 0.0
+  state got = 0
+  reaction(startup) {= self.cpu = time.process_time() =}
+  reaction(inp) {= self.got += 1 =}
+  reaction(shutdown) {=
+    print(f"waiter {self.got} {os.environ['LFPY_CROWDED']} {os.environ.get('OPENBLAS_NUM_THREADS')} "
+          f"{time.process_time() - self.cpu:.4f}", flush=True)
+  =}
+}
+federated reactor(waiters = 2) {
+  b = new Busy()
+  w = new[waiters] Waiter()
+  (b.out)+ -> w.inp
+}
+"""
+
+
+def waiting(tmp_path: Path, waiters: int, **env: str) -> list[list[str]]:
+    """WAITING's waiters' lines, on two CPUs: what each received, whether its federation was crowded, its
+    BLAS threads and the CPU seconds it used while waiting."""
+    path = write(tmp_path, WAITING, "Waiting.lf")
+
+    def start() -> None:
+        default_signals()
+        os.sched_setaffinity(0, set(sorted(os.sched_getaffinity(0))[:2]))
+    result = subprocess.run([sys.executable, "-m", "lfrl", "run", str(path), "--param", f"waiters={waiters}"],
+                            capture_output=True, text=True, env={**os.environ, **env}, cwd=ROOT, timeout=120,
+                            preexec_fn=start)
+    assert result.returncode == 0, result.stderr
+    return sorted(line.split() for line in result.stdout.splitlines())
+
+
+TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+
+
+@TWO_CPUS
+@pytest.mark.usefixtures("transport")
+def test_federates_that_outnumber_the_cpus_wait_without_polling(tmp_path: Path) -> None:
+    # Three processes on two CPUs: the waiters sleep until each message instead of taking the CPU
+    # the busy federate does not use (polling, they took 0.2 s of the 0.2 s it worked).
+    lines = waiting(tmp_path, 2)
+    assert [line[:4] for line in lines] == [["waiter", "100", "1", "1"]] * 2
+    assert sum(float(line[4]) for line in lines) < 0.04
+
+
+@TWO_CPUS
+def test_federates_with_a_cpu_each_poll_and_share_the_blas_threads_unless_told(tmp_path: Path) -> None:
+    assert [line[:4] for line in waiting(tmp_path, 1)] == [["waiter", "100", "0", "1"]]  # two processes, two CPUs
+    assert [line[:4] for line in waiting(tmp_path, 1, OMP_NUM_THREADS="2")] == [["waiter", "100", "0", "None"]]
+
+
 @pytest.mark.usefixtures("transport")
 def test_large_arrays_cross_through_shared_memory_intact(tmp_path: Path) -> None:
     segments_before = set(Path("/dev/shm").glob("psm_*"))

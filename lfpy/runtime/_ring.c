@@ -18,7 +18,9 @@
  *
  * Waiting, on either side (the receiver for a message, the sender for room): poll the positions,
  * pausing the CPU between looks, then also yield the CPU between looks (a waiting process must not
- * starve a working one on a busy machine), and after `poll_ns` sleep on the pipe. A receiver that
+ * starve a working one on a busy machine), and after `poll_ns` sleep on the pipe (at once where
+ * `poll_ns` is 0: a federation with more processes than CPUs, where any polling takes a CPU from a
+ * process with work to do). A receiver that
  * sleeps says so (`sleeping`) before it looks one last time; a sender that has written a frame
  * looks at `sleeping` and, if set, writes a byte to the pipe (sequentially consistent fences on
  * both sides: one of them sees the other). The sender's end of the pipe closing (its process has
@@ -49,7 +51,7 @@
 
 #define LINE 64
 #define FRAME_HEADER 9 /* u64 length, u8 kind */
-#define SPIN_NS 20000  /* polling with pauses only, before yielding between looks */
+#define SPIN_NS 20000  /* polling with pauses only, before yielding between looks (at most poll_ns) */
 
 struct RingHeader {
     _Atomic uint64_t head; /* bytes written: the sender's */
@@ -150,7 +152,7 @@ static int wait_for(Ring *self, uint64_t want)
     Py_BEGIN_ALLOW_THREADS
     long long start = now_ns(), now = start;
     while (!READY()) {
-        if (now - start < SPIN_NS) {
+        if (now - start < SPIN_NS && now - start < self->poll_ns) {
             for (int k = 0; k < 16; k++)
                 cpu_relax();
         } else if (now - start < self->poll_ns) {

@@ -25,6 +25,7 @@ from multiprocessing.shared_memory import SharedMemory
 from typing import NamedTuple, Protocol
 
 from lfpy.runtime.federation.transport import (
+    POLL_NS,
     RINGS,
     Channel,
     PipeChannel,
@@ -47,6 +48,33 @@ class FederationError(Exception):
 
 TRANSPORTS = ("ring", "pipe", "tcp")
 TOKEN_BYTES = 16  # what a federate sends first on each of its connections (tcp)
+CROWDED = "LFPY_CROWDED"  # "1" in a federate's environment where its federation is `crowded`
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")  # what numpy's OpenBLAS reads, first one first
+
+
+def crowded(processes: int) -> bool:
+    """Whether a federation's `processes` on this machine (lfrl's among them) outnumber the CPUs this
+    process may use. Its processes then wait for messages without polling (`poll_ns`): a poller takes a
+    CPU from a process with work to do."""
+    return processes > len(os.sched_getaffinity(0))
+
+
+def poll_ns(crowded: bool) -> int:
+    """How long a receiver of a federation that is `crowded` or not polls before it sleeps."""
+    return 0 if crowded else POLL_NS
+
+
+def federate_environment(processes: int) -> dict[str, str]:
+    """The environment of a federate's process on this machine, in a federation of `processes` here:
+    lfrl's, with the import path, `CROWDED`, and numpy's BLAS threads limited to the process's share
+    of the CPUs unless the user chose them (as Ray gives an actor's OMP_NUM_THREADS its CPUs): OpenBLAS's
+    threads poll for about 0.1 s after numpy loads and after every operation they share, on the CPUs
+    the other federates need."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env[CROWDED] = "1" if crowded(processes) else "0"
+    if not any(name in env for name in BLAS_THREADS):
+        env[BLAS_THREADS[0]] = str(max(1, len(os.sched_getaffinity(0)) // processes))
+    return env
 
 
 def selected_transport() -> str:
@@ -119,6 +147,7 @@ class StartedFederate(NamedTuple):
     token: bytes
     local: socket.socket | None = None
     rings: tuple[SharedMemory, SharedMemory] | None = None  # requests, answers
+    poll_ns: int = POLL_NS  # how long lfrl polls its answers before it sleeps (`poll_ns`)
 
     def channels(self, name: str, shared: Segments | None = None) -> tuple[Channel, Channel, Channel]:
         """Its requests, answers and own-messages channels: through rings, or over pipes; over TCP,
@@ -129,10 +158,11 @@ class StartedFederate(NamedTuple):
         if self.pipes is not None and self.rings is not None:
             requests, answers, own = self.pipes
             return (RingChannel(self.rings[0], requests, sender=True, shared=shared),
-                    RingChannel(self.rings[1], answers, sender=False), PipeChannel(read_fd=own))
+                    RingChannel(self.rings[1], answers, sender=False, poll_ns=self.poll_ns), PipeChannel(read_fd=own))
         if self.pipes is not None:
             requests, answers, own = self.pipes
-            return PipeChannel(write_fd=requests, shared=shared), PipeChannel(read_fd=answers), PipeChannel(read_fd=own)
+            return (PipeChannel(write_fd=requests, shared=shared), PipeChannel(read_fd=answers, poll_ns=self.poll_ns),
+                    PipeChannel(read_fd=own))
         listeners = [s for s in (self.listener, self.local) if s is not None]
         try:
             first = self._accept(name, listeners)
@@ -186,15 +216,17 @@ class StartedFederate(NamedTuple):
 Launcher = Callable[[str, int, bool], StartedFederate]
 
 
-def launch(entry: str, program_args: list[str], coordinator_only: bool, lf_path: str, k: int,
+def launch(entry: str, program_args: list[str], coordinator_only: bool, processes: int, lf_path: str, k: int,
            restoring: bool) -> StartedFederate:
     """Start federate k's process: `python -m ENTRY` (lfpy.federate, which the toolchain names), which
     builds the program with `program_args` (the values given to its main reactor's parameters), its
-    federates numbered as `coordinator_only` says (`partition.federates`). It
+    federates numbered as `coordinator_only` says (`partition.federates`), one of the federation's
+    `processes` on this machine (lfrl's included: how they wait, `crowded`). It
     builds the program and its reactors on its own, so lfrl starts it as soon as the program
     compiles: meanwhile lfrl's own process loads the program too. It reports a failure to start only
     to lfrl's process (`Federation.await_ready`), which shows it if the federation got that far."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    env = federate_environment(processes)
+    waiting = poll_ns(crowded(processes))
     command = [sys.executable, "-m", entry, lf_path, str(k)]
     restore = [*program_args, *(["--restoring"] if restoring else []), *(["--coordinator-only"] if coordinator_only else [])]
     if selected_transport() == "tcp":
@@ -203,7 +235,7 @@ def launch(entry: str, program_args: list[str], coordinator_only: bool, lf_path:
         host, port = listener.getsockname()
         process = Child([*command, "--connect", f"{host}:{port}", *restore], stdin=subprocess.DEVNULL,
                         process_group=0, env={**env, "LFPY_FEDERATE_TOKEN": token.hex()})
-        return StartedFederate(process, None, listener, token)
+        return StartedFederate(process, None, listener, token)  # its receives block in the kernel
     # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
     rings = (ring_memory(), ring_memory()) if selected_transport() == "ring" else None
     req_r, req_w = os.pipe()
@@ -221,7 +253,7 @@ def launch(entry: str, program_args: list[str], coordinator_only: bool, lf_path:
         raise
     for fd in (req_r, ans_w, own_w):
         os.close(fd)
-    return StartedFederate(process, (req_w, ans_r, own_r), None, b"", rings=rings)
+    return StartedFederate(process, (req_w, ans_r, own_r), None, b"", rings=rings, poll_ns=waiting)
 
 
 def abandon(launched: dict[int, StartedFederate]) -> None:

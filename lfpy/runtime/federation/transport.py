@@ -14,15 +14,19 @@ memory (1), or a marshal (2: plain data only, which the federation's fast lane s
 `PipeChannel` frames the same pickles on an OS pipe alone (where the ring is not built, and for the
 Unix sockets of a federate in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
-microseconds to wake, longer than a whole tag of a small program.
+microseconds to wake, longer than a whole tag of a small program. Where the federation has more
+processes on the machine than CPUs (`processes.crowded`), it sleeps at once (`poll_ns` 0): a poller
+would take a CPU from a process with work to do, and the wake-ups cost less than that.
 
-Large buffers (numpy arrays of 64 KiB and more) do not go through the pipe: pickle's protocol 5
+Large buffers (numpy arrays of 128 KiB and more) do not go through the pipe: pickle's protocol 5
 hands them over out of band, the sender copies them into a shared-memory segment of its `Segments`,
 and the message says where. Senders that share one `Segments` (the coordinator's channels to every
 federate) write a buffer once per round (`Segments.next_round`), however many receivers it goes to.
 The receiver maps the segment copy-on-write: no copy, and the arrays it gets are its own to change.
 While a receiver maps a segment it holds a shared lock on it (the mapping's file descriptor keeps
 it), so the sender writes a segment again only once no receiver holds on to any of its values.
+Smaller buffers stay in the message: mapping a segment costs more than copying them through the
+ring (benchmarks/scale.py: a 64 KiB array each way took 3x longer through segments, 128 KiB about as long).
 
 torch tensors (a learner's weights for its actors) travel as numpy arrays of their storage, out of
 band like any other array: torch's own pickling writes each storage with `torch.save` into the
@@ -58,9 +62,9 @@ try:
 except ImportError:  # not built: pipes alone carry the messages
     _wire = None  # type: ignore[assignment]
 
-POLL_NS = 2_000_000  # how long a receiver polls before it sleeps
+POLL_NS = 2_000_000  # how long a receiver polls before it sleeps (0: it sleeps at once)
 RING_BYTES = 1 << 20  # a ring's buffer: a larger message goes through in parts
-SHARED_MIN = 64 * 1024  # buffers this large go through shared memory
+SHARED_MIN = 128 * 1024  # buffers this large go through shared memory (smaller ones cost less in the message)
 SEGMENT_MIN = 1 << 20
 _IOV_MAX = 512  # parts per sendmsg (Linux takes 1024)
 SHM = "/dev/shm/"  # where SharedMemory's segments are files (Linux)
@@ -289,12 +293,15 @@ class _Local:
 
 
 class PipeChannel(_Local):
-    """One direction of an OS pipe: messages are length-prefixed pickles (protocol 5)."""
+    """One direction of an OS pipe: messages are length-prefixed pickles (protocol 5). A receiver polls
+    for `poll_ns` before it sleeps."""
 
-    def __init__(self, read_fd: int | None = None, write_fd: int | None = None, shared: Segments | None = None) -> None:
+    def __init__(self, read_fd: int | None = None, write_fd: int | None = None, shared: Segments | None = None,
+                 poll_ns: int = POLL_NS) -> None:
         super().__init__(shared)
         self.read_fd = read_fd
         self.write_fd = write_fd
+        self.poll_ns = poll_ns
         self._pending = b""  # bytes read of the next message
         if read_fd is not None:
             os.set_blocking(read_fd, False)
@@ -345,7 +352,7 @@ class PipeChannel(_Local):
         """What `read(fd, into)` (`os.read` or `os.readv`, non-blocking) returns once the pipe has
         something: polled for a while, then waited for; EOFError if the writer has gone."""
         assert self.read_fd is not None
-        deadline = time.perf_counter_ns() + POLL_NS
+        deadline = time.perf_counter_ns() + self.poll_ns
         while True:
             try:
                 got = read(self.read_fd, into)
@@ -375,16 +382,16 @@ class RingChannel(_Local):
     sleeps and to tell each side that the other has gone. A sender raises BrokenPipeError once the
     receiver has gone, a receiver EOFError once the sender has and the ring is empty. `memory`: the
     ring's creator's `SharedMemory` (`ring_memory`: closing the channel removes it), or the other
-    process's mapping of it (`map_ring`)."""
+    process's mapping of it (`map_ring`). A receiver polls for `poll_ns` before it sleeps."""
 
     def __init__(self, memory: SharedMemory | mmap.mmap, fd: int, sender: bool,
-                 shared: Segments | None = None) -> None:
+                 shared: Segments | None = None, poll_ns: int = POLL_NS) -> None:
         super().__init__(shared)
         assert _wire is not None, "the ring is not built"
         os.set_blocking(fd, False)
         self.fd: int | None = fd
         self.memory: SharedMemory | mmap.mmap | None = memory
-        self._ring = _wire.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, POLL_NS)
+        self._ring = _wire.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, poll_ns)
 
     def dumps(self, message: object) -> tuple[int, bytes]:
         """`message` pickled for `send_bytes`."""
