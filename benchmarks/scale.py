@@ -1,7 +1,8 @@
 """Scale: what a round of a federated program costs against the number of federates N, lfrl against
-a plain pipe star and Ray actors.
+a plain process star and Ray actors, on one host and on a local Ray cluster.
 
-  .venv/bin/python benchmarks/scale.py [--quick] [--repeat 3] [--federates 1,2,4,8,16,32,64] [--rounds 200]
+  .venv/bin/python benchmarks/scale.py [--quick] [--repeat 3] [--federates 1,2,4,8,16,32,64]
+                                       [--cluster-federates 1,2,4,8,16] [--rounds 200]
 
 One driver and N workers; a round is one tag: the driver sends a value to every worker, each worker
 answers, and the driver starts the next round once all N answers are in. Two variants: *int* (an int
@@ -12,18 +13,26 @@ Each measurement times its rounds after some warm-up rounds, inside the program,
 processes is excluded. N runs past this machine's CPU count on purpose: the workers then outnumber
 the CPUs, and how they wait matters.
 
+One host:
 - *lfrl*: an LF program (PROGRAM below) as a `federated reactor`: the Driver a federate in lfrl's
   process (next to the coordinator), a bank `new[N] Worker()` of federates, each in a process of its
   own, `(driver.ask)+ -> workers.ask` and `workers.answer -> driver.answers`, a logical action
   (`next.schedule(0)`) starting the next round; run with `lfrl run` (the default transport on one
-  machine: rings in shared memory; arrays of 64 KiB and more go through shared-memory segments
-  beside them, which the receiver maps). A fresh `lfrl run` for every measurement.
+  machine: rings in shared memory, arrays under 128 KiB inside the messages). A fresh `lfrl run` for
+  every measurement.
 - *pipe star*: this script as the driver and N child processes (multiprocessing, forkserver), one
   `multiprocessing.Pipe` each: per round `send` to every child, then `recv` from every child. The
   children stay up for their row's rounds.
 - *Ray*: N actors (num_cpus = CPUs / N each, so that N fit), per round one `ray.get` of the N calls
   (a 64 KiB argument or return is small enough for Ray to carry inside the call). The actors stay up
   for their row's rounds.
+
+Cluster (`--cluster-federates`; 'none' leaves it out): a local Ray cluster of three nodes on this
+machine (ray.cluster_utils.Cluster: a head and nodes labelled lfrl-host=a and b, as
+benchmarks/cluster.py makes it), started after the one-host rows: *lfrl* the same program with the bank
+`at a` and `--cluster` (each worker a Ray actor on node a, talking TCP to lfrl's process on the head);
+*socket star* the pipe star over TCP connections on loopback (multiprocessing.connection); *Ray* the
+actors on node a.
 
 The CPU time of the workers: every worker takes `time.process_time()` (CLOCK_PROCESS_CPUTIME_ID:
 every thread of its process) at the first timed round and again after the last; the sum over the N
@@ -32,13 +41,14 @@ little of it; workers that poll while they wait use the CPUs they can get, which
 once N passes the CPU count.
 
 Rounds run every contender back to back in an order that rotates (this machine's speed drifts).
-Writes results/scale.md, .png and .json (summary rows: each variant at the largest N). `--quick`:
-N = 1 and 2 x CPUs, 2 rounds of 30 timed rounds each.
+Writes results/scale.md, .png and .json (summary rows: each setting and variant at its largest N).
+`--quick`: N = 1 and 2 x CPUs on one host, 1 and 2 on the cluster, 2 rounds of 30 timed rounds each.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import multiprocessing
 import re
@@ -46,7 +56,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from multiprocessing.connection import Connection
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from statistics import median
 
@@ -73,8 +84,10 @@ from tqdm import tqdm
 LFRL = [sys.executable, "-m", "lfrl"]
 WIDTH = 8192  # float64 values of the payload: 64 KiB
 VARIANTS = {"int": False, "64 KiB": True}  # variant -> whether an array goes each way
-NAMES = ["lfrl", "pipe star", "Ray"]
 VS_RAY_TARGET = 10.0  # Ray's time over lfrl's: at least, at every N
+CLUSTER_NODE = "a"  # where the cluster's workers run (a node's lfrl-host label)
+NODE_CPUS = 2  # logical CPUs of each node of the local cluster
+NODE = {"object_store_memory": 80 * 2**20}  # small object stores: nothing of a round goes through them
 
 
 def message(k: int, payload: bool) -> object:
@@ -146,33 +159,38 @@ reactor Worker(bank_index = 0, warmup = 20) {
 }
 federated reactor {
   driver = new Driver(width = COUNT, rounds = ROUNDS, warmup = WARMUP, payload = PAYLOAD)
-  workers = new[COUNT] Worker(warmup = WARMUP)
+  workers = new[COUNT] Worker(warmup = WARMUP)PLACED
   (driver.ask)+ -> workers.ask
   workers.answer -> driver.answers
 }
 """
 
 
-def program(n: int, timed: int, warmup: int, payload: bool) -> str:
+def program(n: int, timed: int, warmup: int, payload: bool, at: str | None = None) -> str:
+    """The program for N workers, the bank placed `at` a node of a cluster where given."""
     # The preamble holds this script's own helpers (answer renamed: a port has its name).
     helpers = "\n\n".join(inspect.getsource(f) for f in (message, round_of, last))
     helpers += "\n\n" + inspect.getsource(answer).replace("def answer(", "def answer_of(")
     return (PROGRAM.replace("HELPERS", helpers).replace("COUNT", str(n)).replace("ROUNDS", str(timed))
-            .replace("WARMUP", str(warmup)).replace("PAYLOAD", str(int(payload))))
+            .replace("WARMUP", str(warmup)).replace("PAYLOAD", str(int(payload)))
+            .replace("PLACED", f" at {at};" if at else ""))
 
 
 class Lfrl:
     name = "lfrl"
 
-    def __init__(self, folder: Path, n: int, timed: int, warmup: int, payload: bool) -> None:
+    def __init__(self, folder: Path, n: int, timed: int, warmup: int, payload: bool, cluster: str | None = None) -> None:
+        """On this machine, or with `cluster` (a Ray cluster's address) every worker on its node `a`, the N
+        asking for half the node's CPUs together (the Ray contender's actors, up meanwhile, hold the rest)."""
         self.n, self.timed = n, timed
-        self.path = folder / f"Scale{n}{'Array' if payload else 'Int'}.lf"
-        self.path.write_text(program(n, timed, warmup, payload))
+        self.path = folder / f"Scale{n}{'Array' if payload else 'Int'}{'Cluster' if cluster else ''}.lf"
+        self.path.write_text(program(n, timed, warmup, payload, at=CLUSTER_NODE if cluster else None))
+        self.args = ["--cluster", cluster, "--resources", f"workers:cpus={NODE_CPUS / 2 / n:g}"] if cluster else []
         self.cpu: list[float] = []  # the workers' CPU us per round, by measurement
 
     def measure(self) -> Measurement:
-        out = subprocess.run([*LFRL, "run", str(self.path)], capture_output=True, text=True, cwd=ROOT, check=False,
-                             timeout=600)
+        out = subprocess.run([*LFRL, "run", str(self.path), *self.args], capture_output=True, text=True, cwd=ROOT,
+                             check=False, timeout=600)
         match = re.search(r"^result (\d+); per round ([\d.]+) us$", out.stdout, re.M)
         cpus = [float(x) for x in re.findall(r"^cpu \d+ ([\d.]+)$", out.stdout, re.M)]
         if out.returncode != 0 or match is None or len(cpus) != self.n:
@@ -202,21 +220,37 @@ def child(conn: Connection, index: int, warmup: int) -> None:
         conn.send(answer(value, index))
 
 
-class PipeStar:
-    name = "pipe star"
+def connected_child(address: tuple[str, int], index: int, warmup: int) -> None:
+    """A socket star's worker: `child` on a TCP connection to the driver."""
+    child(Client(address), index, warmup)
 
-    def __init__(self, n: int, timed: int, warmup: int, payload: bool) -> None:
+
+class PipeStar:
+    """The plainest driver of N processes: a `multiprocessing.Pipe` to each, or (`tcp`) a TCP connection
+    to each over loopback (`multiprocessing.connection`), the plain counterpart of lfrl's federates on
+    other machines."""
+
+    def __init__(self, n: int, timed: int, warmup: int, payload: bool, tcp: bool = False) -> None:
+        self.name = "socket star" if tcp else "pipe star"
         self.timed, self.warmup, self.payload = timed, warmup, payload
         context = multiprocessing.get_context("forkserver")
         self.conns: list[Connection] = []
         self.children = []
+        listener = Listener(("127.0.0.1", 0)) if tcp else None
         for index in range(n):
-            ours, theirs = context.Pipe()
-            process = context.Process(target=child, args=(theirs, index, warmup), daemon=True)
-            process.start()
-            theirs.close()
-            self.conns.append(ours)
+            if listener is not None:
+                process = context.Process(target=connected_child, args=(listener.address, index, warmup), daemon=True)
+                process.start()
+                self.conns.append(listener.accept())
+            else:
+                ours, theirs = context.Pipe()
+                process = context.Process(target=child, args=(theirs, index, warmup), daemon=True)
+                process.start()
+                theirs.close()
+                self.conns.append(ours)
             self.children.append(process)
+        if listener is not None:
+            listener.close()
         self.cpu: list[float] = []
 
     def measure(self) -> Measurement:
@@ -247,7 +281,9 @@ class PipeStar:
 class Ray:
     name = "Ray"
 
-    def __init__(self, ray, n: int, timed: int, warmup: int, payload: bool) -> None:  # noqa: ANN001
+    def __init__(self, ray, n: int, timed: int, warmup: int, payload: bool, node: str | None = None,  # noqa: ANN001
+                 cpus: float = CPUS) -> None:
+        """N actors sharing `cpus`, on the node labelled `node` where given (a cluster's)."""
         @ray.remote
         class Worker:
             def __init__(self, index: int) -> None:
@@ -263,7 +299,8 @@ class Ray:
 
         self.ray, self.timed, self.warmup, self.payload = ray, timed, warmup, payload
         # A share of the CPUs each: Ray schedules an actor on one whole CPU unless told otherwise.
-        self.workers = [Worker.options(num_cpus=CPUS / n).remote(i) for i in range(n)]
+        where = {"label_selector": {"lfrl-host": node}} if node else {}
+        self.workers = [Worker.options(num_cpus=cpus / n, **where).remote(i) for i in range(n)]
         ray.get([w.cpu_since.remote() for w in self.workers])  # every actor is up
         self.cpu: list[float] = []
 
@@ -285,48 +322,86 @@ class Ray:
 
 # --------------------------------------------------------------------------------------------- table
 
-Key = tuple[str, int]  # (variant, N)
+Key = tuple[str, str, int]  # (setting, variant, N)
+SETTINGS = {"one host": ["lfrl", "pipe star", "Ray"], "cluster": ["lfrl", "socket star", "Ray"]}  # its contenders
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="N = 1 and 2 x CPUs, 2 rounds of 30 timed rounds")
     parser.add_argument("--repeat", type=int, help="rounds of every contender (default 3, --quick 2)")
-    parser.add_argument("--federates", help="worker counts N, comma-separated (default 1,2,4,8,16,32,64; "
-                        "--quick 1 and 2 x CPUs)")
+    parser.add_argument("--federates", help="worker counts N on one host, comma-separated (default "
+                        "1,2,4,8,16,32,64; --quick 1 and 2 x CPUs)")
+    parser.add_argument("--cluster-federates", help="worker counts N on the local Ray cluster, comma-separated "
+                        "(default 1,2,4,8,16; --quick 1,2; 'none' leaves the cluster out)")
     parser.add_argument("--rounds", type=int, help="timed rounds per measurement (default 200, --quick 30)")
     args = parser.parse_args()
     repeat = args.repeat or (2 if args.quick else 3)
-    ns = [int(n) for n in (args.federates or (f"1,{2 * CPUS}" if args.quick else "1,2,4,8,16,32,64")).split(",")]
+    counts = {"one host": args.federates or (f"1,{2 * CPUS}" if args.quick else "1,2,4,8,16,32,64"),
+              "cluster": args.cluster_federates or ("1,2" if args.quick else "1,2,4,8,16")}
+    ns = {setting: [] if text == "none" else [int(n) for n in text.split(",")] for setting, text in counts.items()}
     timed = args.rounds or (30 if args.quick else 200)
     warmup = 5 if args.quick else 20
     machine = Machine()
     rows: dict[Key, dict[str, list[Measurement]]] = {}
     cpu: dict[Key, dict[str, list[float]]] = {}
     skipped: dict[str, str] = {}
-    with ray_session() as ray, tempfile.TemporaryDirectory() as tmp, \
-            tqdm(total=len(VARIANTS) * len(ns) * repeat * len(NAMES), desc="runs", unit="run") as bar:
-        for variant, payload in VARIANTS.items():
-            for n in ns:
-                live: list[Lfrl | PipeStar | Ray] = [Lfrl(Path(tmp), n, timed, warmup, payload),
-                                                     PipeStar(n, timed, warmup, payload)]
-                try:
-                    if ray is None:
-                        raise Skipped("ray is not installed (pip install -e '.[bench]')")
-                    live.append(Ray(ray, n, timed, warmup, payload))
-                except Skipped as reason:
-                    skipped["Ray"] = str(reason)
-                    bar.update(repeat)
-                try:
-                    rows[(variant, n)] = rounds({c.name: c.measure for c in live}, repeat, bar)
-                finally:
-                    for contender in live:
-                        contender.close()
-                cpu[(variant, n)] = {c.name: c.cpu for c in live}
-                tqdm.write(f"{variant}, N = {n:2d}: " + "  ".join(
-                    f"{name} {median(values(ms)):,.1f} us (workers' CPU {median(cpu[(variant, n)][name]):,.1f} us)"
-                    for name, ms in rows[(variant, n)].items()))
+    runs = len(VARIANTS) * sum(map(len, ns.values())) * repeat * 3
+    with tempfile.TemporaryDirectory() as tmp, tqdm(total=runs, desc="runs", unit="run") as bar:
+        def measure(setting: str, ray, make: Callable[[str, int, bool], list]) -> None:  # noqa: ANN001
+            """Every N of `setting`, every variant: the contenders `make(variant, n, payload)` starts, and Ray's."""
+            for variant, payload in VARIANTS.items():
+                for n in ns[setting]:
+                    live = make(variant, n, payload)
+                    try:
+                        if ray is None:
+                            raise Skipped("ray is not installed (pip install -e '.[bench]')")
+                        live.append(Ray(ray, n, timed, warmup, payload, **({"node": CLUSTER_NODE, "cpus": NODE_CPUS / 2}
+                                                                            if setting == "cluster" else {})))
+                    except Skipped as reason:
+                        skipped["Ray"] = str(reason)
+                        bar.update(repeat)
+                    key = (setting, variant, n)
+                    try:
+                        rows[key] = rounds({c.name: c.measure for c in live}, repeat, bar)
+                    finally:
+                        for contender in live:
+                            contender.close()
+                    cpu[key] = {c.name: c.cpu for c in live}
+                    tqdm.write(f"{setting}, {variant}, N = {n:2d}: " + "  ".join(
+                        f"{name} {median(values(ms)):,.1f} us (workers' CPU {median(cpu[key][name]):,.1f} us)"
+                        for name, ms in rows[key].items()))
+
+        with ray_session() as ray:
+            measure("one host", ray, lambda variant, n, payload: [Lfrl(Path(tmp), n, timed, warmup, payload),
+                                                                  PipeStar(n, timed, warmup, payload)])
+        if ns["cluster"]:
+            with cluster_session() as (ray, address):
+                measure("cluster", ray, lambda variant, n, payload: [
+                    Lfrl(Path(tmp), n, timed, warmup, payload, cluster=address),
+                    PipeStar(n, timed, warmup, payload, tcp=True)])
     write_results(args, machine.done(), rows, cpu, skipped, ns, repeat, timed, warmup)
+
+
+@contextlib.contextmanager
+def cluster_session() -> Iterator[tuple[object, str]]:
+    """A local Ray cluster of three nodes (a head, and nodes labelled lfrl-host=a and b, as
+    benchmarks/cluster.py makes it), this script a driver connected to it: (ray, its address). Shut down at
+    the end, on an error or Ctrl-C too."""
+    import ray
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster()
+    try:
+        cluster.add_node(**NODE, num_cpus=NODE_CPUS, include_dashboard=False)  # the head
+        for label in ("a", "b"):
+            cluster.add_node(**NODE, num_cpus=NODE_CPUS, labels={"lfrl-host": label})
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
+        yield ray, cluster.address
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
 
 
 def problem_of(row: dict[str, list[Measurement]], n: int, warmup: int, timed: int) -> str | None:
@@ -339,49 +414,56 @@ def problem_of(row: dict[str, list[Measurement]], n: int, warmup: int, timed: in
 
 
 def write_results(args: argparse.Namespace, machine: Machine, rows: dict[Key, dict[str, list[Measurement]]],
-                  cpu: dict[Key, dict[str, list[float]]], skipped: dict[str, str], ns: list[int], repeat: int,
-                  timed: int, warmup: int) -> None:
-    header = ("| variant | N | " + " | ".join(NAMES) + " | lfrl / pipe star | Ray / lfrl | workers' CPU per round: "
-              + ", ".join(NAMES) + " | checks agree |")
-    lines = [header, "|---|---:|" + "---:|" * (len(NAMES) + 3) + "---|"]
+                  cpu: dict[Key, dict[str, list[float]]], skipped: dict[str, str], ns: dict[str, list[int]],
+                  repeat: int, timed: int, warmup: int) -> None:
+    tables: list[str] = []
     summaries: list[Summary] = []
-    for variant in VARIANTS:
-        vs_pipe_all: dict[int, float] = {}
-        vs_ray_all: dict[int, float] = {}
-        for n in ns:
-            row, problem = rows[(variant, n)], problem_of(rows[(variant, n)], n, warmup, timed)
-            # lfrl's time over the pipe star's, round by round (< 1: lfrl is faster)
-            vs_pipe = [] if problem else [a / b for a, b in zip(values(row["lfrl"]), values(row["pipe star"]),
-                                                                 strict=True)]
-            vs_ray = [] if problem or "Ray" not in row else speedups(row["lfrl"], row["Ray"], higher_is_better=False)
-            if vs_pipe:
-                vs_pipe_all[n] = median(vs_pipe)
-            if vs_ray:
-                vs_ray_all[n] = median(vs_ray)
-            cpus = " / ".join(f"{median(cpu[(variant, n)][name]):,.0f}" if name in row else "-" for name in NAMES)
-            lines.append(f"| {variant} | {n} | " + " | ".join(spread(values(row[name]), ",.1f") if name in row
-                                                             else "skipped" for name in NAMES)
-                         + f" | {ratio_spread(vs_pipe)} | {ratio_spread(vs_ray)} | {cpus} us | "
-                         f"{'yes' if not problem else 'NO: ' + problem} |")
-        top = ns[-1]
-        row = rows[(variant, top)]
-        notes = [f"N = {top} workers; lfrl / pipe star by N: "
-                 + ", ".join(f"{n}: {r:.2f}x" for n, r in vs_pipe_all.items()),
-                 "Ray / lfrl by N: " + (", ".join(f"{n}: {r:.1f}x" for n, r in vs_ray_all.items()) or "-")]
-        met = None
-        if len(vs_pipe_all) == len(ns) and len(vs_ray_all) == len(ns):
-            met = all(r <= 1 for r in vs_pipe_all.values()) and all(r >= VS_RAY_TARGET for r in vs_ray_all.values())
-        summaries.append(Summary(
-            workload=f"a round of one driver and {top} federates ({variant} each way)", unit="us per round",
-            lfrl=round(median(values(row["lfrl"])), 1),
-            ray=round(median(values(row["Ray"])), 1) if "Ray" in row else None,
-            peer=round(median(values(row["pipe star"])), 1), peer_name="multiprocessing.Pipe star",
-            vs_ray=round(vs_ray_all[top], 2) if top in vs_ray_all else None,
-            vs_peer=round(1 / vs_pipe_all[top], 2) if top in vs_pipe_all else None,  # > 1: lfrl is faster
-            target=f"<= pipe star and >= {VS_RAY_TARGET:.0f}x Ray at every N", met=met,
-            note="; ".join(notes) + (f"; Ray skipped: {skipped['Ray']}" if "Ray" in skipped else "")))
-    table = "\n".join(lines)
-    print(table)
+    for setting, names in SETTINGS.items():
+        if not ns[setting]:
+            continue
+        star = names[1]
+        lines = ["| variant | N | " + " | ".join(names) + f" | lfrl / {star} | Ray / lfrl | workers' CPU per round: "
+                 + ", ".join(names) + " | checks agree |", "|---|---:|" + "---:|" * (len(names) + 3) + "---|"]
+        for variant in VARIANTS:
+            vs_star_all: dict[int, float] = {}
+            vs_ray_all: dict[int, float] = {}
+            for n in ns[setting]:
+                row = rows[(setting, variant, n)]
+                problem = problem_of(row, n, warmup, timed)
+                # lfrl's time over the star's, round by round (< 1: lfrl is faster)
+                vs_star = [] if problem else [a / b for a, b in zip(values(row["lfrl"]), values(row[star]), strict=True)]
+                vs_ray = [] if problem or "Ray" not in row else speedups(row["lfrl"], row["Ray"], higher_is_better=False)
+                if vs_star:
+                    vs_star_all[n] = median(vs_star)
+                if vs_ray:
+                    vs_ray_all[n] = median(vs_ray)
+                cpus = " / ".join(f"{median(cpu[(setting, variant, n)][name]):,.0f}" if name in row else "-"
+                                  for name in names)
+                lines.append(f"| {variant} | {n} | " + " | ".join(spread(values(row[name]), ",.1f") if name in row
+                                                                 else "skipped" for name in names)
+                             + f" | {ratio_spread(vs_star)} | {ratio_spread(vs_ray)} | {cpus} us | "
+                             f"{'yes' if not problem else 'NO: ' + problem} |")
+            top = ns[setting][-1]
+            row = rows[(setting, variant, top)]
+            notes = [f"N = {top} workers; lfrl / {star} by N: " + ", ".join(f"{n}: {r:.2f}x" for n, r in vs_star_all.items()),
+                     "Ray / lfrl by N: " + (", ".join(f"{n}: {r:.1f}x" for n, r in vs_ray_all.items()) or "-")]
+            met = None
+            if len(vs_star_all) == len(ns[setting]) and len(vs_ray_all) == len(ns[setting]):
+                met = (all(r <= 1 for r in vs_star_all.values())
+                       and all(r >= VS_RAY_TARGET for r in vs_ray_all.values()))
+            where = "" if setting == "one host" else ", on a local 3-node Ray cluster (TCP)"
+            summaries.append(Summary(
+                workload=f"a round of one driver and {top} federates ({variant} each way{where})", unit="us per round",
+                lfrl=round(median(values(row["lfrl"])), 1),
+                ray=round(median(values(row["Ray"])), 1) if "Ray" in row else None,
+                peer=round(median(values(row[star])), 1), peer_name=f"multiprocessing {star}",
+                vs_ray=round(vs_ray_all[top], 2) if top in vs_ray_all else None,
+                vs_peer=round(1 / vs_star_all[top], 2) if top in vs_star_all else None,  # > 1: lfrl is faster
+                target=f"<= {star} and >= {VS_RAY_TARGET:.0f}x Ray at every N", met=met,
+                note="; ".join(notes) + (f"; Ray skipped: {skipped['Ray']}" if "Ray" in skipped else "")))
+        tables.append(f"## {setting.capitalize()}\n\n" + "\n".join(lines))
+    text = "\n\n".join(tables)
+    print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/scale.py", *sys.argv[1:]])
     skipped_text = "".join(f"\n\nSkipped: {name}: {why}." for name, why in skipped.items())
@@ -391,43 +473,51 @@ def write_results(args: argparse.Namespace, machine: Machine, rows: dict[Key, di
         f"warm-up ones). Machine: {machine.line()}\n\n"
         "Each round the driver sends a value to each of N workers and waits for all N answers: *int* an int each "
         f"way, *64 KiB* a float64 array of {WIDTH} values each way. Cells: median us per round over the rounds "
-        "(min-max), timed inside the program (process start-up excluded). *lfrl*: a `federated reactor` of a Driver "
-        "(in lfrl's process) and a bank `new[N] Worker()` of federates, a process each, through rings in shared "
-        "memory (the default on one machine; arrays of 64 KiB and more through shared-memory segments that the "
-        "receiver maps); a fresh `lfrl run` per measurement. *pipe star*: this script and N child processes, one "
+        "(min-max), timed inside the program (process start-up excluded). *One host*: *lfrl* a `federated "
+        "reactor` of a Driver (in lfrl's process) and a bank `new[N] Worker()` of federates, a process each, "
+        "through rings in shared memory (the default on one machine; arrays under 128 KiB inside the messages); "
+        "a fresh `lfrl run` per measurement. *pipe star*: this script and N child processes, one "
         "`multiprocessing.Pipe` each (arrays pickled in band). *Ray*: N actors (num_cpus = CPUs / N each), one "
-        "`ray.get` of N calls per round (the arrays inside the calls). Ratios round by round, only where every contender's check is the expected "
-        "one: lfrl / pipe star (target <= 1 at every N) and Ray / lfrl (target >= "
-        f"{VS_RAY_TARGET:.0f}x at every N). *Workers' CPU per round*: the CPU time of all N worker processes over "
-        "the timed rounds (`time.process_time()` in each, every thread of its process) divided by the rounds, "
-        f"medians; this machine has {CPUS} CPUs, so from N = {CPUS} on the workers outnumber them (the driver "
-        "needs one too), and workers that poll while they wait take CPU time from the driver (target: no "
-        "spinning when oversubscribed, the workers' CPU per round of the order of the pipe star's)."
-        + skipped_text + "\n\n" + table + "\n")
+        "`ray.get` of N calls per round (the arrays inside the calls). *Cluster*: a local Ray cluster of three "
+        f"nodes ({NODE_CPUS} logical CPUs each, all on this machine), *lfrl* the same program with the bank "
+        f"`at {CLUSTER_NODE}` run with `--cluster` (each worker a Ray actor asking for {NODE_CPUS / 2:g} / N CPUs, talking "
+        "TCP to lfrl's process on the head), *socket star* the pipe star over TCP connections on loopback "
+        f"(`multiprocessing.connection`), *Ray* the actors on node {CLUSTER_NODE} ({NODE_CPUS / 2:g} / N CPUs each). "
+        "Ratios round by round, only where every contender's check is the expected one: lfrl / star (target <= "
+        f"1 at every N) and Ray / lfrl (target >= {VS_RAY_TARGET:.0f}x at every N). *Workers' CPU per round*: the "
+        "CPU time of all N worker processes over the timed rounds (`time.process_time()` in each, every thread of "
+        f"its process) divided by the rounds, medians; this machine has {CPUS} CPUs, so from N = {CPUS} on the "
+        "workers outnumber them (the driver needs one too), and workers that poll while they wait take CPU time "
+        "from the driver (target: no spinning when oversubscribed, the workers' CPU per round of the order of "
+        "the star's)." + skipped_text + "\n\n" + text + "\n")
     plot(rows, ns, RESULTS / "scale.png")
     write_summary("scale", "Scale: a round of one driver and N federates", machine, summaries, args.quick)
     print(f"wrote {RESULTS / 'scale'}.md, .png and .json")
 
 
-def plot(rows: dict[Key, dict[str, list[Measurement]]], ns: list[int], path: Path) -> None:
+def plot(rows: dict[Key, dict[str, list[Measurement]]], ns: dict[str, list[int]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(VARIANTS), figsize=(5 * len(VARIANTS), 4), squeeze=False)
-    for ax, variant in zip(axes[0], VARIANTS, strict=True):
-        for name in NAMES:
-            points = [(n, median(values(rows[(variant, n)][name]))) for n in ns if name in rows[(variant, n)]]
-            if points:
-                ax.plot(*zip(*points, strict=True), marker="o", label=name)
-        ax.axvline(CPUS, color="#999999", linestyle=":", linewidth=1)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel(f"N workers (dotted: {CPUS} CPUs)")
-        ax.set_ylabel("us per round (log; lower is better)")
-        ax.set_title(f"{variant} each way")
-        ax.legend(fontsize=8)
+    settings = [setting for setting in SETTINGS if ns[setting]]
+    fig, axes = plt.subplots(len(settings), len(VARIANTS), figsize=(5 * len(VARIANTS), 4 * len(settings)),
+                             squeeze=False)
+    for line, setting in zip(axes, settings, strict=True):
+        for ax, variant in zip(line, VARIANTS, strict=True):
+            for name in SETTINGS[setting]:
+                points = [(n, median(values(rows[(setting, variant, n)][name]))) for n in ns[setting]
+                          if name in rows[(setting, variant, n)]]
+                if points:
+                    ax.plot(*zip(*points, strict=True), marker="o", label=name)
+            ax.axvline(CPUS, color="#999999", linestyle=":", linewidth=1)
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel(f"N workers (dotted: {CPUS} CPUs)")
+            ax.set_ylabel("us per round (log; lower is better)")
+            ax.set_title(f"{setting}: {variant} each way")
+            ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
 

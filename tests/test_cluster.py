@@ -393,7 +393,7 @@ def test_dqn_with_its_actors_on_two_nodes_learns_the_weights_of_one_process(tmp_
 def test_dqn_with_its_learner_on_the_gpu_node_learns_the_weights_of_one_process(tmp_path: Path, nodes: Nodes) -> None:
     """`--learner-at b` places the learner's federate (core) on node b, the one with a GPU, and
     `--resources core:gpus=1` gives it that GPU; lfrl's process only coordinates."""
-    from tests.test_learners_run import DQN, generate, last_lines, run
+    from tests.test_learners_run import DQN, generate, last_lines, run, run_folder
 
     values = {**DQN, "actors": 2}
     placed = generate(tmp_path, "dqn", name="cluster", **values, processes=True, learner_at="b", actors_at="a")
@@ -402,10 +402,19 @@ def test_dqn_with_its_learner_on_the_gpu_node_learns_the_weights_of_one_process(
     core = "reactor Core(config = {= None =}, actors = 1, learners = 1) {\n"
     placed.write_text(source.replace(core, core + "  reaction(startup) {= import ray; print(f'core on "
                                      "{ray.get_runtime_context().get_node_id()}, GPUs {ray.get_gpu_ids()}') =}\n"))
+    earlier = run_folder(placed)  # a run of the program's before: the learner names its results dqn_1 on b too
+    earlier.mkdir(parents=True)
+    (earlier / "mine.txt").write_text("kept")
     out = run(placed, "--cluster", nodes.address, "--resources", "core:gpus=1")
     assert f"core on {nodes.b.node_id}, GPUs [0]" in out, out
+    assert out[0] == f"results in {earlier}"  # named in node b's copy of the program's folder
     assert last_lines(out) == last_lines(run(generate(tmp_path, "dqn", **values)))
     assert left_on_the_cluster() == ([], [])
+    # The results came back from node b, under the next free name: the earlier run is left as it was.
+    assert [p.name for p in earlier.iterdir()] == ["mine.txt"] and (earlier / "mine.txt").read_text() == "kept"
+    back = run_folder(placed, 2)
+    assert {"hyperparameters.json", "training.csv", "evaluations.csv", "model.pt"} <= {p.name for p in back.iterdir()}
+    assert sorted(p.name for p in placed.parent.iterdir()) == ["dqn.lf", "runs"]  # nothing else came back
 
 
 @pytest.mark.slow

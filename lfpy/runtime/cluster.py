@@ -29,6 +29,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import traceback
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lfpy.runtime import processor
+from lfpy.runtime import processor, written
 from lfpy.runtime.federation.partition import Federate, federates
 from lfpy.runtime.federation.processes import TOKEN_BYTES, StartedFederate
 
@@ -177,7 +178,10 @@ class RemoteProcess:
 
     def _finish(self, ray: Any) -> None:
         try:
-            self.status = int(ray.get(self.run_ref))
+            status, archive, before = ray.get(self.run_ref)
+            self.status = int(status)
+            if archive is not None:
+                self._bring_back(archive, before)
         except ray.exceptions.RayActorError as exc:
             self.status, self.lost = 1, _why_lost(str(exc))
         except ray.exceptions.RayTaskError as exc:
@@ -191,6 +195,18 @@ class RemoteProcess:
         import ray
 
         ray.kill(self.actor, no_restart=True)
+
+    def _bring_back(self, archive: bytes, before: dict[str, tuple[int, int]]) -> None:
+        """Write what the federate wrote in its copy of the program's folder into the program's folder
+        here (written.py), and say where it landed."""
+        try:
+            placed = written.unpack(archive, Path(self.root), before)
+        except (OSError, tarfile.TarError) as exc:
+            print(f"error: the files written {self.where()} could not be written in {self.root}: {exc}",
+                  file=sys.stderr, flush=True)
+            return
+        moved = [f"{there} (as {here}: {there} was taken)" if here != there else there for there, here in placed]
+        print(f"files written {self.where()} are now in {self.root}: {', '.join(moved)}", file=sys.stderr, flush=True)
 
     def shown(self, text: str) -> str:
         return text.replace(self.copy, self.root) if self.copy else text
@@ -228,11 +244,13 @@ class FederateActor:
         return (ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid(), os.getcwd(),
                 processor.this())
 
-    def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str]) -> int:
+    def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str],
+            local: tuple[str, str]) -> tuple[int, bytes | None, dict[str, tuple[int, int]]]:
         """Run federate `argv` with the `main` of module `entry` (lfpy.federate: its arguments, with
         --connect); on the coordinator's node (`local`: its id, and the Unix socket lfrl listens on
         there) it connects over that socket instead, and large values cross in shared memory as on
-        one host."""
+        one host. Returns its exit status, what it wrote in its copy of the program's folder, and what
+        was there before (written.py)."""
         import importlib
 
         import ray
@@ -243,7 +261,10 @@ class FederateActor:
             argv = [*argv[:at], "--unix", path, *argv[at + 2:]]
         os.environ.update(environ)
         os.environ["LFPY_FEDERATE_TOKEN"] = token
-        return importlib.import_module(entry).main(argv)
+        copy = Path.cwd()
+        before = written.listing(copy)
+        status = importlib.import_module(entry).main(argv)
+        return status, written.pack(copy, before), before
 
 
 class Cluster:
