@@ -405,16 +405,18 @@ def test_dqn_with_its_learner_on_the_gpu_node_learns_the_weights_of_one_process(
     earlier = run_folder(placed)  # a run of the program's before: the learner names its results dqn_1 on b too
     earlier.mkdir(parents=True)
     (earlier / "mine.txt").write_text("kept")
+    there = {p.name for p in placed.parent.iterdir()}
     out = run(placed, "--cluster", nodes.address, "--resources", "core:gpus=1")
     assert f"core on {nodes.b.node_id}, GPUs [0]" in out, out
-    assert out[0] == f"results in {earlier}"  # named in node b's copy of the program's folder
+    assert out[0] == "results in runs/dqn_1"  # named in node b's copy of the program's folder, which has no runs
     assert last_lines(out) == last_lines(run(generate(tmp_path, "dqn", **values)))
     assert left_on_the_cluster() == ([], [])
     # The results came back from node b, under the next free name: the earlier run is left as it was.
     assert [p.name for p in earlier.iterdir()] == ["mine.txt"] and (earlier / "mine.txt").read_text() == "kept"
     back = run_folder(placed, 2)
     assert {"hyperparameters.json", "training.csv", "evaluations.csv", "model.pt"} <= {p.name for p in back.iterdir()}
-    assert sorted(p.name for p in placed.parent.iterdir()) == ["dqn.lf", "runs"]  # nothing else came back
+    assert sorted(p.name for p in earlier.parent.iterdir()) == ["dqn_1", "dqn_2"]  # once, though 4 federates sent it
+    assert {p.name for p in placed.parent.iterdir()} - there <= {"src-gen"}  # lfrl's own; nothing else came back
 
 
 @pytest.mark.slow

@@ -1,75 +1,61 @@
-"""lfpy.runtime.written: what a federate in a Ray actor writes in its copy of the program's folder comes
-back to the program's folder without replacing anything there (the cluster test brings a learner's
-results folder back from another node: tests/test_cluster.py)."""
+"""lfpy.runtime.written: what the federates in Ray actors write in their copy of the program's folder
+comes back to the program's folder, once per copy, without replacing anything there (the cluster test
+brings a learner's results folder back from another node: tests/test_cluster.py)."""
 
-import os
-import time
 from pathlib import Path
 
 from lfpy.runtime import written
 
 
-def a_copy(tmp_path: Path) -> tuple[Path, dict[str, tuple[int, int]]]:
-    """A program's folder as Ray copies it to a node (its files an hour old), and its listing when the
-    federate started."""
+def a_program(tmp_path: Path) -> tuple[Path, Path, set[str]]:
+    """A program's folder with runs of its own, a node's copy of it (what Ray carries), and what was
+    carried."""
+    home = tmp_path / "home"
+    for path, text in [("prog.lf", "program"), ("envs/cue.py", "environment"), ("runs/dqn_1/model.pt", "dqn_1"),
+                       ("runs/dqn_2/model.pt", "dqn_2"), ("model.pt", "mine"), ("__pycache__/x.pyc", "")]:
+        (home / path).parent.mkdir(parents=True, exist_ok=True)
+        (home / path).write_text(text)
+    carried = written.carried(home)
+    assert carried == {"prog.lf", "envs/cue.py", "model.pt"}  # not runs, not what Python generates
     copy = tmp_path / "copy"
-    (copy / "envs").mkdir(parents=True)
-    (copy / "prog.lf").write_text("program")
-    (copy / "envs" / "cue.py").write_text("environment")
-    (copy / "notes.txt").write_text("before")
-    an_hour_ago = time.time_ns() - 3600 * 10**9
-    for path in copy.rglob("*"):
-        os.utime(path, ns=(an_hour_ago, an_hour_ago))
-    return copy, written.listing(copy)
+    for path in carried:
+        (copy / path).parent.mkdir(parents=True, exist_ok=True)
+        (copy / path).write_text((home / path).read_text())
+    return home, copy, carried
 
 
-def test_what_appeared_or_changed_comes_back_and_nothing_else(tmp_path: Path) -> None:
-    copy, before = a_copy(tmp_path)
-    assert before.keys() == {"envs", "envs/cue.py", "prog.lf", "notes.txt"}
-    (copy / "runs" / "dqn_1" / "checkpoints").mkdir(parents=True)
-    (copy / "runs" / "dqn_1" / "training.csv").write_text("step,loss\n")
-    (copy / "runs" / "dqn_1" / "checkpoints" / "step-1.ckpt").write_bytes(b"\x00" * 1000)
-    (copy / "notes.txt").write_text("changed")
-    (copy / "__pycache__").mkdir()
-    (copy / "__pycache__" / "cue.pyc").write_bytes(b"generated")
-    home = tmp_path / "home"
-    home.mkdir()
-    archive = written.pack(copy, before)
-    assert archive is not None
-    assert written.unpack(archive, home, before) == [("notes.txt", "notes.txt"), ("runs", "runs")]
-    assert sorted(str(p.relative_to(home)) for p in home.rglob("*")) == [
-        "notes.txt", "runs", "runs/dqn_1", "runs/dqn_1/checkpoints", "runs/dqn_1/checkpoints/step-1.ckpt",
-        "runs/dqn_1/training.csv"]
-    assert (home / "notes.txt").read_text() == "changed"
-    assert (home / "runs" / "dqn_1" / "checkpoints" / "step-1.ckpt").read_bytes() == b"\x00" * 1000
+def files(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_taken_name_gets_the_next_free_one_and_nothing_is_replaced(tmp_path: Path) -> None:
-    copy, before = a_copy(tmp_path)
-    (copy / "runs").mkdir()
-    before = written.listing(copy)  # the copy had a runs folder, as a program's folder with runs of its own
-    (copy / "notes.txt").write_text("changed")  # as long as before: its time tells
-    (copy / "runs" / "dqn_1").mkdir()
-    (copy / "runs" / "dqn_1" / "model.pt").write_bytes(b"new weights")
-    (copy / "model.pt").write_bytes(b"new")
-    home = tmp_path / "home"
-    for folder in ("dqn_1", "dqn_2"):
-        (home / "runs" / folder).mkdir(parents=True)
-        (home / "runs" / folder / "model.pt").write_bytes(folder.encode())
-    (home / "model.pt").write_bytes(b"old")
-    (home / "notes.txt").write_text("mine")
-    archive = written.pack(copy, before)
-    assert archive is not None
-    assert written.unpack(archive, home, before) == [
-        ("model.pt", "model_2.pt"), ("notes.txt", "notes_2.txt"), ("runs/dqn_1", "runs/dqn_3")]
-    assert (home / "runs" / "dqn_3" / "model.pt").read_bytes() == b"new weights"
-    assert [(home / p).read_bytes() for p in ("runs/dqn_1/model.pt", "runs/dqn_2/model.pt", "model.pt", "notes.txt")] \
-        == [b"dqn_1", b"dqn_2", b"old", b"mine"]
-    assert (home / "model_2.pt").read_bytes() == b"new" and (home / "notes_2.txt").read_text() == "changed"
-
-
-def test_a_federate_that_wrote_nothing_sends_nothing(tmp_path: Path) -> None:
-    copy, before = a_copy(tmp_path)
+def test_a_results_folder_comes_back_whole_under_the_next_free_number(tmp_path: Path) -> None:
+    home, copy, carried = a_program(tmp_path)
+    before = files(home)
+    (copy / "runs" / "dqn_1" / "checkpoints").mkdir(parents=True)  # the node's copy has no runs: a first run
+    (copy / "runs" / "dqn_1" / "training.csv").write_text("step,loss")
+    (copy / "runs" / "dqn_1" / "checkpoints" / "step-1.ckpt").write_text("state")
+    (copy / "model.pt").write_text("new weights")  # carried, then changed: not brought back
+    (copy / "policy.onnx").write_text("exported")
     (copy / "build").mkdir()
-    (copy / "build" / "out.o").write_bytes(b"generated")  # what lfpy generates stays on the node
-    assert written.pack(copy, before) is None
+    (copy / "build" / "out.o").write_text("generated")  # what lfpy generates stays on the node
+    archive = written.pack(copy, carried)
+    assert archive is not None
+    coming = written.Homecoming(home)
+    assert coming.unpack("node-b:/copy", archive) == [("policy.onnx", "policy.onnx"), ("runs/dqn_1", "runs/dqn_3")]
+    assert files(home) == {**before, "policy.onnx": "exported", "runs/dqn_3/training.csv": "step,loss",
+                           "runs/dqn_3/checkpoints/step-1.ckpt": "state"}
+    # Another federate of the same copy sends it again, with a file more: filled in, not placed again.
+    (copy / "runs" / "dqn_1" / "learning_curve.png").write_text("curve")
+    assert coming.unpack("node-b:/copy", written.pack(copy, carried)) == []
+    assert files(home)["runs/dqn_3/learning_curve.png"] == "curve" and "runs/dqn_4" not in files(home)
+    # Another node's copy with a results folder of the same name: a result of its own.
+    assert coming.unpack("node-a:/copy", written.pack(copy, carried)) == [
+        ("policy.onnx", "policy_2.onnx"), ("runs/dqn_1", "runs/dqn_4")]
+    assert {path: text for path, text in files(home).items() if path in before} == before  # nothing replaced
+
+
+def test_a_copy_the_federates_wrote_nothing_in_sends_nothing(tmp_path: Path) -> None:
+    _home, copy, carried = a_program(tmp_path)
+    (copy / "__pycache__").mkdir()
+    (copy / "__pycache__" / "cue.pyc").write_text("generated")
+    assert written.pack(copy, carried) is None

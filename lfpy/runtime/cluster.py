@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 LABEL = "lfrl-host"  # `ray start --labels lfrl-host=NAME`: the node that `at NAME` puts a federate on
 PLACEMENT_WAIT = 30.0  # seconds to wait for resources that exist but are taken (by other jobs) before failing
 WAITING_NOTE = 3.0  # seconds before saying that the cluster is still placing federates
-# Not carried to the nodes with the program's folder: what lfrl and lfpy generate or write there.
-EXCLUDES = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-gen", "build", "*.egg-info"]
 # Set by a run whose numerical kernels are pinned, the same on every processor (lfrl run --portable):
 # federates on processors of more than one kind are then not warned of.
 SAME_KERNELS = "LFPY_SAME_KERNELS"
@@ -142,11 +140,14 @@ class RemoteProcess:
 
     remote = True
 
-    def __init__(self, actor: Any, where: Any, run: Any, label: str | None, root: Path) -> None:
+    def __init__(self, actor: Any, where: Any, run: Any, label: str | None, root: Path,
+                 homecoming: written.Homecoming) -> None:
         self.actor = actor
         self.where_ref = where  # (node id, hostname, pid, its copy of the program's folder), once placed
         self.root = str(root)  # the program's folder here
+        self.homecoming = homecoming  # where what it writes in its copy of that folder comes back
         self.copy = ""
+        self.host = ""  # its machine's name: nodes on one machine share their copy of the program's folder
         self.run_ref = run  # the federate's exit status, or the actor's death
         self.label = label
         self.node = ""
@@ -157,7 +158,7 @@ class RemoteProcess:
         self.failed: str | None = None  # what `run` raised (not the program's errors: those it reports)
 
     def placed(self, ray: Any) -> None:
-        self.node, _hostname, self.pid, self.copy, self.processor = ray.get(self.where_ref)
+        self.node, self.host, self.pid, self.copy, self.processor = ray.get(self.where_ref)
 
     def poll(self) -> int | None:
         import ray
@@ -178,10 +179,10 @@ class RemoteProcess:
 
     def _finish(self, ray: Any) -> None:
         try:
-            status, archive, before = ray.get(self.run_ref)
+            status, archive = ray.get(self.run_ref)
             self.status = int(status)
             if archive is not None:
-                self._bring_back(archive, before)
+                self._bring_back(archive)
         except ray.exceptions.RayActorError as exc:
             self.status, self.lost = 1, _why_lost(str(exc))
         except ray.exceptions.RayTaskError as exc:
@@ -196,17 +197,19 @@ class RemoteProcess:
 
         ray.kill(self.actor, no_restart=True)
 
-    def _bring_back(self, archive: bytes, before: dict[str, tuple[int, int]]) -> None:
-        """Write what the federate wrote in its copy of the program's folder into the program's folder
-        here (written.py), and say where it landed."""
+    def _bring_back(self, archive: bytes) -> None:
+        """Write what the federate's node's copy of the program's folder holds that lfrl did not carry
+        there into the program's folder here (written.py), and say where it landed."""
         try:
-            placed = written.unpack(archive, Path(self.root), before)
+            placed = self.homecoming.unpack(f"{self.host}:{self.copy}", archive)
         except (OSError, tarfile.TarError) as exc:
             print(f"error: the files written {self.where()} could not be written in {self.root}: {exc}",
                   file=sys.stderr, flush=True)
             return
-        moved = [f"{there} (as {here}: {there} was taken)" if here != there else there for there, here in placed]
-        print(f"files written {self.where()} are now in {self.root}: {', '.join(moved)}", file=sys.stderr, flush=True)
+        if placed:
+            moved = [f"{there} (as {here}: {there} was taken)" if here != there else there for there, here in placed]
+            print(f"files written {self.where()} are now in {self.root}: {', '.join(moved)}", file=sys.stderr,
+                  flush=True)
 
     def shown(self, text: str) -> str:
         return text.replace(self.copy, self.root) if self.copy else text
@@ -244,13 +247,13 @@ class FederateActor:
         return (ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid(), os.getcwd(),
                 processor.this())
 
-    def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str],
-            local: tuple[str, str]) -> tuple[int, bytes | None, dict[str, tuple[int, int]]]:
+    def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str],
+            carried: set[str]) -> tuple[int, bytes | None]:
         """Run federate `argv` with the `main` of module `entry` (lfpy.federate: its arguments, with
         --connect); on the coordinator's node (`local`: its id, and the Unix socket lfrl listens on
         there) it connects over that socket instead, and large values cross in shared memory as on
-        one host. Returns its exit status, what it wrote in its copy of the program's folder, and what
-        was there before (written.py)."""
+        one host. Returns its exit status and what its copy of the program's folder holds that lfrl did
+        not carry there, `carried` (written.py: what the program's federates on this node wrote)."""
         import importlib
 
         import ray
@@ -261,10 +264,8 @@ class FederateActor:
             argv = [*argv[:at], "--unix", path, *argv[at + 2:]]
         os.environ.update(environ)
         os.environ["LFPY_FEDERATE_TOKEN"] = token
-        copy = Path.cwd()
-        before = written.listing(copy)
         status = importlib.import_module(entry).main(argv)
-        return status, written.pack(copy, before), before
+        return status, written.pack(Path.cwd(), carried)
 
 
 class Cluster:
@@ -287,6 +288,8 @@ class Cluster:
         self.ray = ray
         self.lf_path = lf_path
         self.root = root
+        self.carried = written.carried(root)  # what the federates' copies of the program's folder hold
+        self.homecoming = written.Homecoming(root)  # where what they write there comes back
         self.entry = entry
         self.program_args = program_args
         program = federates(elaborated)
@@ -302,7 +305,7 @@ class Cluster:
         try:
             with _auth_failures_unlogged():
                 ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
-                         runtime_env={"working_dir": str(self.root), "excludes": EXCLUDES})
+                         runtime_env={"working_dir": str(self.root), "excludes": written.NOT_CARRIED})
         except (ConnectionError, ValueError, RuntimeError) as exc:
             hint = ""
             if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
@@ -471,8 +474,8 @@ class Cluster:
                 *(["--coordinator-only"] if self.coordinator_only else [])]
         environ = passed()
         where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
-        process = RemoteProcess(actor, where, actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path)),
-                                self.labels[k], self.root)
+        run = actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path), self.carried)
+        process = RemoteProcess(actor, where, run, self.labels[k], self.root, self.homecoming)
         self.actors.append(process)
         return StartedFederate(process, None, listener, token, local)
 

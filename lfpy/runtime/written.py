@@ -1,84 +1,103 @@
-"""What a federate in a Ray actor writes in its copy of the program's folder, brought back to lfrl's.
+"""What the federates in Ray actors write in their copy of the program's folder, brought back to lfrl's.
 
-Ray gives each federate a copy of the program's folder (cluster.py: a runtime_env working_dir), and
-what the federate writes lands there, on its node: a learner's results folder, a model it saves.
-Once the federate has ended, its actor sends back what appeared or changed in the copy during the
-run (`pack`), and lfrl's process writes it into the program's folder (`unpack`). Nothing there is
-replaced: a new folder or file whose name is taken takes the next free name instead (`runs/dqn_1`
-becomes `runs/dqn_4` if runs/dqn_1 to dqn_3 exist; `model.pt`, `model_2.pt`), and lfrl says where
-each landed. A learner's results folder is named on the learner's node, whose copy has no `runs`
-(cluster.EXCLUDES): it comes back under the next free number.
+Ray carries the program's folder to each node (cluster.py: a runtime_env working_dir, all of it but
+NOT_CARRIED), and what a federate writes lands in that copy, on its node: a learner's results
+folder, a model it saves. Federates on one machine share a copy. Once a federate has ended, its actor
+sends back the files in its copy that lfrl did not carry there (`pack`), and lfrl's process writes
+them into the program's folder (`Homecoming`), once per copy however many federates share it.
+
+Nothing there is replaced. A folder that holds files the run wrote is one result: it comes back
+whole, at its own path, or under the next free name where that is taken (`runs/dqn_1` becomes
+`runs/dqn_4` where runs/dqn_1 to dqn_3 exist); a folder of such folders (`runs`) is merged into; a
+file on its own likewise (`model.pt`, `model_2.pt`). A learner's results folder is named on the
+learner's node, whose copy has no `runs`: it comes back under the next free number.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import os
 import re
 import tarfile
+import threading
 from pathlib import Path
 
-# Folders never brought back: what lfpy generates and what a checkout keeps (cluster.EXCLUDES, but `runs`:
-# results).
-SKIPPED = {".git", ".venv", "venv", "__pycache__", "src-gen", "fed-gen", "build"}
+# Not carried to the nodes with the program's folder: what lfrl and lfpy generate or write there.
+NOT_CARRIED = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-gen", "build", "*.egg-info"]
+GENERATED = {".git", ".venv", "venv", "__pycache__", "src-gen", "fed-gen", "build"}  # never brought back
 
 
-def listing(root: Path) -> dict[str, tuple[int, int]]:
-    """Every folder and file under `root`, relative, with its time of last change (ns) and size: what
-    was there before the run."""
-    found = {}
+def carried(root: Path) -> set[str]:
+    """The files of the program's folder that Ray carries to the nodes, relative to it."""
+    found = set()
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in SKIPPED]
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            found[os.path.relpath(path, root)] = _state(path)
+        dirs[:] = [d for d in dirs if not _not_carried(d)]
+        found.update(os.path.relpath(os.path.join(folder, name), root) for name in files if not _not_carried(name))
     return found
 
 
-def pack(root: Path, before: dict[str, tuple[int, int]]) -> bytes | None:
-    """The files under `root` that are not in `before` (`listing`'s) or have changed since, as a tar
-    archive; None where there are none."""
+def pack(copy: Path, carried: set[str]) -> bytes | None:
+    """The files under `copy` that were not `carried` there (the program's federates wrote them), but
+    for GENERATED folders', as a tar archive; None where there are none."""
     buffer = io.BytesIO()
     count = 0
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+        for folder, dirs, files in os.walk(copy):
+            dirs[:] = sorted(d for d in dirs if d not in GENERATED)
             for name in sorted(files):
                 path = os.path.join(folder, name)
-                relative = os.path.relpath(path, root)
-                if before.get(relative) != _state(path):
+                relative = os.path.relpath(path, copy)
+                if relative not in carried:
                     tar.add(path, arcname=relative, recursive=False)
                     count += 1
     return buffer.getvalue() if count else None
 
 
-def unpack(archive: bytes, root: Path, before: dict[str, tuple[int, int]]) -> list[tuple[str, str]]:
-    """Write the files of `archive` (`pack`'s) under `root`: each new top-level entry (the shortest
-    path that was not in `before`), or each changed file that was there, at the same path unless that
-    path is taken, else at the next free name. Returns (the entry's path in the copy, where it
-    landed), relative to `root`."""
-    placed: dict[str, str] = {}  # entry in the copy -> its path here
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
-        for member in tar.getmembers():
-            if not member.isfile():
-                continue
-            parts = Path(member.name).parts
-            entry = next((str(Path(*parts[:n])) for n in range(1, len(parts) + 1)
-                          if str(Path(*parts[:n])) not in before), member.name)
-            if entry not in placed:
-                placed[entry] = _free(root, entry)
-            target = root / placed[entry] / os.path.relpath(member.name, entry)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = tar.extractfile(member)
-            assert source is not None
-            target.write_bytes(source.read())
-    return sorted(placed.items())
+class Homecoming:
+    """The program's folder `root` on lfrl's machine, receiving what federates wrote in their copies."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.lock = threading.Lock()  # federates end on different threads (the coordinator's watchers)
+        self.placed: dict[str, dict[str, str]] = {}  # a copy -> each result of it -> where it is here
+
+    def unpack(self, copy: str, archive: bytes) -> list[tuple[str, str]]:
+        """Write the files of `archive` (`pack`'s, from `copy`, a copy named by its machine and its path:
+        Ray nodes on one machine share one) under the program's folder; returns the results placed now: (path in the copy, path
+        here). A copy's results already placed (from a federate that shares the copy) are filled in,
+        not placed again."""
+        with self.lock, tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            members = [m for m in tar.getmembers() if m.isfile()]
+            holding = {os.path.dirname(m.name) for m in members}  # folders with files of the run in them
+            placed = self.placed.setdefault(copy, {})
+            new = []
+            for member in members:
+                entry = _result(member.name, holding)
+                if entry not in placed:
+                    placed[entry] = _free(self.root, entry)
+                    new.append((entry, placed[entry]))
+                target = self.root / placed[entry] / os.path.relpath(member.name, entry)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                source = tar.extractfile(member)
+                assert source is not None
+                target.write_bytes(source.read())  # here, only what this homecoming placed is written
+        return new
 
 
-def _state(path: str) -> tuple[int, int]:
-    """What tells that a file changed: its time of last change (ns) and its size."""
-    stat = os.stat(path)
-    return stat.st_mtime_ns, stat.st_size
+def _not_carried(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pattern) for pattern in NOT_CARRIED)
+
+
+def _result(name: str, holding: set[str]) -> str:
+    """The result a file of the run belongs to: the outermost folder above it that holds files of the
+    run itself, else the file."""
+    parts = Path(name).parts
+    for n in range(1, len(parts)):
+        folder = str(Path(*parts[:n]))
+        if folder in holding:
+            return folder
+    return name
 
 
 def _free(root: Path, entry: str) -> str:
