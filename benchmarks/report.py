@@ -52,7 +52,8 @@ BENCHMARKS = [
     Benchmark("federation", "Federated programs in processes: a tag's cost and parallel federates",
               (), ("--quick",), 0.3, 0.3),
     Benchmark("scale", "A round of one driver and 1-64 federates (an int or 64 KiB each way): lfrl against a "
-              "multiprocessing.Pipe star and Ray actors, and the waiting workers' CPU time", (), ("--quick",), 8, 0.7),
+              "multiprocessing.Pipe star and Ray actors, and the waiting workers' CPU time; 1-16 federates on a local "
+              "3-node Ray cluster (TCP) against a star of TCP connections and Ray actors", (), ("--quick",), 10, 1.5),
     Benchmark("cluster", "Federates on a Ray cluster (three nodes simulated on this machine): a tag's round trip "
               "across nodes and sampling synchronised every step on two nodes, lfrl against Ray actors; DQN with "
               "its actors on two nodes against one host", (), ("--quick",), 2, 1),
