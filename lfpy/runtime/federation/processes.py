@@ -8,6 +8,9 @@ request channel closes. The transport is LFPY_FEDERATION_TRANSPORT's (`selected_
 shared memory (the default), pipes alone, or loopback TCP, where each federate connects back to a
 port lfrl listens on and proves with a token (in its environment) that lfrl started it. A launcher
 for a Ray cluster (cluster.py) makes the same `StartedFederate` for a federate in a Ray actor.
+A federate's process gets lfrl's environment with whether the federation outnumbers the CPUs
+(`crowded`: then every receiver sleeps at once) and numpy's BLAS threads limited to its share of them
+(`federate_environment`).
 """
 
 from __future__ import annotations
@@ -59,9 +62,9 @@ def crowded(processes: int) -> bool:
     return processes > len(os.sched_getaffinity(0))
 
 
-def poll_ns(crowded: bool) -> int:
+def poll_ns(is_crowded: bool) -> int:
     """How long a receiver of a federation that is `crowded` or not polls before it sleeps."""
-    return 0 if crowded else POLL_NS
+    return 0 if is_crowded else POLL_NS
 
 
 def federate_environment(processes: int) -> dict[str, str]:
