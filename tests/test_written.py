@@ -24,6 +24,12 @@ def a_program(tmp_path: Path) -> tuple[Path, Path, set[str]]:
     return home, copy, carried
 
 
+def back(coming: written.Homecoming, name: str, copy: Path, carried: set[str]) -> list[tuple[str, str]]:
+    """What a federate ending on the copy `name` brings back, as the cluster's actors do it."""
+    listed = written.new_files(copy, carried)
+    return coming.unpack(name, written.pack(copy, coming.wanted(name, listed)), listed)
+
+
 def files(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
 
@@ -38,24 +44,26 @@ def test_a_results_folder_comes_back_whole_under_the_next_free_number(tmp_path: 
     (copy / "policy.onnx").write_text("exported")
     (copy / "build").mkdir()
     (copy / "build" / "out.o").write_text("generated")  # what lfpy generates stays on the node
-    archive = written.pack(copy, carried)
-    assert archive is not None
+    assert written.new_files(copy, carried).keys() == {"policy.onnx", "runs/dqn_1/training.csv",
+                                                       "runs/dqn_1/checkpoints/step-1.ckpt"}
     coming = written.Homecoming(home)
-    assert coming.unpack("node-b:/copy", archive) == [("policy.onnx", "policy.onnx"), ("runs/dqn_1", "runs/dqn_3")]
+    assert back(coming, "node-b:/copy", copy, carried) == [("policy.onnx", "policy.onnx"), ("runs/dqn_1", "runs/dqn_3")]
     assert files(home) == {**before, "policy.onnx": "exported", "runs/dqn_3/training.csv": "step,loss",
                            "runs/dqn_3/checkpoints/step-1.ckpt": "state"}
-    # Another federate of the same copy sends it again, with a file more: filled in, not placed again.
+    # Another federate of the same copy lists it again, with a file more: only that one is asked for, and
+    # it fills in the result placed already.
     (copy / "runs" / "dqn_1" / "learning_curve.png").write_text("curve")
-    assert coming.unpack("node-b:/copy", written.pack(copy, carried)) == []
+    assert coming.wanted("node-b:/copy", written.new_files(copy, carried)) == ["runs/dqn_1/learning_curve.png"]
+    assert back(coming, "node-b:/copy", copy, carried) == []
     assert files(home)["runs/dqn_3/learning_curve.png"] == "curve" and "runs/dqn_4" not in files(home)
-    # Another node's copy with a results folder of the same name: a result of its own.
-    assert coming.unpack("node-a:/copy", written.pack(copy, carried)) == [
-        ("policy.onnx", "policy_2.onnx"), ("runs/dqn_1", "runs/dqn_4")]
+    assert coming.wanted("node-b:/copy", written.new_files(copy, carried)) == []
+    # Another machine's copy with a results folder of the same name: a result of its own.
+    assert back(coming, "node-a:/copy", copy, carried) == [("policy.onnx", "policy_2.onnx"), ("runs/dqn_1", "runs/dqn_4")]
     assert {path: text for path, text in files(home).items() if path in before} == before  # nothing replaced
 
 
-def test_a_copy_the_federates_wrote_nothing_in_sends_nothing(tmp_path: Path) -> None:
+def test_a_copy_the_federates_wrote_nothing_in_lists_nothing(tmp_path: Path) -> None:
     _home, copy, carried = a_program(tmp_path)
     (copy / "__pycache__").mkdir()
     (copy / "__pycache__" / "cue.pyc").write_text("generated")
-    assert written.pack(copy, carried) is None
+    assert written.new_files(copy, carried) == {}

@@ -179,10 +179,9 @@ class RemoteProcess:
 
     def _finish(self, ray: Any) -> None:
         try:
-            status, archive = ray.get(self.run_ref)
+            status, listed = ray.get(self.run_ref)
             self.status = int(status)
-            if archive is not None:
-                self._bring_back(archive)
+            self._bring_back(ray, listed)
         except ray.exceptions.RayActorError as exc:
             self.status, self.lost = 1, _why_lost(str(exc))
         except ray.exceptions.RayTaskError as exc:
@@ -197,13 +196,18 @@ class RemoteProcess:
 
         ray.kill(self.actor, no_restart=True)
 
-    def _bring_back(self, archive: bytes) -> None:
-        """Write what the federate's node's copy of the program's folder holds that lfrl did not carry
-        there into the program's folder here (written.py), and say where it landed."""
+    def _bring_back(self, ray: Any, listed: dict[str, tuple[int, int]]) -> None:
+        """Write the files the federate's copy of the program's folder holds that lfrl did not carry
+        there, `listed`, into the program's folder here, but those that came back already from a
+        federate sharing the copy (written.py); say where they landed."""
+        copy = f"{self.host}:{self.copy}"
+        wanted = self.homecoming.wanted(copy, listed)
+        if not wanted:
+            return
         try:
-            placed = self.homecoming.unpack(f"{self.host}:{self.copy}", archive)
-        except (OSError, tarfile.TarError) as exc:
-            print(f"error: the files written {self.where()} could not be written in {self.root}: {exc}",
+            placed = self.homecoming.unpack(copy, ray.get(self.actor.files.remote(wanted)), listed)
+        except (OSError, tarfile.TarError, ray.exceptions.RayError) as exc:
+            print(f"error: the files written {self.where()} could not be brought to {self.root}: {exc}",
                   file=sys.stderr, flush=True)
             return
         if placed:
@@ -248,12 +252,12 @@ class FederateActor:
                 processor.this())
 
     def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str],
-            carried: set[str]) -> tuple[int, bytes | None]:
+            carried: set[str]) -> tuple[int, dict[str, tuple[int, int]]]:
         """Run federate `argv` with the `main` of module `entry` (lfpy.federate: its arguments, with
         --connect); on the coordinator's node (`local`: its id, and the Unix socket lfrl listens on
         there) it connects over that socket instead, and large values cross in shared memory as on
-        one host. Returns its exit status and what its copy of the program's folder holds that lfrl did
-        not carry there, `carried` (written.py: what the program's federates on this node wrote)."""
+        one host. Returns its exit status and the files its copy of the program's folder holds that lfrl
+        did not carry there, `carried` (written.py: what the program's federates on this machine wrote)."""
         import importlib
 
         import ray
@@ -265,7 +269,11 @@ class FederateActor:
         os.environ.update(environ)
         os.environ["LFPY_FEDERATE_TOKEN"] = token
         status = importlib.import_module(entry).main(argv)
-        return status, written.pack(Path.cwd(), carried)
+        return status, written.new_files(Path.cwd(), carried)
+
+    def files(self, paths: list[str]) -> bytes:
+        """The files `paths` of its copy of the program's folder (written.pack), once `run` has ended."""
+        return written.pack(Path.cwd(), paths)
 
 
 class Cluster:

@@ -3,8 +3,9 @@
 Ray carries the program's folder to each node (cluster.py: a runtime_env working_dir, all of it but
 NOT_CARRIED), and what a federate writes lands in that copy, on its node: a learner's results
 folder, a model it saves. Federates on one machine share a copy. Once a federate has ended, its actor
-sends back the files in its copy that lfrl did not carry there (`pack`), and lfrl's process writes
-them into the program's folder (`Homecoming`), once per copy however many federates share it.
+lists the files in its copy that lfrl did not carry there (`new_files`), lfrl asks for those that have
+not come back yet (`pack`) and writes them into the program's folder (`Homecoming`): once per copy,
+however many federates share it.
 
 Nothing there is replaced. A folder that holds files the run wrote is one result: it comes back
 whole, at its own path, or under the next free name where that is taken (`runs/dqn_1` becomes
@@ -37,39 +38,57 @@ def carried(root: Path) -> set[str]:
     return found
 
 
-def pack(copy: Path, carried: set[str]) -> bytes | None:
+def new_files(copy: Path, carried: set[str]) -> dict[str, tuple[int, int]]:
     """The files under `copy` that were not `carried` there (the program's federates wrote them), but
-    for GENERATED folders', as a tar archive; None where there are none."""
+    for GENERATED folders', relative, each with its time of last change (ns) and size."""
+    found = {}
+    for folder, dirs, files in os.walk(copy):
+        dirs[:] = sorted(d for d in dirs if d not in GENERATED)
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, copy)
+            if relative not in carried:
+                stat = os.stat(path)
+                found[relative] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def pack(copy: Path, paths: list[str]) -> bytes:
+    """The files `paths` under `copy`, as a tar archive."""
     buffer = io.BytesIO()
-    count = 0
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=1) as tar:
-        for folder, dirs, files in os.walk(copy):
-            dirs[:] = sorted(d for d in dirs if d not in GENERATED)
-            for name in sorted(files):
-                path = os.path.join(folder, name)
-                relative = os.path.relpath(path, copy)
-                if relative not in carried:
-                    tar.add(path, arcname=relative, recursive=False)
-                    count += 1
-    return buffer.getvalue() if count else None
+        for relative in paths:
+            tar.add(copy / relative, arcname=relative, recursive=False)
+    return buffer.getvalue()
 
 
 class Homecoming:
-    """The program's folder `root` on lfrl's machine, receiving what federates wrote in their copies."""
+    """The program's folder `root` on lfrl's machine, receiving what federates wrote in their copies.
+    Federates sharing a copy each list what it holds when they end (`new_files`); only what has not come
+    back yet, or has changed since, is asked for (`wanted`) and sent (`pack`)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.lock = threading.Lock()  # federates end on different threads (the coordinator's watchers)
         self.placed: dict[str, dict[str, str]] = {}  # a copy -> each result of it -> where it is here
+        self.fetched: dict[str, dict[str, tuple[int, int]]] = {}  # a copy -> the files that came back, as listed
 
-    def unpack(self, copy: str, archive: bytes) -> list[tuple[str, str]]:
+    def wanted(self, copy: str, listed: dict[str, tuple[int, int]]) -> list[str]:
+        """Of the files a federate listed in `copy` (`new_files`), those not yet back as they are now."""
+        with self.lock:
+            fetched = self.fetched.get(copy, {})
+            return [path for path, state in listed.items() if fetched.get(path) != state]
+
+    def unpack(self, copy: str, archive: bytes, listed: dict[str, tuple[int, int]]) -> list[tuple[str, str]]:
         """Write the files of `archive` (`pack`'s, from `copy`, a copy named by its machine and its path:
-        Ray nodes on one machine share one) under the program's folder; returns the results placed now: (path in the copy, path
-        here). A copy's results already placed (from a federate that shares the copy) are filled in,
-        not placed again."""
+        Ray nodes on one machine share one) under the program's folder; returns the results placed now:
+        (path in the copy, path here). A copy's results already placed (from a federate that shares the
+        copy) are filled in, not placed again. `listed`: the files' states when they were listed."""
         with self.lock, tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
             members = [m for m in tar.getmembers() if m.isfile()]
-            holding = {os.path.dirname(m.name) for m in members}  # folders with files of the run in them
+            fetched = self.fetched.setdefault(copy, {})
+            # Folders with files of the run in them: those of this archive and of the copy's earlier ones.
+            holding = {os.path.dirname(name) for name in [*fetched, *(m.name for m in members)]}
             placed = self.placed.setdefault(copy, {})
             new = []
             for member in members:
@@ -82,6 +101,7 @@ class Homecoming:
                 source = tar.extractfile(member)
                 assert source is not None
                 target.write_bytes(source.read())  # here, only what this homecoming placed is written
+                fetched[member.name] = listed[member.name]
         return new
 
 
