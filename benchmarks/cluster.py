@@ -39,10 +39,10 @@ included, about 7 s).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -59,6 +59,7 @@ from common import (
     Measurement,
     Summary,
     disagreement,
+    local_cluster,
     ratio_spread,
     spread,
     values,
@@ -68,8 +69,6 @@ from federation import PING_PONG
 from tqdm import tqdm
 
 LFRL = [sys.executable, "-m", "lfrl"]
-NODE = {"object_store_memory": 80 * 2**20}  # small object stores: nothing of lfrl's rounds goes through them
-NODE_CPUS = 2  # logical CPUs of each node: room for a federate's actor (1 CPU) next to Ray's idle actors
 ENV_ID = "CartPole-v1"
 ROUND_TRIP_TARGET = 0.2  # lfrl-cluster / Ray actor call, time per round trip: at most
 SAMPLING_TARGET = 5.0  # lfrl-cluster / Ray actors, samples/s: at least
@@ -299,36 +298,19 @@ def main() -> None:
     repeat = 2 if args.quick else args.rounds
     sizes = QUICK if args.quick else FULL
     try:
-        import ray
-        from ray.cluster_utils import Cluster
+        import ray  # noqa: F401
     except ImportError:
         raise SystemExit("cluster.py needs Ray: pip install -e '.[bench]'") from None
 
     machine = Machine()
-    on_sigterm = signal.getsignal(signal.SIGTERM)
-    cluster = Cluster()  # its nodes added below: whatever was started is shut down in `finally`
-    try:
+    with contextlib.ExitStack() as stack:
         with tqdm(total=1, desc="starting a Ray cluster of 3 nodes", bar_format="{desc} [{elapsed}]") as bar:
-            cluster.add_node(**NODE, num_cpus=NODE_CPUS, include_dashboard=False)  # the head
-            for label in ("a", "b"):
-                cluster.add_node(**NODE, num_cpus=NODE_CPUS, labels={"lfrl-host": label})
-            cluster.wait_for_nodes()
-            ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
-            # ray.init's SIGTERM handler exits at once: raise instead, so that the cluster is shut down.
-            signal.signal(signal.SIGTERM, _terminated)
+            ray, cluster = stack.enter_context(local_cluster())
             round_trip, sample = ray_contenders(ray, cluster.head_node.node_id, sizes)
             bar.update()
         workloads = run(cluster.address, sizes, repeat, round_trip, sample)
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-        signal.signal(signal.SIGTERM, on_sigterm)
     machine.done()
     write(args, workloads, sizes, repeat, machine)
-
-
-def _terminated(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
 
 
 def run(address: str, sizes: Sizes, repeat: int, round_trip: Callable[[], Measurement],

@@ -94,6 +94,41 @@ def ray_session() -> Iterator[object | None]:
         ray.shutdown()
 
 
+NODE_CPUS = 2  # logical CPUs of each node of local_cluster: room for a federate's actor next to Ray's idle actors
+NODE = {"object_store_memory": 80 * 2**20}  # small object stores: nothing of lfrl's rounds goes through them
+
+
+@contextmanager
+def local_cluster() -> Iterator[tuple[object, object]]:
+    """A local Ray cluster of three nodes on this machine, as tests/test_cluster.py makes it (a head and
+    nodes labelled lfrl-host=a and lfrl-host=b, each a raylet of its own, NODE_CPUS logical CPUs each),
+    this script a driver connected to it: (ray, the ray.cluster_utils.Cluster). Shut down at the end, on
+    an error, Ctrl-C or SIGTERM too."""
+    import signal
+
+    import ray
+    from ray.cluster_utils import Cluster
+
+    def terminated(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    on_sigterm = signal.getsignal(signal.SIGTERM)
+    cluster = Cluster()  # its nodes added below: whatever was started is shut down in `finally`
+    try:
+        cluster.add_node(**NODE, num_cpus=NODE_CPUS, include_dashboard=False)  # the head
+        for label in ("a", "b"):
+            cluster.add_node(**NODE, num_cpus=NODE_CPUS, labels={"lfrl-host": label})
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
+        # ray.init's SIGTERM handler exits at once: raise instead, so that the cluster is shut down.
+        signal.signal(signal.SIGTERM, terminated)
+        yield ray, cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+
 def rounds(contenders: dict[str, Callable[[], Measurement]], repeat: int, bar=None) -> dict[str, list[Measurement]]:
     """Each contender measured `repeat` times, every round all of them in an order that rotates."""
     names = list(contenders)

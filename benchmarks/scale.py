@@ -48,7 +48,6 @@ Writes results/scale.md, .png and .json (summary rows: each setting and variant 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import inspect
 import multiprocessing
 import re
@@ -56,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from statistics import median
@@ -64,6 +63,7 @@ from statistics import median
 import numpy as np
 from common import (
     CPUS,
+    NODE_CPUS,
     RESULTS,
     ROOT,
     Machine,
@@ -71,6 +71,7 @@ from common import (
     Skipped,
     Summary,
     disagreement,
+    local_cluster,
     ratio_spread,
     ray_session,
     rounds,
@@ -86,8 +87,6 @@ WIDTH = 8192  # float64 values of the payload: 64 KiB
 VARIANTS = {"int": False, "64 KiB": True}  # variant -> whether an array goes each way
 VS_RAY_TARGET = 10.0  # Ray's time over lfrl's: at least, at every N
 CLUSTER_NODE = "a"  # where the cluster's workers run (a node's lfrl-host label)
-NODE_CPUS = 2  # logical CPUs of each node of the local cluster
-NODE = {"object_store_memory": 80 * 2**20}  # small object stores: nothing of a round goes through them
 
 
 def message(k: int, payload: bool) -> object:
@@ -376,32 +375,11 @@ def main() -> None:
             measure("one host", ray, lambda variant, n, payload: [Lfrl(Path(tmp), n, timed, warmup, payload),
                                                                   PipeStar(n, timed, warmup, payload)])
         if ns["cluster"]:
-            with cluster_session() as (ray, address):
+            with local_cluster() as (ray, cluster):
                 measure("cluster", ray, lambda variant, n, payload: [
-                    Lfrl(Path(tmp), n, timed, warmup, payload, cluster=address),
+                    Lfrl(Path(tmp), n, timed, warmup, payload, cluster=cluster.address),
                     PipeStar(n, timed, warmup, payload, tcp=True)])
     write_results(args, machine.done(), rows, cpu, skipped, ns, repeat, timed, warmup)
-
-
-@contextlib.contextmanager
-def cluster_session() -> Iterator[tuple[object, str]]:
-    """A local Ray cluster of three nodes (a head, and nodes labelled lfrl-host=a and b, as
-    benchmarks/cluster.py makes it), this script a driver connected to it: (ray, its address). Shut down at
-    the end, on an error or Ctrl-C too."""
-    import ray
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster()
-    try:
-        cluster.add_node(**NODE, num_cpus=NODE_CPUS, include_dashboard=False)  # the head
-        for label in ("a", "b"):
-            cluster.add_node(**NODE, num_cpus=NODE_CPUS, labels={"lfrl-host": label})
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
-        yield ray, cluster.address
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
 
 
 def problem_of(row: dict[str, list[Measurement]], n: int, warmup: int, timed: int) -> str | None:
