@@ -25,11 +25,12 @@ setup(
             sources=["lfpy/runtime/_core.c"],
             extra_compile_args=["-O3", "-std=gnu99", *WARNINGS],
         ),
-        # A federation's messages on one machine: rings in shared memory (federation/transport.py's RingChannel)
-        # and the fast lane of plain tags (federation/coordinator.py, server.py). gnu11: C11 atomics, clock_gettime, sched_yield.
+        # A federation's messages: rings in shared memory on one machine (federation/transport.py's RingChannel),
+        # frames over sockets to others (SocketChannel), and the fast lane of plain tags on either
+        # (federation/coordinator.py, server.py). gnu11: C11 atomics, clock_gettime, sched_yield.
         Extension(
             "lfpy.runtime._wire",
-            sources=["lfpy/runtime/_wire.c", "lfpy/runtime/_ring.c", "lfpy/runtime/_lane.c"],
+            sources=["lfpy/runtime/_wire.c", "lfpy/runtime/_ring.c", "lfpy/runtime/_socket.c", "lfpy/runtime/_lane.c"],
             depends=["lfpy/runtime/_wire.h"],
             extra_compile_args=["-O3", "-std=gnu11", *WARNINGS],
         ),

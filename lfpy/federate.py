@@ -40,6 +40,7 @@ from lfpy.runtime.federation.partition import instances_of
 from lfpy.runtime.federation.processes import CROWDED, poll_ns
 from lfpy.runtime.federation.server import FederateScheduler, Outbox, serve
 from lfpy.runtime.federation.transport import (
+    SOCKET_POLL_NS,
     Channel,
     PipeChannel,
     RingChannel,
@@ -92,10 +93,10 @@ def _channels(argv: list[str]) -> tuple[Channel, Channel, Channel]:
                 PipeChannel(write_fd=own_fd))
     host, port = argv[1].rsplit(":", 1)
     connections = []
-    for _ in range(2):
+    for waits in (min(waiting, SOCKET_POLL_NS), 0):  # requests and answers, then its own (only sent on)
         sock = socket.create_connection((host, int(port)))
         sock.sendall(token)
-        connections.append(SocketChannel(sock))
+        connections.append(SocketChannel(sock, waits))
     both, own = connections
     return both, both, own
 

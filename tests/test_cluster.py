@@ -114,6 +114,37 @@ def test_federates_run_on_the_nodes_their_at_names_and_print_in_order(tmp_path: 
     assert left_on_the_cluster() == ([], [])
 
 
+SHARES = """target Python { timeout: 1 msec }
+reactor Source {
+  output out
+  timer t(0, 1 msec)
+  reaction(t) -> out {= out.set(1) =}
+}
+reactor Sink(id = 0) {
+  input inp
+  reaction(inp) {=
+    import os
+    print(f"sink {self.id} crowded {os.environ['LFPY_CROWDED']}")
+  =}
+}
+federated reactor {
+  source = new Source()
+  whole = new Sink(id = 1) at a;
+  half = new Sink(id = 2) at a;
+  source.out -> whole.inp
+  source.out -> half.inp
+}
+"""
+
+
+def test_a_federate_whose_actor_shares_a_cpu_waits_without_polling(tmp_path: Path, nodes: Nodes) -> None:
+    # An actor with a CPU of its own may poll its socket a while; one with less shares a CPU with
+    # other work (processes.crowded), and sleeps at once.
+    result = on_cluster(tmp_path, nodes, SHARES, "--resources", "half:cpus=0.5")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["sink 1 crowded 0", "sink 2 crowded 1"] * 2
+
+
 @pytest.mark.parametrize(("program", "workers"), [
     (DIAMOND_OF_BANKS, 1),
     pytest.param(DIAMOND_OF_BANKS, 2, marks=pytest.mark.slow),  # slow: the default run keeps to its minutes

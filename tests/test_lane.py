@@ -7,15 +7,18 @@ in a federate, actions scheduled there and a stop requested there."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from lfpy.runtime import core
 from lfpy.runtime.federation import transport
-from lfpy.runtime.federation.transport import RingChannel, map_ring, ring_memory
+from lfpy.runtime.federation.forwarding import Output
+from lfpy.runtime.federation.transport import Channel, RingChannel, SocketChannel, map_ring, ring_memory
 from tests.lfutil import default_signals, write
 from tests.test_core import assert_same
 
@@ -113,6 +116,29 @@ def rings() -> tuple[RingChannel, RingChannel]:
     return RingChannel(memory, write_fd, sender=True), RingChannel(map_ring(memory.name), read_fd, sender=False)
 
 
+def sockets() -> tuple[SocketChannel, SocketChannel]:
+    """The two ends of a TCP connection on the loopback interface, as a sender and a receiver."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+    return SocketChannel(client), SocketChannel(accepted)
+
+
+def gone(sender: Channel) -> None:
+    """The sender's process ends: its end closes."""
+    if isinstance(sender, RingChannel):
+        os.close(sender.fd)  # type: ignore[arg-type]
+        sender.fd = None
+    else:
+        sender.close()
+
+
+@pytest.fixture(params=["ring", "socket"])
+def wires(request: pytest.FixtureRequest) -> Callable[[], tuple[Channel, Channel]]:
+    """What the lanes send and receive on: a ring (one machine) or a socket (another machine)."""
+    return rings if request.param == "ring" else sockets
+
+
 class Port:
     """What the lanes use of a port or action: its value, presence and `set`."""
 
@@ -135,7 +161,7 @@ class Sched:
     current = (1_000, 2)
 
 
-def coordinator_lane(requests: RingChannel, answers: RingChannel, calls: list) -> tuple:
+def coordinator_lane(requests: Channel, answers: Channel, calls: list) -> tuple:
     from lfpy.runtime import _wire
 
     reactions = [Reaction(0), Reaction(1), Reaction(1)]
@@ -145,13 +171,13 @@ def coordinator_lane(requests: RingChannel, answers: RingChannel, calls: list) -
         Sched(), {r: i for i, r in enumerate(reactions)}, reads, slots, set(), {}, lambda: calls.append("round"),
         lambda k, t, m, batch: calls.append(("send_run", k, t, m, batch)) or True,
         lambda k, raw: calls.append(("apply", k, raw)), lambda k: calls.append(("lost", k)), 2, 1, 12)
-    lane.attach(1, requests._ring, answers._ring, answers._unpickle)
+    lane.attach(1, requests.wire, answers.wire, answers._unpickle)
     return lane, reactions, slots
 
 
-def test_the_coordinators_lane_marshals_plain_requests_and_hands_over_the_rest() -> None:
-    requests_out, requests_in = rings()
-    answers_out, answers_in = rings()
+def test_the_coordinators_lane_marshals_plain_requests_and_hands_over_the_rest(wires: Callable) -> None:
+    requests_out, requests_in = wires()
+    answers_out, answers_in = wires()
     calls: list = []
     lane, reactions, slots = coordinator_lane(requests_out, answers_in, calls)
     slots[0].set(7)
@@ -170,8 +196,7 @@ def test_the_coordinators_lane_marshals_plain_requests_and_hands_over_the_rest()
     lane.collect()  # anything but ports set: the coordinator's Python applies it
     assert calls[-1] == ("apply", 1, stopped)
     lane.send([reactions[1]])
-    os.close(answers_out.fd)  # type: ignore[arg-type]  # the federate's process ends
-    answers_out.fd = None
+    gone(answers_out)  # the federate's process ends
     lane.collect()
     assert calls[-1] == ("lost", 1)
     for channel in (requests_out, requests_in, answers_out, answers_in):
@@ -233,13 +258,13 @@ class LaneServer:
         return True
 
 
-def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None:
+def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest(wires: Callable) -> None:
     from lfpy.runtime import _wire
     from lfpy.runtime.federation.messages import NotSent
     from lfpy.runtime.tag import Tag
 
-    requests_out, requests_in = rings()
-    answers_out, answers_in = rings()
+    requests_out, requests_in = wires()
+    answers_out, answers_in = wires()
     server, sched = LaneServer(), FederateSched()
     server.sched = sched
     table = [FederatePort(name, sched.set_ports) for name in "abcd"]
@@ -260,7 +285,7 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None
 
     reactions = [LaneReaction(copy), LaneReaction(keep), LaneReaction(array), LaneReaction(fail),
                  LaneReaction(copy, deadline=10**9)]
-    lane = _wire.FederateLane(server, sched, requests_in._ring, answers_out._ring, requests_in._unpickle,
+    lane = _wire.FederateLane(server, sched, requests_in.wire, answers_out.wire, requests_in._unpickle,
                               lambda: None, reactions, [[table[0], table[1]], [], [], [], [table[0]]], table,
                               {port: slot for slot, port in enumerate(table)}, {3}, [], NotSent, Tag, 1, 12)
     table[1].is_present = True  # read, absent at this tag: the lane clears it
@@ -280,5 +305,45 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest() -> None
     assert sched.arrival is not None and sched.set_ports == []
     requests_out.send((5,))  # any other request
     assert lane.next() == (5,)
+    for channel in (requests_out, requests_in, answers_out, answers_in):
+        channel.close()
+
+
+def test_a_remote_federates_lane_sends_what_it_printed_with_the_answer(wires: Callable) -> None:
+    # A federate on another machine holds what its reactions print (forwarding.Output): the lane's
+    # answer carries it, marshalled, and lets go of it after each tag (printing from the federate's
+    # threads between tags goes out at once, as `Output` does it).
+    from lfpy.runtime import _wire
+    from lfpy.runtime.federation.messages import NotSent, Print
+    from lfpy.runtime.tag import Tag
+
+    requests_out, requests_in = wires()
+    answers_out, answers_in = wires()
+    server, sched = LaneServer(), FederateSched()
+    server.sched = sched
+    sent_at_once: list[tuple] = []
+    output = Output(sent_at_once.append)
+    table = [FederatePort("a", sched.set_ports)]
+
+    def speak() -> None:
+        output.write(1, "one\n")
+        output.write(2, "two\n")
+        table[0].set(1)
+
+    def quiet() -> None:
+        table[0].set(2)
+
+    lane = _wire.FederateLane(server, sched, requests_in.wire, answers_out.wire, requests_in._unpickle,
+                              lambda: None, [LaneReaction(speak), LaneReaction(quiet)], [[], []], table,
+                              {table[0]: 0}, set(), [], NotSent, Tag, 1, 12, output)
+    requests_out.send((1, 1_000, 0, [(0, [])], []))
+    requests_out.send((1, 2_000, 0, [(1, [])], []))
+    requests_out.send((5,))
+    assert lane.next() == (5,)
+    assert answers_in.receive() == (12, [(0, 1)], [], [], [], False, False, None, [], [], [(1, "one\n"), (2, "two\n")])
+    assert answers_in.receive() == (12, [(0, 2)], [], [], [], False, False, None, [], [], [])
+    assert server.finished == [] and output.held is None  # both answered in C; nothing held between tags
+    output.write(1, "between\n")
+    assert sent_at_once == [Print(1, "between\n")]
     for channel in (requests_out, requests_in, answers_out, answers_in):
         channel.close()

@@ -1,25 +1,35 @@
-"""SocketChannel: a federation's messages over TCP (federates on other machines), both ways."""
+"""SocketChannel: a federation's messages over TCP (federates on other machines), both ways; read by the
+extension (`wire`, lfpy/runtime/_socket.c, which the fast lane also sends and receives on) or, where it
+is not built, by the channel's own Python: every test runs with each."""
 
 from __future__ import annotations
 
+import marshal
 import pickle
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import numpy
 import pytest
 
-from lfpy.runtime.federation.transport import SHARED_MIN, SocketChannel
+from lfpy.runtime.federation import transport
+from lfpy.runtime.federation.transport import MARSHAL, SHARED_MIN, SocketChannel
+
+READERS = ["c", "python"] if transport.RINGS else ["python"]
 
 
-@pytest.fixture
-def pair() -> Iterator[tuple[SocketChannel, SocketChannel]]:
-    """Two channels at the ends of one TCP connection on the loopback interface."""
+@pytest.fixture(params=READERS)
+def pair(request: pytest.FixtureRequest) -> Iterator[tuple[SocketChannel, SocketChannel]]:
+    """Two channels at the ends of one TCP connection on the loopback interface, reading with the
+    extension or with Python."""
     with socket.create_server(("127.0.0.1", 0)) as server:
         client = socket.create_connection(server.getsockname())
         accepted, _ = server.accept()
     a, b = SocketChannel(client), SocketChannel(accepted)
+    if request.param == "python":
+        a.wire = b.wire = None
     yield a, b
     a.close()
     b.close()
@@ -97,3 +107,45 @@ def test_the_other_end_gone(pair: tuple[SocketChannel, SocketChannel]) -> None:
     with pytest.raises(BrokenPipeError):  # the first sends may still be accepted by the kernel
         for _ in range(100):
             b.send(numpy.zeros(100_000))
+
+
+def test_a_receiver_waiting_is_woken_by_abort(pair: tuple[SocketChannel, SocketChannel]) -> None:
+    # The coordinator learns from Ray that a federate's node is gone: whoever waits for it stops.
+    a, b = pair
+    outcome: list[str] = []
+    waiter = threading.Thread(target=lambda: outcome.append(_received(b)))
+    waiter.start()
+    time.sleep(0.2)
+    assert outcome == []  # waiting
+    b.abort()
+    waiter.join(timeout=10)
+    assert outcome == ["EOFError"]
+
+
+def _received(channel: SocketChannel) -> str:
+    try:
+        return repr(channel.receive())
+    except EOFError:
+        return "EOFError"
+
+
+@pytest.mark.skipif(not transport.RINGS, reason="the extension is not built")
+def test_frames_the_extension_sends_are_read_by_either_reader() -> None:
+    # The fast lane sends marshalled frames with `wire.send`; the channel's Python reader and the
+    # extension's read them, between pickled messages with raw buffers, alike.
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+    a, b = SocketChannel(client), SocketChannel(accepted)
+    big = numpy.arange(100_000, dtype=numpy.float64)  # 800 KB: more than the extension reads ahead
+    for reader in ("c", "python"):
+        b.wire = None if reader == "python" else transport._wire.Socket(b.sock)
+        plain = (1, 5_000, 0, [(0, [(3, 1.5), (4, "x" * 70_000)])], [])
+        a.wire.send(MARSHAL, marshal.dumps(plain))
+        a.send({"big": big})
+        a.wire.send(MARSHAL, marshal.dumps(("after", reader)))
+        assert b.receive() == plain
+        assert numpy.array_equal(b.receive()["big"], big)
+        assert b.receive() == ("after", reader)
+    a.close()
+    b.close()

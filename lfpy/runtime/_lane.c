@@ -1,6 +1,7 @@
 /* The federation's fast lane: a plain tag's request and answer handled in C on both sides, for
- * federates whose channels are rings (federation/coordinator.py and server.py build the lanes when
- * the C core is selected; LFPY_CORE=python keeps everything in Python, the reference).
+ * federates whose channels are rings or sockets (`wire_send`, `wire_receive`; federation/coordinator.py
+ * and server.py build the lanes when the C core is selected; LFPY_CORE=python keeps everything in
+ * Python, the reference).
  *
  * A tag is plain when nothing but reactions reading ports and setting ports happens: no mode entered
  * with reset, no action scheduled, no stop or checkpoint requested, no failure, no trace, no output
@@ -16,8 +17,12 @@
  *   Ran: (RAN, outputs, scheduled, physical, transitions, stop, failed, status, traced, checkpoints,
  *         printed), plain when all but `outputs` are empty, False or None.
  *
+ * A federate on another machine holds what it prints while it runs reactions, to go back with their
+ * answer (forwarding.py's `Output`): the `printed` of its marshalled Ran, which the coordinator's lane,
+ * seeing it not plain, hands to the federation's code to print.
+ *
  * Threading: a lane is used by one thread, the federate's serving thread or the coordinator's
- * scheduler thread, with the GIL (released only while a ring waits).
+ * scheduler thread, with the GIL (released only while a ring or socket waits).
  */
 #include "_wire.h"
 
@@ -30,7 +35,7 @@
 static PyObject *s_is_present, *s_value, *s_current, *s_arrival, *s_clock_offset, *s_halted, *s_run_reaction,
     *s_set_ports, *s_stop_requested, *s_scheduled, *s_physical_scheduled, *s_checkpoint_requests, *s_trace,
     *s_pending, *s_send_all, *s_finish, *s_flush, *s_set, *s_federate, *s_deadline, *s_call, *s_exit_status,
-    *s__current, *s_failed;
+    *s__current, *s_failed, *s_hold, *s_release;
 static PyObject *k_zero;
 
 static int intern_names(void)
@@ -48,6 +53,7 @@ static int intern_names(void)
         {&s_trace, "trace"}, {&s_pending, "pending"}, {&s_send_all, "send_all"}, {&s_finish, "finish"},
         {&s_flush, "flush"}, {&s_set, "set"}, {&s_federate, "federate"}, {&s_deadline, "deadline"},
         {&s_call, "call"}, {&s_exit_status, "exit_status"}, {&s__current, "_current"}, {&s_failed, "failed"},
+        {&s_hold, "hold"}, {&s_release, "release"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
@@ -126,13 +132,13 @@ static PyObject *frame_message(int kind, PyObject *payload, PyObject *unpickle)
     return PyObject_CallFunction(unpickle, "iO", kind, payload);
 }
 
-/* Marshal `message` (plain already) and send it on `ring`. 0, or -1 with an exception. */
-static int send_marshalled(Ring *ring, PyObject *message)
+/* Marshal `message` (plain already) and send it on `wire`. 0, or -1 with an exception. */
+static int send_marshalled(PyObject *wire, PyObject *message)
 {
     PyObject *data = PyMarshal_WriteObjectToString(message, Py_MARSHAL_VERSION);
     if (data == NULL)
         return -1;
-    int rc = ring_send(ring, KIND_MARSHAL, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+    int rc = wire_send(wire, KIND_MARSHAL, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
     Py_DECREF(data);
     return rc;
 }
@@ -146,8 +152,9 @@ static int is_empty_sequence(PyObject *o)
 
 typedef struct {
     PyObject_HEAD
-    Ring *requests, *answers;
+    PyObject *requests, *answers; /* wires (`is_wire`) */
     PyObject *served;     /* server.FederateServer: `finish(failed)` and `send_all` */
+    PyObject *output;     /* forwarding.Output of a federate on another machine, or None */
     PyObject *sched;      /* its FederateScheduler */
     PyObject *unpickle;   /* the requests channel's, for frames that are not marshalled */
     PyObject *next_round; /* the answers channel's */
@@ -158,23 +165,27 @@ typedef struct {
 static int FederateLane_init(FederateLane *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"served", "sched", "requests", "answers", "unpickle", "next_round", "reactions", "reads",
-                            "table", "slot_of", "kept", "modes", "kept_marker", "tag", "run_kind", "ran_kind", NULL};
-    PyObject *served, *sched, *unpickle, *next_round, *reactions, *reads, *table, *slot_of, *kept, *modes,
-        *kept_marker, *tag_type;
-    Ring *requests, *answers;
+                            "table", "slot_of", "kept", "modes", "kept_marker", "tag", "run_kind", "ran_kind",
+                            "output", NULL};
+    PyObject *served, *sched, *requests, *answers, *unpickle, *next_round, *reactions, *reads, *table, *slot_of, *kept,
+        *modes, *kept_marker, *tag_type, *output = Py_None;
     long run_kind, ran_kind;
     if (intern_names() < 0)
         return -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOO!O!OOO!O!O!O!O!O!OOll", names, &served, &sched, &RingType, &requests,
-                                     &RingType, &answers, &unpickle, &next_round, &PyList_Type, &reactions,
-                                     &PyList_Type, &reads, &PyList_Type, &table, &PyDict_Type, &slot_of, &PySet_Type,
-                                     &kept, &PyList_Type, &modes, &kept_marker, &tag_type, &run_kind, &ran_kind))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOOO!O!O!O!O!O!OOll|O", names, &served, &sched, &requests, &answers,
+                                     &unpickle, &next_round, &PyList_Type, &reactions, &PyList_Type, &reads,
+                                     &PyList_Type, &table, &PyDict_Type, &slot_of, &PySet_Type, &kept, &PyList_Type,
+                                     &modes, &kept_marker, &tag_type, &run_kind, &ran_kind, &output))
         return -1;
-    PyObject **fields[] = {&self->served, &self->sched, (PyObject **)&self->requests, (PyObject **)&self->answers,
-                           &self->unpickle, &self->next_round, &self->reactions, &self->reads, &self->table,
-                           &self->slot_of, &self->kept, &self->modes, &self->kept_marker, &self->tag_type};
-    PyObject *values[] = {served, sched, (PyObject *)requests, (PyObject *)answers, unpickle, next_round, reactions,
-                          reads, table, slot_of, kept, modes, kept_marker, tag_type};
+    if (!is_wire(requests) || !is_wire(answers)) {
+        PyErr_SetString(PyExc_TypeError, "FederateLane: requests and answers are Rings or Sockets");
+        return -1;
+    }
+    PyObject **fields[] = {&self->served, &self->sched, &self->requests, &self->answers, &self->unpickle,
+                           &self->next_round, &self->reactions, &self->reads, &self->table, &self->slot_of,
+                           &self->kept, &self->modes, &self->kept_marker, &self->tag_type, &self->output};
+    PyObject *values[] = {served, sched, requests, answers, unpickle, next_round, reactions, reads, table, slot_of,
+                          kept, modes, kept_marker, tag_type, output};
     for (size_t k = 0; k < sizeof(fields) / sizeof(fields[0]); k++) {
         Py_INCREF(values[k]);
         Py_XSETREF(*fields[k], values[k]);
@@ -189,6 +200,7 @@ static int FederateLane_traverse(FederateLane *self, visitproc visit, void *arg)
     Py_VISIT(self->requests);
     Py_VISIT(self->answers);
     Py_VISIT(self->served);
+    Py_VISIT(self->output);
     Py_VISIT(self->sched);
     Py_VISIT(self->unpickle);
     Py_VISIT(self->next_round);
@@ -208,6 +220,7 @@ static int FederateLane_clear(FederateLane *self)
     Py_CLEAR(self->requests);
     Py_CLEAR(self->answers);
     Py_CLEAR(self->served);
+    Py_CLEAR(self->output);
     Py_CLEAR(self->sched);
     Py_CLEAR(self->unpickle);
     Py_CLEAR(self->next_round);
@@ -318,6 +331,27 @@ static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports)
     return Py_BuildValue("(lN[][][]OOO[][][])", self->ran_kind, outputs, Py_False, Py_False, Py_None);
 }
 
+/* What a federate on another machine printed while the reactions ran (`Output.release`) into the answer
+ * `ran`, a new tuple of ours (it then goes on as any answer that is not plain, to be printed there).
+ * 0, or -1 with an exception. */
+static int release_output(FederateLane *self, PyObject *ran)
+{
+    if (self->output == Py_None)
+        return 0;
+    PyObject *printed = PyObject_CallMethodNoArgs(self->output, s_release);
+    if (printed == NULL)
+        return -1;
+    if (!plain(printed, 0)) { /* not for marshal: the federation's own code sends the answer */
+        PyErr_SetString(PyExc_TypeError, "printed text is (fd, str) pairs");
+        Py_DECREF(printed);
+        return -1;
+    }
+    PyObject *empty = PyTuple_GET_ITEM(ran, RAN_FIELDS - 1);
+    PyTuple_SET_ITEM(ran, RAN_FIELDS - 1, printed);
+    Py_DECREF(empty);
+    return 0;
+}
+
 /* After a plain Run's reactions: the answer (served.finish when the tag was not quiet). 1: go on,
  * 0: the coordinator has gone, -1: an exception. */
 static int finish(FederateLane *self, int failed)
@@ -341,7 +375,7 @@ static int finish(FederateLane *self, int failed)
         }
         if (ran != NULL) { /* as FederateServer.finish: the segments' round, the output, then the answer */
             PyObject *res = PyObject_CallNoArgs(self->next_round);
-            if (res == NULL || flush_output() < 0) {
+            if (res == NULL || flush_output() < 0 || release_output(self, ran) < 0) {
                 Py_XDECREF(res);
                 Py_DECREF(ran);
                 Py_DECREF(set_ports);
@@ -447,6 +481,12 @@ static PyObject *make_tag(PyObject *tag_type, PyObject *time, PyObject *microste
 static int run_plain(FederateLane *self, PyObject *msg)
 {
     PyObject *sched = self->sched;
+    if (self->output != Py_None) { /* what the reactions print is held, to go back with the answer */
+        PyObject *res = PyObject_CallMethodNoArgs(self->output, s_hold);
+        if (res == NULL)
+            return -1;
+        Py_DECREF(res);
+    }
     PyObject *tag = make_tag(self->tag_type, PyTuple_GET_ITEM(msg, 1), PyTuple_GET_ITEM(msg, 2));
     if (tag == NULL)
         return -1;
@@ -531,7 +571,7 @@ static PyObject *FederateLane_next(FederateLane *self, PyObject *unused)
     }
     for (;;) {
         int kind;
-        PyObject *payload = ring_receive(self->requests, &kind);
+        PyObject *payload = wire_receive(self->requests, &kind);
         if (payload == NULL)
             return NULL;
         PyObject *msg = frame_message(kind, payload, self->unpickle);
@@ -584,7 +624,7 @@ typedef struct {
     PyObject *apply;      /* apply(k, raw answer): an answer that is not plain */
     PyObject *lost;       /* lost(k): federate k has gone */
     Py_ssize_t n;         /* federates, the first (this process) included */
-    Ring **requests, **answers;
+    PyObject **requests, **answers; /* wires (`is_wire`), by federate */
     PyObject **unpickle;
     Py_ssize_t *sent; /* federates with a request out, in order */
     Py_ssize_t nsent;
@@ -631,8 +671,8 @@ static int CoordinatorLane_init(CoordinatorLane *self, PyObject *args, PyObject 
         Py_XSETREF(*fields[k], values[k]);
     }
     self->n = n;
-    self->requests = PyMem_Calloc(n, sizeof(Ring *));
-    self->answers = PyMem_Calloc(n, sizeof(Ring *));
+    self->requests = PyMem_Calloc(n, sizeof(PyObject *));
+    self->answers = PyMem_Calloc(n, sizeof(PyObject *));
     self->unpickle = PyMem_Calloc(n, sizeof(PyObject *));
     self->batches = PyMem_Calloc(n, sizeof(PyObject *));
     self->sent = PyMem_Calloc(n, sizeof(Py_ssize_t));
@@ -698,14 +738,18 @@ static void CoordinatorLane_dealloc(CoordinatorLane *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* attach(k, requests, answers, unpickle): federate k's rings (a new process of it: again). */
+/* attach(k, requests, answers, unpickle): federate k's wires, rings or one socket both ways (a new
+ * process of it: again). */
 static PyObject *CoordinatorLane_attach(CoordinatorLane *self, PyObject *args)
 {
     Py_ssize_t k;
-    Ring *requests, *answers;
-    PyObject *unpickle;
-    if (!PyArg_ParseTuple(args, "nO!O!O", &k, &RingType, &requests, &RingType, &answers, &unpickle))
+    PyObject *requests, *answers, *unpickle;
+    if (!PyArg_ParseTuple(args, "nOOO", &k, &requests, &answers, &unpickle))
         return NULL;
+    if (!is_wire(requests) || !is_wire(answers)) {
+        PyErr_SetString(PyExc_TypeError, "attach: requests and answers are Rings or Sockets");
+        return NULL;
+    }
     if (k < 1 || k >= self->n) {
         PyErr_SetString(PyExc_IndexError, "attach: no such federate");
         return NULL;
@@ -758,7 +802,7 @@ static PyObject *CoordinatorLane_send(CoordinatorLane *self, PyObject *reactions
         if (away)
             continue;
         if (k < 1 || k >= self->n || self->requests[k] == NULL) {
-            PyErr_Format(PyExc_RuntimeError, "send: federate %zd has no rings", k);
+            PyErr_Format(PyExc_RuntimeError, "send: federate %zd has no wires", k);
             goto fail;
         }
         PyObject *i = PyDict_GetItemWithError(self->index, r); /* borrowed */
@@ -900,7 +944,7 @@ static PyObject *CoordinatorLane_collect(CoordinatorLane *self, PyObject *unused
     for (Py_ssize_t u = 0; u < nsent; u++) {
         Py_ssize_t k = self->sent[u];
         int kind;
-        PyObject *payload = ring_receive(self->answers[k], &kind);
+        PyObject *payload = wire_receive(self->answers[k], &kind);
         if (payload == NULL) {
             if (!PyErr_ExceptionMatches(PyExc_EOFError) && !PyErr_ExceptionMatches(PyExc_OSError))
                 return NULL;
@@ -948,7 +992,7 @@ static PyObject *CoordinatorLane_collect(CoordinatorLane *self, PyObject *unused
 
 static PyMethodDef CoordinatorLane_methods[] = {
     {"attach", (PyCFunction)CoordinatorLane_attach, METH_VARARGS,
-     "attach(k, requests, answers, unpickle): federate k's rings."},
+     "attach(k, requests, answers, unpickle): federate k's rings, or its socket twice."},
     {"send", (PyCFunction)CoordinatorLane_send, METH_O, "send(reactions): Federation.send, in C for plain data."},
     {"collect", (PyCFunction)CoordinatorLane_collect, METH_NOARGS,
      "collect(): Federation.collect, in C for answers that only set ports."},

@@ -1,9 +1,11 @@
-/* lfpy.runtime._wire: how a federation's messages cross between the processes of one machine.
+/* lfpy.runtime._wire: how a federation's messages cross between its processes.
  *
- * _ring.c: `Ring`, one end of a one-way channel through a ring buffer in shared memory.
- * _lane.c: the federation's fast lane, the requests and answers of a plain tag handled in C on both
- *          sides (the federation's Python falls back to its own code for everything else).
- * _wire.c: the module.
+ * _ring.c:   `Ring`, one end of a one-way channel through a ring buffer in shared memory (one machine).
+ * _socket.c: `Socket`, the same frames both ways over a connected stream socket (another machine).
+ * _lane.c:   the federation's fast lane, the requests and answers of a plain tag handled in C on both
+ *            sides, over rings or sockets (the federation's Python falls back to its own code for
+ *            everything else).
+ * _wire.c:   the module, and `wire_send` / `wire_receive` on either.
  */
 #ifndef LFPY_WIRE_H
 #define LFPY_WIRE_H
@@ -14,8 +16,9 @@
 #include <stdint.h>
 
 /* What a frame's payload is (federation/transport.py's kinds): a pickle, a pickle whose large buffers are in
- * shared memory, a marshal (the fast lane's plain messages). */
-enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_MARSHAL = 2 };
+ * shared memory, a marshal (the fast lane's plain messages), a pickle whose large buffers follow the
+ * frame raw (a socket's). */
+enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_MARSHAL = 2, KIND_RAW = 3 };
 
 struct RingHeader;
 
@@ -42,6 +45,26 @@ int ring_send(Ring *ring, int kind, const void *data, Py_ssize_t size);
 PyObject *ring_receive(Ring *ring, int *kind);
 /* format(memory) -> capacity */
 PyObject *ring_format(PyObject *module, PyObject *memory);
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *sock; /* the Python socket, kept alive: the descriptor is its */
+    int fd;
+    long long poll_ns; /* how long a receiver polls before it blocks */
+    unsigned char *pending; /* bytes received past the last frame: pending[start:end] */
+    Py_ssize_t start, end;
+} Socket;
+
+extern PyTypeObject SocketType;
+
+/* A Socket's ring_send and ring_receive: the same contracts (EOFError, BrokenPipeError). */
+int socket_send(Socket *socket, int kind, const void *data, Py_ssize_t size);
+PyObject *socket_receive(Socket *socket, int *kind);
+
+/* Either a Ring or a Socket (`is_wire`): what the fast lane sends and receives on. */
+int is_wire(PyObject *o);
+int wire_send(PyObject *wire, int kind, const void *data, Py_ssize_t size);
+PyObject *wire_receive(PyObject *wire, int *kind);
 
 extern PyTypeObject FederateLaneType, CoordinatorLaneType;
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from lfpy.runtime import processor, written
 from lfpy.runtime.federation.partition import Federate, federates
-from lfpy.runtime.federation.processes import TOKEN_BYTES, StartedFederate
+from lfpy.runtime.federation.processes import CROWDED, TOKEN_BYTES, StartedFederate
 
 if TYPE_CHECKING:
     from lfpy.ast import Host
@@ -268,6 +268,9 @@ class FederateActor:
             argv = [*argv[:at], "--unix", path, *argv[at + 2:]]
         os.environ.update(environ)
         os.environ["LFPY_FEDERATE_TOKEN"] = token
+        # An actor with less than a CPU of its own shares one: it waits without polling (processes.crowded).
+        os.environ.setdefault(CROWDED, "1" if ray.get_runtime_context().get_assigned_resources().get("CPU", 0) < 1
+                              else "0")
         status = importlib.import_module(entry).main(argv)
         return status, written.new_files(Path.cwd(), carried)
 

@@ -11,7 +11,7 @@ per reaction, the ports and actions it reads that are present, with their values
 runs its own reactions meanwhile; then `collect` takes the answers in federate order: the ports each
 reaction set, the actions it scheduled, stop requests, failures. Setting those ports on the
 coordinator's objects queues what they trigger, exactly as for a port set in this process. With the
-C core and rings, plain tags take the fast lane (`_lane.c`, `Federation.lane`).
+C core and rings or sockets (not pipes), plain tags take the fast lane (`_lane.c`, `Federation.lane`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ from lfpy.runtime.federation.partition import (
 )
 from lfpy.runtime.federation.processes import FederationError, Launcher, Process, StartedFederate, reap
 from lfpy.runtime.federation.transient import Transients
-from lfpy.runtime.federation.transport import RINGS, Channel, RingChannel, Segments
+from lfpy.runtime.federation.transport import RINGS, Channel, Segments
 from lfpy.runtime.scheduler import LevelRunner, Pool, Scheduler, by_order
 from lfpy.runtime.tag import Tag
 
@@ -191,7 +191,8 @@ class Federation:
         self.sched.federation_id = f"{env.graph.main.name}-{uuid.uuid4().hex[:12]}"
         self.transients = Transients(self, listed) if any(f.transient for f in listed) else None
         # The fast lane (_lane.c): a plain level's requests and answers in C, while every federate
-        # talks through rings (`adopt`); with the C core only, as LFPY_CORE=python keeps the reference.
+        # talks through rings or a socket (`adopt`); with the C core only, as LFPY_CORE=python keeps
+        # the reference.
         self.lane: Any = None
         if RINGS and core.selected() == "c":
             self.lane = _wire.CoordinatorLane(
@@ -235,9 +236,9 @@ class Federation:
         self.requests[k], self.answers[k], own = launched.channels(self.names[k], self.segments)
         requests, answers = self.requests[k], self.answers[k]
         if self.lane is not None:
-            if isinstance(requests, RingChannel) and isinstance(answers, RingChannel):
-                self.lane.attach(k, requests._ring, answers._ring, answers._unpickle)
-            else:  # a federate elsewhere: the coordinator's own code talks to all of them
+            if requests.wire is not None and answers.wire is not None:
+                self.lane.attach(k, requests.wire, answers.wire, answers._unpickle)  # type: ignore[attr-defined]
+            else:  # pipes: the coordinator's own code talks to every federate
                 self.lane = None
         threading.Thread(target=self._listen, args=(k, launched.process, own),
                          daemon=True, name=f"lf-federate-{k}").start()

@@ -30,6 +30,7 @@ from typing import NamedTuple, Protocol
 from lfpy.runtime.federation.transport import (
     POLL_NS,
     RINGS,
+    SOCKET_POLL_NS,
     Channel,
     PipeChannel,
     RingChannel,
@@ -150,7 +151,7 @@ class StartedFederate(NamedTuple):
     token: bytes
     local: socket.socket | None = None
     rings: tuple[SharedMemory, SharedMemory] | None = None  # requests, answers
-    poll_ns: int = POLL_NS  # how long lfrl polls its answers before it sleeps (`poll_ns`)
+    poll_ns: int = POLL_NS  # how long lfrl polls its answers before it sleeps (`poll_ns`; over TCP, SOCKET_POLL_NS at most)
 
     def channels(self, name: str, shared: Segments | None = None) -> tuple[Channel, Channel, Channel]:
         """Its requests, answers and own-messages channels: through rings, or over pipes; over TCP,
@@ -173,7 +174,7 @@ class StartedFederate(NamedTuple):
                 answers, own = self._accept(name, [self.local]), self._accept(name, [self.local])  # type: ignore[list-item]
                 return (PipeChannel(write_fd=first.detach(), shared=shared), PipeChannel(read_fd=answers.detach()),
                         PipeChannel(read_fd=own.detach()))
-            both = SocketChannel(first)
+            both = SocketChannel(first, min(self.poll_ns, SOCKET_POLL_NS))
             return both, both, SocketChannel(self._accept(name, [self.listener]))  # type: ignore[list-item]
         finally:
             self.discard()
@@ -238,7 +239,7 @@ def launch(entry: str, program_args: list[str], coordinator_only: bool, processe
         host, port = listener.getsockname()
         process = Child([*command, "--connect", f"{host}:{port}", *restore], stdin=subprocess.DEVNULL,
                         process_group=0, env={**env, "LFPY_FEDERATE_TOKEN": token.hex()})
-        return StartedFederate(process, None, listener, token)  # its receives block in the kernel
+        return StartedFederate(process, None, listener, token, poll_ns=waiting)
     # Not inheritable: pass_fds gives the child its ends, and no other child gets any.
     rings = (ring_memory(), ring_memory()) if selected_transport() == "ring" else None
     req_r, req_w = os.pipe()

@@ -1,7 +1,7 @@
 """A federate's side of a federated program, in the federate's own process: its scheduler
 (`FederateScheduler`), which runs the reactions it is sent at the tag it is told and records what
 they do, and its loop (`serve`), which answers each request of the coordinator with one method of
-`FederateServer` (messages.py lists them). With the C core and rings, plain tags take the fast lane
+`FederateServer` (messages.py lists them). With the C core and rings or sockets, plain tags take the fast lane
 (`_lane.c`, `FederateServer.lane`). lfpy.federate builds the program and calls `serve`."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from lfpy.runtime.federation.messages import (
     encode,
 )
 from lfpy.runtime.federation.partition import mode_states, reads, report_unsendable, slots, unsent_slots
-from lfpy.runtime.federation.transport import Channel, RingChannel
+from lfpy.runtime.federation.transport import Channel
 from lfpy.runtime.modes import ModeState
 from lfpy.runtime.ports import FederatePort, Port
 from lfpy.runtime.scheduler import Scheduler
@@ -187,10 +187,9 @@ def serve(env: Environment, index: int, requests: Channel, answers: Channel, own
         Exit: lambda _m: False,
     }
     # The fast lane (_lane.c) answers plain Runs in C and hands over everything else, with the C
-    # core only (LFPY_CORE=python keeps the reference), through rings, printing here.
+    # core only (LFPY_CORE=python keeps the reference), through rings or a socket.
     lane = None
-    if (isinstance(requests, RingChannel) and isinstance(answers, RingChannel) and output is None
-            and core.selected() == "c"):
+    if requests.wire is not None and answers.wire is not None and core.selected() == "c":
         lane = server.lane(requests, answers)
     receive = lane.next if lane is not None else requests.receive
     while True:
@@ -225,13 +224,13 @@ class FederateServer:
             if isinstance(o, Port):
                 o.__class__ = FederatePort
 
-    def lane(self, requests: RingChannel, answers: RingChannel) -> Any:
-        """The fast lane of these channels (_lane.c), which calls `finish` for what is not plain."""
+    def lane(self, requests: Channel, answers: Channel) -> Any:
+        """The fast lane of these channels' wires (_lane.c), which calls `finish` for what is not plain."""
         assert _wire is not None
         return _wire.FederateLane(
-            self, self.sched, requests._ring, answers._ring, requests._unpickle, answers.next_round,
-            self.env.reactions, self.reaction_reads, self.table, self.slot_of, self.unsent, self.modes, NotSent, Tag,
-            KINDS.index(Run), KINDS.index(Ran))
+            self, self.sched, requests.wire, answers.wire, requests._unpickle,  # type: ignore[attr-defined]
+            answers.next_round, self.env.reactions, self.reaction_reads, self.table, self.slot_of, self.unsent,
+            self.modes, NotSent, Tag, KINDS.index(Run), KINDS.index(Ran), self.output)
 
     def start(self, message: Start) -> bool:
         self.sched.begin(message)

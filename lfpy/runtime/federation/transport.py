@@ -2,15 +2,16 @@
 
 The coordinator and each federate process hold a pair of channels (requests, answers) and one more
 for what a federate sends on its own (physical actions scheduled by its threads). The rest of the
-federation sees only `Channel`'s methods, but for the fast lane, which takes a `RingChannel`'s ring
-(coordinator.py, server.py); processes.py and lfpy.federate make the channels.
+federation sees only `Channel`'s methods, but for the fast lane, which takes a channel's `wire`, a
+ring or a socket (coordinator.py, server.py); processes.py and lfpy.federate make the channels.
 
 `RingChannel` (the default on one machine) carries each message through a ring buffer in shared
 memory (the extension `_wire`, `_ring.c`): a message costs a copy, and a receiver polling the ring
 sees it within a fraction of a microsecond, where a pipe costs system calls to write and to read. A
 pipe beside it wakes a receiver that has gone to sleep and tells each side when the other has gone.
-A frame's kind says what its payload is: a pickle (0), a pickle whose large buffers are in shared
-memory (1), or a marshal (2: plain data only, which the federation's fast lane sends, `_lane.c`).
+A frame's kind says what its payload is: a pickle, a pickle whose large buffers are in shared memory,
+a marshal (plain data only, which the federation's fast lane sends, `_lane.c`), or (over a socket) a
+pickle whose large buffers follow it raw.
 `PipeChannel` frames the same pickles on an OS pipe alone (where the ring is not built, and for the
 Unix sockets of a federate in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
@@ -35,8 +36,11 @@ message, several times slower, and always in band.
 `SocketChannel` carries the same messages both ways over a connected TCP socket, for a federate on
 another machine: there is no memory to share, so the large buffers follow their message raw, sent
 from where they lie and received straight into memory of the receiver's own (no copy into the
-message or out of it). Its receives block in the kernel, without polling: a cluster's daemons need
-the cores.
+message or out of it). The extension reads its frames (`_wire.Socket`, `_socket.c`), and the fast
+lane sends and receives plain messages on it, as on rings. A receiver polls for up to SOCKET_POLL_NS
+(about a round trip: an answer that comes that soon is taken without waking a blocked thread, which
+costs tens of microseconds), then blocks in the kernel, so that a federate waiting longer takes no
+CPU; not at all where its federation is crowded.
 """
 
 from __future__ import annotations
@@ -63,15 +67,21 @@ except ImportError:  # not built: pipes alone carry the messages
     _wire = None  # type: ignore[assignment]
 
 POLL_NS = 2_000_000  # how long a receiver polls before it sleeps (0: it sleeps at once)
+SOCKET_POLL_NS = 100_000  # over a socket: about a round trip, so that a federate waiting longer takes no CPU
 RING_BYTES = 1 << 20  # a ring's buffer: a larger message goes through in parts
 SHARED_MIN = 128 * 1024  # buffers this large go through shared memory (smaller ones cost less in the message)
 SEGMENT_MIN = 1 << 20
 _IOV_MAX = 512  # parts per sendmsg (Linux takes 1024)
 SHM = "/dev/shm/"  # where SharedMemory's segments are files (Linux)
-_HEADER = struct.Struct("<QB")  # the pickle's length; 1 if buffers are in shared memory, 2 if they follow it
+_HEADER = struct.Struct("<QB")  # the payload's length, its kind (KINDS)
+# A frame's kind: a pickle, a pickle whose large buffers are in shared memory, a marshal (the fast
+# lane's plain messages), a pickle whose large buffers follow the frame raw (a socket's); as _wire.h's.
+PICKLE, SHARED, MARSHAL, RAW = range(4)
 
 
 class Channel(Protocol):
+    wire: Any  # the end the fast lane sends or receives on (_wire's Ring or Socket), or None
+
     def send(self, message: object) -> None:
         """Send one message (raises BrokenPipeError when the other end has gone)."""
 
@@ -236,6 +246,8 @@ class _Local:
     """The pickles of a channel to a process on this machine: with `shared`, large buffers travel in
     shared memory (see the module's docstring). Whoever owns `shared` starts its rounds and closes it."""
 
+    wire: Any = None  # a pipe has none: the fast lane takes rings
+
     def __init__(self, shared: Segments | None) -> None:
         self.shared = shared
         self._pickler = _Pickler(self._out_of_band)
@@ -258,7 +270,7 @@ class _Local:
         """Nothing: a writer gone closes its pipe (or this machine's Unix socket)."""
 
     def _pickle(self, message: object) -> tuple[int, bytes]:
-        """(kind, payload): 0 and the pickle, or 1 and the pickle with where its large buffers are.
+        """(kind, payload): PICKLE and the pickle, or SHARED and the pickle with where its large buffers are.
         What pickling raises (an unpicklable value) is raised here, before anything is sent."""
         self._spans = spans = []
         if "torch" in sys.modules:  # tensors go as arrays of their storages: the pickler that knows how
@@ -266,16 +278,16 @@ class _Local:
         else:  # half the cost of a pickler kept for each message, for the small messages of every tag
             data = pickle.dumps(message, protocol=5, buffer_callback=self._out_of_band)
         if not spans:
-            return 0, data
-        return 1, pickle.dumps((data, spans), protocol=5)
+            return PICKLE, data
+        return SHARED, pickle.dumps((data, spans), protocol=5)
 
     @staticmethod
     def _unpickle(kind: int, data: bytes | bytearray) -> object:
-        """The message of a frame: kind 0 or 1 as `_pickle` made them; 2, marshalled (the fast lane's
-        plain messages, _lane.c)."""
-        if kind == 0:
+        """The message of a frame: as `_pickle` made it, or marshalled (the fast lane's plain messages,
+        _lane.c)."""
+        if kind == PICKLE:
             return pickle.loads(data)
-        if kind == 2:
+        if kind == MARSHAL:
             return marshal.loads(data)
         data, spans = pickle.loads(data)
         maps = {name: _map(name) for name in {name for name, _o, _n in spans}}
@@ -391,28 +403,28 @@ class RingChannel(_Local):
         os.set_blocking(fd, False)
         self.fd: int | None = fd
         self.memory: SharedMemory | mmap.mmap | None = memory
-        self._ring = _wire.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, poll_ns)
+        self.wire = _wire.Ring(memory.buf if isinstance(memory, SharedMemory) else memory, fd, sender, poll_ns)
 
     def dumps(self, message: object) -> tuple[int, bytes]:
         """`message` pickled for `send_bytes`."""
         return self._pickle(message)
 
     def send_bytes(self, framed: tuple[int, bytes]) -> None:
-        self._ring.send(*framed)
+        self.wire.send(*framed)
 
     def receive(self) -> object:
-        return self._unpickle(*self._ring.receive())
+        return self._unpickle(*self.wire.receive())
 
     def __del__(self) -> None:
         # The ring lets go of the memory first: a SharedMemory cannot close while it is held.
-        ring = getattr(self, "_ring", None)
+        ring = getattr(self, "wire", None)
         if ring is not None:
             ring.close()
 
     def close(self) -> None:
         """Lets go of the ring (removes it, on its creator's side) and closes the pipe's end; again is
         nothing."""
-        self._ring.close()
+        self.wire.close()
         if isinstance(self.memory, SharedMemory):
             remove_ring(self.memory)
         self.memory = None
@@ -453,18 +465,22 @@ def map_ring(name: str) -> mmap.mmap:
 
 
 class SocketChannel:
-    """Both directions of a connected stream socket (TCP to a federate on another machine): messages
-    framed as PipeChannel's, but buffers of SHARED_MIN bytes and more follow their pickle raw (see the
-    module's docstring). One sender and one receiver at a time, as for a pipe."""
+    """Both directions of a connected stream socket (TCP to a federate on another machine): frames as
+    a ring's, but buffers of SHARED_MIN bytes and more follow their pickle raw (see the module's
+    docstring). `wire` (_wire's Socket, `_socket.c`) reads the frames, and the fast lane sends and
+    receives plain messages on it; without the extension this class reads them itself. One sender and
+    one receiver at a time, as for a pipe. A receiver polls for `poll_ns` before it blocks (with the
+    extension: `_socket.c`)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, poll_ns: int = 0) -> None:
         sock.setblocking(True)
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # a small message goes at once
         self.sock: socket.socket | None = sock
+        self.wire: Any = _wire.Socket(sock, poll_ns) if _wire is not None else None
         self._pickler = _Pickler(self._out_of_band)
         self._raw: list[memoryview] = []  # this message's large buffers
-        self._pending = bytearray()  # bytes received past the last message
+        self._pending = bytearray()  # bytes received past the last message (without `wire`)
 
     def send(self, message: object) -> None:
         self.send_bytes(self.dumps(message))
@@ -484,9 +500,9 @@ class SocketChannel:
         self._raw = raw = []
         data = self._pickler.pickled(message)
         if not raw:
-            return [_HEADER.pack(len(data), 0) + data]
+            return [_HEADER.pack(len(data), PICKLE) + data]
         envelope = pickle.dumps((data, [r.nbytes for r in raw]), protocol=5)
-        return [_HEADER.pack(len(envelope), 2) + envelope, *raw]
+        return [_HEADER.pack(len(envelope), RAW) + envelope, *raw]
 
     def _out_of_band(self, buffer: pickle.PickleBuffer) -> bool:
         """Whether a buffer stays in the message (True), or follows it raw (False)."""
@@ -512,20 +528,30 @@ class SocketChannel:
 
     def receive(self) -> object:
         try:
+            if self.wire is not None:
+                return self._unpickle(*self.wire.receive())
             size, kind = _HEADER.unpack(self._take(bytearray(_HEADER.size)))
-            data = self._take(bytearray(size))
-            if kind == 0:
-                return pickle.loads(data)
-            data, sizes = pickle.loads(data)
-            buffers = [self._take(bytearray(n)) for n in sizes]  # the receiver's own, writable
+            return self._unpickle(kind, self._take(bytearray(size)))
         except ConnectionResetError:
             raise EOFError from None
-        return pickle.loads(data, buffers=buffers)
+
+    def _unpickle(self, kind: int, data: bytes | bytearray) -> object:
+        """The message of a frame (the fast lane passes those it does not unmarshal itself): a pickle
+        whose raw buffers are read after it into memory of this process's own, writable."""
+        if kind == PICKLE:
+            return pickle.loads(data)
+        if kind == MARSHAL:
+            return marshal.loads(data)
+        data, sizes = pickle.loads(data)
+        return pickle.loads(data, buffers=[self._take(bytearray(n)) for n in sizes])
 
     def _take(self, into: bytearray) -> bytearray:
         """`into`, filled with the next bytes: first those already received, then straight from the
         socket; a small read asks for more than it needs, so that a stream of small messages costs
         one receive each. EOFError if the other end has gone."""
+        if self.wire is not None:
+            self.wire.take(into)
+            return into
         assert self.sock is not None
         have = min(len(self._pending), len(into))
         into[:have] = self._pending[:have]
@@ -549,6 +575,7 @@ class SocketChannel:
 
     def close(self) -> None:
         """Closes the socket (both directions); again is nothing."""
+        self.wire = None  # its descriptor is about to be another file's
         if self.sock is not None:
             self.sock.close()
             self.sock = None
