@@ -37,7 +37,6 @@
 #include <poll.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -66,13 +65,6 @@ struct RingHeader {
 typedef struct RingHeader Header;
 
 const Py_ssize_t ring_header_size = sizeof(Header);
-
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ construction */
 
@@ -150,7 +142,7 @@ static int wait_for(Ring *self, uint64_t want)
     int outcome = 0; /* 0 ready, 1 peer gone, 2 signal, 3 OS error */
     int error = 0;
     Py_BEGIN_ALLOW_THREADS
-    long long start = now_ns(), now = start;
+    long long start = monotonic_ns(), now = start;
     while (!READY()) {
         if (now - start < SPIN_NS && now - start < self->poll_ns) {
             for (int k = 0; k < 16; k++)
@@ -195,9 +187,9 @@ static int wait_for(Ring *self, uint64_t want)
                     break;
                 }
             }
-            start = now_ns(); /* woken: poll again before sleeping again */
+            start = monotonic_ns(); /* woken: poll again before sleeping again */
         }
-        now = now_ns();
+        now = monotonic_ns();
     }
     Py_END_ALLOW_THREADS
 #undef READY
@@ -310,30 +302,6 @@ int ring_send(Ring *self, int kind, const void *data, Py_ssize_t size)
     return 0;
 }
 
-/* send(kind, payload): one frame. */
-static PyObject *Ring_send(Ring *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "send(kind, payload)");
-        return NULL;
-    }
-    long kind = PyLong_AsLong(args[0]);
-    if (kind == -1 && PyErr_Occurred())
-        return NULL;
-    if (kind < 0 || kind > 255) {
-        PyErr_SetString(PyExc_ValueError, "send: a kind is 0..255");
-        return NULL;
-    }
-    Py_buffer payload;
-    if (PyObject_GetBuffer(args[1], &payload, PyBUF_SIMPLE) < 0)
-        return NULL;
-    int rc = ring_send(self, (int)kind, payload.buf, payload.len);
-    PyBuffer_Release(&payload);
-    if (rc < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 PyObject *ring_receive(Ring *self, int *kind_out)
 {
     if (self->sender) {
@@ -388,17 +356,6 @@ PyObject *ring_receive(Ring *self, int *kind_out)
     return payload;
 }
 
-/* receive() -> (kind, payload bytes): the next frame, waited for. */
-static PyObject *Ring_receive(Ring *self, PyObject *unused)
-{
-    int kind;
-    PyObject *payload = ring_receive(self, &kind);
-    if (payload == NULL)
-        return NULL;
-    PyObject *pair = Py_BuildValue("(iN)", kind, payload);
-    return pair;
-}
-
 /* close(): let go of the shared memory (the pipe is the caller's). */
 static PyObject *Ring_close(Ring *self, PyObject *unused)
 {
@@ -412,9 +369,9 @@ static PyObject *Ring_close(Ring *self, PyObject *unused)
 }
 
 static PyMethodDef Ring_methods[] = {
-    {"send", (PyCFunction)(void (*)(void))Ring_send, METH_FASTCALL,
+    {"send", (PyCFunction)(void (*)(void))wire_send_method, METH_FASTCALL,
      "send(kind, payload): a frame to the receiver (waits for room)."},
-    {"receive", (PyCFunction)Ring_receive, METH_NOARGS,
+    {"receive", (PyCFunction)wire_receive_method, METH_NOARGS,
      "receive() -> (kind, payload): the next frame (waits for it; EOFError once the sender has gone)."},
     {"close", (PyCFunction)Ring_close, METH_NOARGS, "close(): let go of the shared memory."},
     {NULL},

@@ -22,7 +22,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sched.h>
-#include <time.h>
 
 #define FRAME_HEADER 9
 #define PENDING_BYTES 65536
@@ -63,13 +62,6 @@ static void Socket_dealloc(Socket *self)
 
 /* ------------------------------------------------------------------ receiving */
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* recv(fd, into, size) with the GIL released, polled for poll_ns first: bytes received (> 0), or -1
  * with an exception (EOFError once the peer has gone, or what a signal handler raised). */
 static Py_ssize_t receive_some(Socket *self, void *into, size_t size)
@@ -78,9 +70,9 @@ static Py_ssize_t receive_some(Socket *self, void *into, size_t size)
         ssize_t got;
         Py_BEGIN_ALLOW_THREADS
         if (self->poll_ns > 0) { /* look without waiting, yielding the CPU between looks, until poll_ns */
-            long long deadline = now_ns() + self->poll_ns;
+            long long deadline = monotonic_ns() + self->poll_ns;
             while ((got = recv(self->fd, into, size, MSG_DONTWAIT)) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) &&
-                   now_ns() < deadline)
+                   monotonic_ns() < deadline)
                 sched_yield();
             if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 got = recv(self->fd, into, size, 0);
@@ -160,16 +152,6 @@ PyObject *socket_receive(Socket *self, int *kind_out)
     return payload;
 }
 
-/* receive() -> (kind, payload bytes): the next frame, waited for. */
-static PyObject *Socket_receive(Socket *self, PyObject *unused)
-{
-    int kind;
-    PyObject *payload = socket_receive(self, &kind);
-    if (payload == NULL)
-        return NULL;
-    return Py_BuildValue("(iN)", kind, payload);
-}
-
 /* take(buffer): fill a writable buffer with the stream's next bytes (raw buffers after a frame). */
 static PyObject *Socket_take(Socket *self, PyObject *buffer)
 {
@@ -233,33 +215,9 @@ int socket_send(Socket *self, int kind, const void *data, Py_ssize_t size)
     return 0;
 }
 
-/* send(kind, payload): one frame. */
-static PyObject *Socket_send(Socket *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "send(kind, payload)");
-        return NULL;
-    }
-    long kind = PyLong_AsLong(args[0]);
-    if (kind == -1 && PyErr_Occurred())
-        return NULL;
-    if (kind < 0 || kind > 255) {
-        PyErr_SetString(PyExc_ValueError, "send: a kind is 0..255");
-        return NULL;
-    }
-    Py_buffer payload;
-    if (PyObject_GetBuffer(args[1], &payload, PyBUF_SIMPLE) < 0)
-        return NULL;
-    int rc = socket_send(self, (int)kind, payload.buf, payload.len);
-    PyBuffer_Release(&payload);
-    if (rc < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef Socket_methods[] = {
-    {"send", (PyCFunction)(void (*)(void))Socket_send, METH_FASTCALL, "send(kind, payload): a frame to the peer."},
-    {"receive", (PyCFunction)Socket_receive, METH_NOARGS,
+    {"send", (PyCFunction)(void (*)(void))wire_send_method, METH_FASTCALL, "send(kind, payload): a frame to the peer."},
+    {"receive", (PyCFunction)wire_receive_method, METH_NOARGS,
      "receive() -> (kind, payload): the next frame (waits for it; EOFError once the peer has gone)."},
     {"take", (PyCFunction)Socket_take, METH_O,
      "take(buffer): fill a writable buffer with the stream's next bytes (EOFError once the peer has gone)."},

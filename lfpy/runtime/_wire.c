@@ -1,6 +1,8 @@
 /* The module lfpy.runtime._wire (see _wire.h). */
 #include "_wire.h"
 
+#include <time.h>
+
 /* What the fast lane sends and receives on: a ring or a socket. */
 
 int is_wire(PyObject *o)
@@ -20,6 +22,47 @@ PyObject *wire_receive(PyObject *wire, int *kind)
     if (Py_IS_TYPE(wire, &RingType))
         return ring_receive((Ring *)wire, kind);
     return socket_receive((Socket *)wire, kind);
+}
+
+/* send(kind, payload): one frame (a Ring's or a Socket's method). */
+PyObject *wire_send_method(PyObject *wire, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "send(kind, payload)");
+        return NULL;
+    }
+    long kind = PyLong_AsLong(args[0]);
+    if (kind == -1 && PyErr_Occurred())
+        return NULL;
+    if (kind < 0 || kind > 255) {
+        PyErr_SetString(PyExc_ValueError, "send: a kind is 0..255");
+        return NULL;
+    }
+    Py_buffer payload;
+    if (PyObject_GetBuffer(args[1], &payload, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int rc = wire_send(wire, (int)kind, payload.buf, payload.len);
+    PyBuffer_Release(&payload);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* receive() -> (kind, payload bytes): the next frame, waited for (a Ring's or a Socket's method). */
+PyObject *wire_receive_method(PyObject *wire, PyObject *unused)
+{
+    int kind;
+    PyObject *payload = wire_receive(wire, &kind);
+    if (payload == NULL)
+        return NULL;
+    return Py_BuildValue("(iN)", kind, payload);
+}
+
+long long monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 

@@ -65,6 +65,12 @@ PyObject *socket_receive(Socket *socket, int *kind);
 int is_wire(PyObject *o);
 int wire_send(PyObject *wire, int kind, const void *data, Py_ssize_t size);
 PyObject *wire_receive(PyObject *wire, int *kind);
+/* Their methods send(kind, payload) and receive() -> (kind, payload). */
+PyObject *wire_send_method(PyObject *wire, PyObject *const *args, Py_ssize_t nargs);
+PyObject *wire_receive_method(PyObject *wire, PyObject *unused);
+
+/* CLOCK_MONOTONIC in ns: how long a receiver has polled. */
+long long monotonic_ns(void);
 
 extern PyTypeObject FederateLaneType, CoordinatorLaneType;
 
