@@ -73,7 +73,7 @@ SHARED_MIN = 128 * 1024  # buffers this large go through shared memory (smaller 
 SEGMENT_MIN = 1 << 20
 _IOV_MAX = 512  # parts per sendmsg (Linux takes 1024)
 SHM = "/dev/shm/"  # where SharedMemory's segments are files (Linux)
-_HEADER = struct.Struct("<QB")  # the payload's length, its kind (KINDS)
+_HEADER = struct.Struct("<QB")  # the payload's length, its kind (below)
 # A frame's kind: a pickle, a pickle whose large buffers are in shared memory, a marshal (the fast
 # lane's plain messages), a pickle whose large buffers follow the frame raw (a socket's); as _wire.h's.
 PICKLE, SHARED, MARSHAL, RAW = range(4)
@@ -246,7 +246,7 @@ class _Local:
     """The pickles of a channel to a process on this machine: with `shared`, large buffers travel in
     shared memory (see the module's docstring). Whoever owns `shared` starts its rounds and closes it."""
 
-    wire: Any = None  # a pipe has none: the fast lane takes rings
+    wire: Any = None  # a pipe has none (a RingChannel's is its ring): the fast lane takes rings and sockets
 
     def __init__(self, shared: Segments | None) -> None:
         self.shared = shared
