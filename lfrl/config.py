@@ -767,6 +767,15 @@ class OnPolicyConfig(Config):
     convolutions' 512 shared features for images (none: no hidden layer)"""
     activation: Literal["tanh", "relu"] = "tanh"
     """activation of the hidden layers (SB3's MlpPolicy: tanh)"""
+    recurrent: Literal["none", "lstm"] = "none"
+    """memory: lstm carries an LSTM's state through each episode, as sb3-contrib's RecurrentPPO
+    (minibatches of whole sequences; evaluation and predict carry the state); none: a feed-forward
+    policy"""
+    lstm_hidden: Annotated[int, Between(1, 4096)] = 256
+    """with --recurrent lstm: the LSTM's hidden units (RecurrentPPO's lstm_hidden_size)"""
+    shared_lstm: bool = False
+    """with --recurrent lstm: the value network reads the policy's LSTM (its gradient stopped there)
+    instead of an LSTM of its own (RecurrentPPO's shared_lstm)"""
 
     @property
     def round_steps(self) -> int:
@@ -840,15 +849,6 @@ class PPOConfig(OnPolicyConfig):
     """action masks: auto acts only on the actions the environment allows, where it says which (its
     action_masks() method, sb3-contrib's MaskablePPO convention, or info["action_mask"]), as
     MaskablePPO does; no: on every action"""
-    recurrent: Literal["none", "lstm"] = "none"
-    """memory: lstm carries an LSTM's state through each episode, as sb3-contrib's RecurrentPPO
-    (minibatches of whole sequences; evaluation and predict carry the state); none: a feed-forward
-    policy"""
-    lstm_hidden: Annotated[int, Between(1, 4096)] = 256
-    """with --recurrent lstm: the LSTM's hidden units (RecurrentPPO's lstm_hidden_size)"""
-    shared_lstm: bool = False
-    """with --recurrent lstm: the value network reads the policy's LSTM (its gradient stopped there)
-    instead of an LSTM of its own (RecurrentPPO's shared_lstm)"""
 
     @property
     def round_steps(self) -> int:
@@ -921,6 +921,10 @@ class MAPPOConfig(OnPolicyConfig):
         return self.envs * self.n_steps
 
     def conflicts(self, name: Callable[[str], str] = str) -> Iterator[tuple[str, str]]:
+        if self.recurrent != "none" and self.shared_lstm and self.critic == "central":
+            yield "critic", (f"reads every agent's observation, but with {name('shared_lstm')} the value network "
+                             f"reads the policy's LSTM, which sees only its agent's (give {name('critic')} local, or "
+                             f"{name('shared_lstm')} no)")
         per_policy = self.round_steps * (self.agents if self.share_policy else 1)
         if self.batch_size > per_policy:
             yield "batch_size", (f"is more than the {per_policy} agent steps a policy learns from in a round "

@@ -152,10 +152,16 @@ class TeamEvaluator:
         self.seeds = [seeds.derive(config.seed, seeds.EVALUATOR, i) for i in range(episodes)]
         self.evaluated = False
 
-    def _actions(self, obs: list[dict[str, Any]], infos: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _actions(self, obs: list[dict[str, Any]], infos: list[dict[str, Any]], memory: list[np.ndarray] | None,
+                 episodes: list[int]) -> list[dict[str, Any]]:
         """Every agent's action in each of the environments whose observations are `obs` (and
-        infos `infos`, where the agents' action masks may be)."""
-        chosen = self.policy.exploit(self.team.observed(obs), self.team.masks(obs, infos))
+        infos `infos`, where the agents' action masks may be), which are `episodes`; with memory,
+        each agent's state in every episode (`memory`, updated here)."""
+        state = None if memory is None else [m[episodes] for m in memory]
+        chosen = self.policy.exploit(self.team.observed(obs), self.team.masks(obs, infos), state)
+        if memory is not None and state is not None:
+            for whole, part in zip(memory, state, strict=True):
+                whole[episodes] = part
         return [self.team.actions(chosen, i) for i in range(len(obs))]
 
     def evaluate(self, weights: tuple[Any, ...], env_steps: int) -> Evaluation:
@@ -165,11 +171,12 @@ class TeamEvaluator:
         obs, infos = [o for o, _ in started], [info for _, info in started]
         returns = [0.0] * len(self.envs)
         lengths = [0] * len(self.envs)
+        memory = self.policy.initial_state(len(self.envs))  # with memory: each agent's, of each episode
         playing = list(range(len(self.envs)))
         while playing:
             still = []
-            for i, actions in zip(playing, self._actions([obs[i] for i in playing], [infos[i] for i in playing]),
-                                  strict=True):
+            chosen = self._actions([obs[i] for i in playing], [infos[i] for i in playing], memory, playing)
+            for i, actions in zip(playing, chosen, strict=True):
                 obs[i], rewards, terminated, truncated, infos[i] = self.envs[i].step(actions)
                 returns[i] += sum(float(r) for r in rewards.values())
                 lengths[i] += 1
@@ -184,8 +191,9 @@ class TeamEvaluator:
         env = mappo.make(self.config, render_mode="rgb_array")  # not closed (lfrl.mappo._MAKING)
         obs, info = env.reset(seed=self.seeds[0])
         frames = [env.render()]
+        memory = self.policy.initial_state(1)
         while env.agents:
-            obs, _, terminated, truncated, info = env.step(self._actions([obs], [info])[0])
+            obs, _, terminated, truncated, info = env.step(self._actions([obs], [info], memory, [0])[0])
             frames.append(env.render())
             if any(terminated.values()) or any(truncated.values()):
                 break

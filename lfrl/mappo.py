@@ -15,6 +15,11 @@ observations of all agents, in agent order, and a one-hot of the agent's index) 
 acts on its agent's own observation; with `critic` local, PPO's own critic on the agent's
 observation (independent PPO).
 
+With memory (`recurrent` lstm, as lfrl.ppo's): each agent carries its LSTM's state in every copy,
+zeroed where the team tells it an episode starts (`Team.seen`); the learner runs each policy's LSTMs
+through the round from the state its last round ended with (PPO.memory), the value LSTM on the
+centralised critic's inputs where there is one; evaluation and SavedTeam.predict carry the states.
+
 A step counts once per environment copy, whatever the number of agents (as MAPPO's own code counts
 `num_env_steps`): `total_steps` 160,000 with 3 agents is 480,000 agent steps. An episode's return is
 the team's: the sum of every agent's rewards.
@@ -283,17 +288,19 @@ class Team:
         first = [env.reset(seed=seeds.derive(config.seed, seeds.ACTOR, 2 * e)) for e, env in enumerate(self.envs)]
         self.obs = self.spec.observed([obs for obs, _ in first])
         self.masks = self.spec.masks([obs for obs, _ in first], [info for _, info in first])
+        self.starts = np.ones(len(self.envs), dtype=bool)  # the copies whose episode starts at this step
         self.returns = np.zeros(len(self.envs))
         self.lengths = np.zeros(len(self.envs), dtype=np.int64)
         self.env_steps = 0
         self.t = 0
 
-    def seen(self) -> list[tuple[np.ndarray, np.ndarray | None]]:
-        """What each agent acts on now: its observations in every copy [E, d] and its action masks
-        [E, n] (None without)."""
-        return list(zip(self.obs, self.masks, strict=True))
+    def seen(self) -> list[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
+        """What each agent acts on now: its observations in every copy [E, d], its action masks
+        [E, n] (None without) and the copies whose episode starts now [E] (where an agent with memory
+        forgets)."""
+        return [(obs, masks, self.starts) for obs, masks in zip(self.obs, self.masks, strict=True)]
 
-    def begin(self, env_steps: int) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    def begin(self, env_steps: int) -> list[tuple[np.ndarray, np.ndarray | None, np.ndarray]]:
         """A new round, the run's `env_steps` before it; returns what each agent acts on (`seen`)."""
         self.env_steps, self.t = env_steps, 0
         T, E = self.n_steps, len(self.envs)
@@ -336,6 +343,7 @@ class Team:
             infos.append(info)
         self.obs = self.spec.observed(following)
         self.masks = self.spec.masks(following, infos)
+        self.starts = self.rec_dones[t].copy()
         self.t += 1
         return ended
 
@@ -371,22 +379,26 @@ class Team:
 
 class AgentActor:
     """An agent's reaction's side: its policy (the shared one, or its own), loaded from the weights
-    the learner sends, and its own random generator for the actions it samples."""
+    the learner sends, its own random generator for the actions it samples, and with memory its
+    LSTM's state in every copy of the scenario."""
 
     def __init__(self, config: MAPPOConfig, agent: int) -> None:
         team = describe(config)
         self.policy_index = policy_of(config, agent)
         self.policy = Policy(team.specs[agent], config, value_inputs(team, config))
         self.rng = np.random.default_rng(seeds.derive(config.seed, seeds.ACTOR, 2 * agent + 1))
+        self.state = self.policy.initial_state(config.envs)
 
     def load(self, weights: tuple[Any, ...]) -> None:
         """The learner's weights (MAPPO.policy_weights): this agent's policy's."""
         self.policy.load(weights[self.policy_index])
 
-    def act(self, obs: np.ndarray, masks: np.ndarray | None = None) -> np.ndarray:
+    def act(self, obs: np.ndarray, masks: np.ndarray | None = None, starts: np.ndarray | None = None) -> np.ndarray:
         """Actions sampled for a batch of this agent's observations [E, d] (on the allowed ones, with
-        its action masks [E, n])."""
-        return self.policy.sample(obs, self.rng, masks)
+        its action masks [E, n]; with memory, from no memory in the copies whose episode `starts`)."""
+        if self.state is not None and starts is not None:
+            self.state[starts] = 0.0
+        return self.policy.sample(obs, self.rng, masks, self.state)
 
 
 class MAPPO:
@@ -460,8 +472,16 @@ class TeamPolicy:
         for a, policy in enumerate(self.policies):
             policy.load_saved(saved_part(saved, saved_prefix(self.spec, self.config, policy_of(self.config, a))))
 
-    def exploit(self, obs: list[np.ndarray], masks: list[np.ndarray | None] | None = None) -> list[np.ndarray]:
+    def initial_state(self, n: int) -> list[np.ndarray] | None:
+        """Each agent's state in `n` copies at their episodes' start (in agent order); None without memory."""
+        states = [policy.initial_state(n) for policy in self.policies]
+        return None if states[0] is None else states  # type: ignore[return-value]
+
+    def exploit(self, obs: list[np.ndarray], masks: list[np.ndarray | None] | None = None,
+                state: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """Each agent's deterministic actions for a batch of its observations (in agent order; on
-        the allowed ones, with its action masks)."""
+        the allowed ones, with its action masks; with memory, from each agent's `state`, which this
+        updates)."""
         masks = masks or [None] * len(obs)
-        return [policy.exploit(o, m) for policy, o, m in zip(self.policies, obs, masks, strict=True)]
+        states = state or [None] * len(obs)
+        return [policy.exploit(o, m, s) for policy, o, m, s in zip(self.policies, obs, masks, states, strict=True)]

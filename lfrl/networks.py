@@ -17,9 +17,11 @@ identical for any number of workers.
 - `critics(spec, net_arch, n, generator)`: (observations, actions in [-1, 1]) -> Q-values [n, B] of n
   independent critics (TD3 and SAC take the minimum of two; DDPG has one)
 - `recurrent_actor_critic(spec, net_arch, generator, activation="tanh", log_std_init=0.0, hidden=256,
-  shared=False)`: PPO with `--recurrent lstm`: (observations [L, B, ...], state [B, rows, hidden])
-  -> (policy head [L, B, k], values [L, B], state after), with `state_rows` and `log_std` as
-  RecurrentActorCritic has them
+  shared=False, value_inputs=0)`: PPO with `--recurrent lstm`: (observations [L, B, ...], state
+  [B, rows, hidden]) -> (policy head [L, B, k], values [L, B], state after), with `state_rows` and
+  `log_std` as RecurrentActorCritic has them; with `value_inputs` (MAPPO's centralised critic)
+  `forward(obs, state, critic_inputs)`, the value LSTM reading the critic's own inputs [L, B,
+  value_inputs] (without them: values None, the value LSTM's rows of the state as they were)
 - `actor_critic(spec, net_arch, generator, activation="tanh", log_std_init=0.0, value_inputs=0)`:
   observations -> (logits [B, n_actions], or the mean of a Gaussian in the environment's units [B, d];
   values [B]), with a `log_std` parameter [d] for continuous actions (PPO); with `value_inputs`
@@ -383,14 +385,20 @@ class RecurrentActorCritic(nn.Module):
     shared_lstm). The state of a batch of B environments is one tensor [B, `state_rows`, hidden]: the
     policy LSTM's h and c, then (not shared) the value LSTM's; zeros at an episode's start.
     Initialised as ActorCritic, but for the LSTMs, which keep torch's uniform initialisation (drawn
-    from the generator), as RecurrentActorCriticPolicy's do."""
+    from the generator), as RecurrentActorCriticPolicy's do.
+
+    `value_inputs` > 0 (vector observations, not `shared`): the value LSTM reads inputs of its own
+    instead of the observations, a centralised critic's (MAPPO's), as ActorCritic's value MLP does."""
 
     def __init__(self, spec: EnvSpec, net_arch: list[int], activation: str = "tanh", log_std_init: float = 0.0,
-                 hidden: int = 256, shared: bool = False) -> None:
+                 hidden: int = 256, shared: bool = False, value_inputs: int = 0) -> None:
         super().__init__()
         self.encoder, size = features(spec)
+        if value_inputs and (shared or self.encoder is not None):
+            raise ValueError("a value network with inputs of its own needs vector observations and an LSTM of its own")
+        self.value_inputs = value_inputs
         self.lstm = nn.LSTM(size, hidden)
-        self.critic_lstm = None if shared else nn.LSTM(size, hidden)
+        self.critic_lstm = None if shared else nn.LSTM(value_inputs or size, hidden)
         self.state_rows = 2 if shared else 4
         out = spec.n_actions if spec.discrete else spec.action_dim
         self.pi = mlp([hidden, *net_arch, out or 0], activation=activation)
@@ -398,27 +406,33 @@ class RecurrentActorCritic(nn.Module):
         if not spec.discrete:
             self.log_std = nn.Parameter(torch.full((spec.action_dim,), float(log_std_init)))
 
-    def forward(self, obs: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, obs: torch.Tensor, state: torch.Tensor, value_in: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
         """(policy head [L, B, k], values [L, B], the state after the last step [B, rows, hidden]) for
-        sequences of observations [L, B, ...] that start from `state` (no episode starts within them)."""
+        sequences of observations [L, B, ...] that start from `state` (no episode starts within them);
+        a centralised critic's values from its inputs `value_in` [L, B, value_inputs] (None without)."""
         steps, batch = obs.shape[:2]
         x = encode(self.encoder, obs.reshape(steps * batch, *obs.shape[2:])).reshape(steps, batch, -1)
         rows = state.transpose(0, 1).contiguous()  # [rows, B, hidden]: (h, c) pairs as nn.LSTM takes them
         latent, (h, c) = self.lstm(x, (rows[0:1], rows[1:2]))
         after = [h, c]
         if self.critic_lstm is None:
-            latent_vf = latent.detach()
+            values = self.vf(latent.detach()).squeeze(-1)
+        elif self.value_inputs and value_in is None:  # acting: the value LSTM's state is the learner's
+            values = None
+            after += [rows[2:3], rows[3:4]]
         else:
-            latent_vf, (hv, cv) = self.critic_lstm(x, (rows[2:3], rows[3:4]))
+            latent_vf, (hv, cv) = self.critic_lstm(value_in if self.value_inputs else x, (rows[2:3], rows[3:4]))
+            values = self.vf(latent_vf).squeeze(-1)
             after += [hv, cv]
-        return self.pi(latent), self.vf(latent_vf).squeeze(-1), torch.cat(after).transpose(0, 1)
+        return self.pi(latent), values, torch.cat(after).transpose(0, 1)
 
 
 def recurrent_actor_critic(spec: EnvSpec, net_arch: list[int], generator: torch.Generator | None,
                            activation: str = "tanh", log_std_init: float = 0.0, hidden: int = 256,
-                           shared: bool = False) -> nn.Module:
-    network = init_orthogonal(RecurrentActorCritic(spec, net_arch, activation, log_std_init, hidden, shared),
-                              generator)
+                           shared: bool = False, value_inputs: int = 0) -> nn.Module:
+    network = init_orthogonal(RecurrentActorCritic(spec, net_arch, activation, log_std_init, hidden, shared,
+                                                   value_inputs), generator)
     if generator is not None:
         with torch.no_grad():
             bound = 1.0 / math.sqrt(hidden)

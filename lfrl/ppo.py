@@ -93,7 +93,8 @@ class Rollout:
     observations. `masks` [T, E, n]: the actions the environment allowed at each step (lfrl.envs.
     action_mask), which the update masks as acting did; None without action masks. `first_state`
     [E, rows, hidden]: a recurrent policy's state before the round's first step (zeros where an
-    episode starts there), from which the learner runs its LSTM through the round; None without."""
+    episode starts there), from which the learner runs its LSTM through the round; None without, or
+    where the learner carries it (lfrl.mappo's: PPO.memory)."""
 
     obs: np.ndarray
     actions: np.ndarray
@@ -164,6 +165,11 @@ class PPO(Learner):
         self.make_optimizer(eps=1e-5)  # SB3's PPO: eps 1e-5
         self.gamma, self.lam = config.gamma, config.gae_lambda
         self.returns: np.ndarray | None = None  # each environment's discounted return (reward normalisation)
+        # A recurrent policy's state after the last round, for rollouts that do not bring their first
+        # state (MAPPO's: an agent with a centralised critic cannot run the value LSTM, which reads what
+        # every agent sees). The learner's own pass through the round gives it, with the weights the
+        # agents acted with; zeros before the first round.
+        self.memory: np.ndarray | None = None
 
     # ---------------------------------------------------------------- what actors and evaluators get
 
@@ -217,20 +223,25 @@ class PPO(Learner):
         sequences = None
         with torch.no_grad():
             flat_obs = self.as_input(obs.reshape(T * N, *obs.shape[2:]))
-            if rollout.first_state is None:
+            if not recurrent(self.config):
                 out, values = self.forward(flat_obs, critic)
                 last_values = self.value(normalized(rollout.last_obs, stats), rollout.last_critic_obs)
             else:
-                sequences = Sequences(self.net, flat_obs, rollout.dones, self.as_input(rollout.first_state))
+                sequences = Sequences(self.net, flat_obs, rollout.dones, self.as_input(self.first_state(rollout)),
+                                      critic)
+                if rollout.first_state is None:  # the learner carries it (MAPPO's)
+                    self.memory = sequences.state.cpu().numpy()
                 out, values = sequences.out, sequences.values
-                last_values = sequences.value(self.net, self.as_input(normalized(rollout.last_obs, stats)))
+                last_values = sequences.value(self.net, self.as_input(normalized(rollout.last_obs, stats)),
+                                              critic=self.critic_input(rollout.last_critic_obs))
             actions = torch.from_numpy(rollout.actions.reshape(T * N, *rollout.actions.shape[2:])).to(self.device)
             masks = None if rollout.masks is None else self.as_input(rollout.masks.reshape(T * N, -1))
             old_log_prob, _ = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions, masks)
             if len(rollout.truncated):
                 final_obs = normalized(rollout.final_obs, stats)
                 final = (self.value(final_obs, rollout.final_critic_obs) if sequences is None
-                         else sequences.value(self.net, self.as_input(final_obs), rollout.truncated))
+                         else sequences.value(self.net, self.as_input(final_obs), rollout.truncated,
+                                              self.critic_input(rollout.final_critic_obs)))
                 rewards[rollout.truncated[:, 0], rollout.truncated[:, 1]] += self.gamma * final
         values_np = values.cpu().numpy().reshape(T, N)
         advantages = self.gae(rewards, values_np, rollout.dones, last_values)
@@ -240,14 +251,26 @@ class PPO(Learner):
         return self.epochs(flat_obs, critic, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
                            returns.reshape(-1), progress_remaining, masks, sequences)
 
+    def first_state(self, rollout: Rollout) -> np.ndarray:
+        """Where a recurrent policy's pass through `rollout` starts: the state its actors had (zeros
+        where an episode starts), or the one this learner's last round ended with."""
+        if rollout.first_state is not None:
+            return rollout.first_state
+        if self.memory is None:
+            self.memory = np.zeros((rollout.rewards.shape[1], self.net.state_rows, self.config.lstm_hidden),
+                                   dtype=np.float32)
+        return self.memory
+
+    def critic_input(self, critic_obs: np.ndarray | None) -> torch.Tensor | None:
+        return None if critic_obs is None else self.as_input(critic_obs)
+
     def forward(self, obs: torch.Tensor, critic: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """(policy head, values); a centralised critic's values from its own inputs `critic`."""
         return self.net(obs) if critic is None else self.net(obs, critic)
 
     def value(self, obs: np.ndarray, critic_obs: np.ndarray | None) -> np.ndarray:
         """The values of a batch of (normalised) observations, or of the critic's own inputs."""
-        critic = None if critic_obs is None else self.as_input(critic_obs)
-        return self.forward(self.as_input(obs), critic)[1].cpu().numpy()
+        return self.forward(self.as_input(obs), self.critic_input(critic_obs))[1].cpu().numpy()
 
     def gae(self, rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray) -> np.ndarray:
         """Generalised advantage estimates [T, N] (SB3's compute_returns_and_advantage)."""
@@ -291,7 +314,7 @@ class PPO(Learner):
                 if sequences is None:
                     out, values = self.forward(obs[rows], None if critic is None else critic[rows])
                 else:
-                    out, values = sequences.forward(self.net, obs, rows)
+                    out, values = sequences.forward(self.net, obs, rows, critic)
                 log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows],
                                                      None if masks is None else masks[rows])
                 ratio = torch.exp(log_prob - old_log_prob[rows])
@@ -321,9 +344,11 @@ class Sequences:
     (`out`, `values`, time-major [T * N, ...]) and the state before every step. A minibatch is a run
     of `batch_size` consecutive steps of one environment after another, from a random point (the
     buffer's split index); it is cut into sequences where an episode or an environment starts, and
-    each sequence runs from its state before its first step, padded to the longest."""
+    each sequence runs from its state before its first step, padded to the longest. A centralised
+    critic's inputs (`critic`, time-major [T * N, S]) go with the observations wherever they go."""
 
-    def __init__(self, net: torch.nn.Module, obs: torch.Tensor, dones: np.ndarray, first_state: torch.Tensor) -> None:
+    def __init__(self, net: torch.nn.Module, obs: torch.Tensor, dones: np.ndarray, first_state: torch.Tensor,
+                 critic: torch.Tensor | None = None) -> None:
         steps, width = dones.shape
         self.width = width
         ended = torch.from_numpy(dones).to(obs.device)
@@ -333,9 +358,10 @@ class Sequences:
         self.starts = starts.reshape(-1)
         state, outs, values, before, self.after = first_state, [], [], [], []
         inputs = obs.reshape(steps, width, *obs.shape[1:])
+        critics = None if critic is None else critic.reshape(steps, width, -1)
         for t in range(steps):
             before.append(state)
-            out, value, state = net(inputs[t:t + 1], state)
+            out, value, state = run(net, inputs[t:t + 1], state, None if critics is None else critics[t:t + 1])
             outs.append(out[0])
             values.append(value[0])
             self.after.append(state)
@@ -346,12 +372,13 @@ class Sequences:
         steps_of_each = torch.arange(steps, device=obs.device)[None, :] * width
         self.env_major = (steps_of_each + torch.arange(width, device=obs.device)[:, None]).reshape(-1)
 
-    def value(self, net: torch.nn.Module, obs: torch.Tensor, truncated: np.ndarray | None = None) -> np.ndarray:
+    def value(self, net: torch.nn.Module, obs: torch.Tensor, truncated: np.ndarray | None = None,
+              critic: torch.Tensor | None = None) -> np.ndarray:
         """The values of observations [n, ...] after the round (the next round's first ones), or, with
         `truncated` [n, 2] of (t, e), of the final observations of the episodes a time limit ended at
-        step t (from the state after that step)."""
+        step t (from the state after that step); a centralised critic's from its inputs `critic` [n, S]."""
         state = self.state if truncated is None else torch.stack([self.after[t][e] for t, e in truncated])
-        return net(obs[None], state)[1][0].cpu().numpy()
+        return run(net, obs[None], state, None if critic is None else critic[None])[1][0].cpu().numpy()
 
     def minibatches(self, batch_size: int, generator: torch.Generator) -> list[torch.Tensor]:
         """An epoch's minibatches of time-major row indices, each steps of one environment after another."""
@@ -360,7 +387,8 @@ class Sequences:
         order = torch.roll(self.env_major, -split)
         return [order[start:start + batch_size] for start in range(0, size, batch_size)]
 
-    def forward(self, net: torch.nn.Module, obs: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, net: torch.nn.Module, obs: torch.Tensor, rows: torch.Tensor, critic: torch.Tensor | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """The policy head and values of a minibatch's rows, by sequences."""
         first = self.starts[rows].clone()
         first[0] = True
@@ -369,8 +397,19 @@ class Sequences:
         position = torch.arange(len(rows), device=rows.device) - heads[sequence]
         padded = obs.new_zeros((int(position.max()) + 1, len(heads), *obs.shape[1:]))
         padded[position, sequence] = obs[rows]
-        out, values, _ = net(padded, self.before[rows[heads]])
+        critics = None
+        if critic is not None:
+            critics = critic.new_zeros((len(padded), len(heads), critic.shape[1]))
+            critics[position, sequence] = critic[rows]
+        out, values, _ = run(net, padded, self.before[rows[heads]], critics)
         return out[position, sequence], values[position, sequence]
+
+
+def run(net: torch.nn.Module, obs: torch.Tensor, state: torch.Tensor, critic: torch.Tensor | None
+        ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A recurrent network through sequences [L, B, ...] from `state`; a centralised critic's with
+    its inputs `critic` [L, B, S] (a --networks module made for ppo need not take them)."""
+    return net(obs, state) if critic is None else net(obs, state, critic)
 
 
 def recurrent(config: PPOConfig | MAPPOConfig) -> bool:
@@ -382,9 +421,9 @@ def build(spec: EnvSpec, config: PPOConfig | MAPPOConfig, generator: torch.Gener
           value_inputs: int = 0) -> torch.nn.Module:
     args = (spec, config.net_arch, generator, config.activation, config.log_std_init)
     if recurrent(config):
-        assert isinstance(config, PPOConfig)
+        extra = {"value_inputs": value_inputs} if value_inputs else {}  # as for actor_critic below
         return networks_module(config).recurrent_actor_critic(*args, hidden=config.lstm_hidden,
-                                                              shared=config.shared_lstm)
+                                                              shared=config.shared_lstm, **extra)
     if value_inputs:  # only MAPPO's centralised critic passes it: a --networks module made for ppo need not take it
         return networks_module(config).actor_critic(*args, value_inputs=value_inputs)
     return networks_module(config).actor_critic(*args)

@@ -97,7 +97,7 @@ class SavedPolicy:
             masks = masks.reshape(len(batch), n)
             if not masks.any(axis=1).all():
                 raise ValueError("action_masks: a mask that allows no action")
-        memory = self.memory(state, episode_start, len(batch))
+        memory = carried(self.policy.initial_state(len(batch)), state, episode_start)
         if memory is None:
             actions = self.policy.exploit(batch, masks) if deterministic else self.policy.sample(batch, self.rng, masks)
         else:
@@ -106,31 +106,33 @@ class SavedPolicy:
         actions = self.policy.to_env(actions)
         return (actions if batch is obs else actions.squeeze(axis=0)), memory
 
-    def memory(self, state: Any, episode_start: Any, n: int) -> np.ndarray | None:
-        """A recurrent policy's state for a batch of `n` observations: `state` (or the start's), the
-        rows of `episode_start` zeroed; None for a policy without memory."""
-        start = self.policy.initial_state(n)
-        if start is None:
-            return None
-        if state is None:
-            return start
-        memory = np.array(state, dtype=np.float32)  # a copy: the caller's stays as it was
-        if memory.shape != start.shape:
-            raise ValueError(f"a state of shape {memory.shape}: expected {start.shape} for {n} observation"
-                             f"{'s' if n > 1 else ''} (the state predict returned)")
-        if episode_start is not None:
-            starts = np.asarray(episode_start, dtype=bool).reshape(-1)
-            if starts.shape != (n,):
-                raise ValueError(f"episode_start of shape {np.shape(episode_start)}: expected ({n},), one per observation")
-            memory[starts] = 0.0
-        return memory
-
     def make_env(self, render_mode: str | None = None) -> gymnasium.Env:
         """A new environment as the evaluator plays it (real rewards; Atari preprocessed)."""
         return envs.make(self.config, training=False, render_mode=render_mode)
 
     def __repr__(self) -> str:
         return f"SavedPolicy({self.algo} on {self.env_id})"
+
+
+def carried(start: np.ndarray | None, state: Any, episode_start: Any, what: str = "") -> np.ndarray | None:
+    """A recurrent policy's state for a batch of observations whose state at their episodes' start is
+    `start` [n, rows, hidden] (None: a policy without memory, which gives None): `state` (None: the
+    start's), the rows of `episode_start` zeroed. `what` names the state in errors (an agent's)."""
+    if start is None:
+        return None
+    if state is None:
+        return start
+    n = len(start)
+    memory = np.array(state, dtype=np.float32)  # a copy: the caller's stays as it was
+    if memory.shape != start.shape:
+        raise ValueError(f"a state{what} of shape {memory.shape}: expected {start.shape} for {n} observation"
+                         f"{'s' if n > 1 else ''} (the state predict returned)")
+    if episode_start is not None:
+        starts = np.asarray(episode_start, dtype=bool).reshape(-1)
+        if starts.shape != (n,):
+            raise ValueError(f"episode_start of shape {np.shape(episode_start)}: expected ({n},), one per observation")
+        memory[starts] = 0.0
+    return memory
 
 
 class SavedTeam:
@@ -146,12 +148,16 @@ class SavedTeam:
         self.rng = np.random.default_rng(seed)  # for predict(deterministic=False) only
 
     def predict(self, observations: dict[str, Any], deterministic: bool = False,
-                infos: dict[str, Any] | None = None) -> tuple[dict[str, Any], None]:
+                infos: dict[str, Any] | None = None, state: dict[str, Any] | None = None,
+                episode_start: Any = None) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
         """({agent: action}, None) for {agent: observation} (every agent's, as the environment gives
         them). `deterministic`: the evaluator's actions (the most likely); else sampled, as the agents
         acted while training. `infos`: the environment's infos of the same step, where agents whose
         action masks are there get them (PettingZoo's info["action_mask"]); masks inside the
-        observations are read there."""
+        observations are read there. A team with memory (`--recurrent lstm`) takes each agent's
+        `state` as the last call returned it (None: the episode's start) and `episode_start` (True at
+        an episode's first step), as SavedPolicy.predict does, and returns ({agent: action},
+        {agent: its state after the step} [1, rows, hidden])."""
         missing = [agent for agent in self.agents if agent not in observations]
         if missing:
             raise ValueError(f"no observation for {', '.join(missing)}: a team of {self.env_name} needs every agent's "
@@ -162,10 +168,18 @@ class SavedTeam:
             raise ValueError(f"{', '.join(team.agents[a] for a in masked)} act on action masks in their infos: give "
                              "predict the step's infos too")
         obs, masks = team.observed([observations]), team.masks([observations], [infos or {}])
+        starts = self.policy.initial_state(1)
+        if starts is None:
+            memory = [None] * len(self.agents)
+        else:
+            if state is not None and (not isinstance(state, dict) or set(state) != set(self.agents)):
+                raise ValueError(f"state: expected one for each agent ({', '.join(self.agents)}), as predict returned it")
+            memory = [carried(start, None if state is None else state[agent], episode_start, f" of {agent}")
+                      for agent, start in zip(self.agents, starts, strict=True)]
         policies = self.policy.policies
-        actions = ([p.exploit(o, m) for p, o, m in zip(policies, obs, masks, strict=True)] if deterministic
-                   else [p.sample(o, self.rng, m) for p, o, m in zip(policies, obs, masks, strict=True)])
-        return team.actions(actions, 0), None
+        actions = ([p.exploit(o, m, s) for p, o, m, s in zip(policies, obs, masks, memory, strict=True)] if deterministic
+                   else [p.sample(o, self.rng, m, s) for p, o, m, s in zip(policies, obs, masks, memory, strict=True)])
+        return team.actions(actions, 0), None if starts is None else dict(zip(self.agents, memory, strict=True))
 
     def make_env(self, render_mode: str | None = None) -> Any:
         """A new copy of the scenario, as the evaluator plays it (a PettingZoo ParallelEnv)."""

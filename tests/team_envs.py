@@ -135,3 +135,57 @@ def gates() -> Gates:
 
 def packed_gates() -> Gates:
     return Gates(packed=True)
+
+
+class Recalling(ParallelEnv):
+    """Two agents, each shown a cue of its own once (one of two, one-hot, with a start flag) and asked
+    for it `delay` steps later (an answer flag; nothing is shown between): naming its cue then earns
+    the agent 1, any other step earns nothing, and the episode ends (terminated). The team's best
+    return is 2; without memory of the cues, 1 (a guess each)."""
+
+    metadata = {"name": "recalling_v0"}
+
+    def __init__(self, delay: int = 4) -> None:
+        self.possible_agents = ["left", "right"]
+        self.agents: list[str] = []
+        self.delay = delay
+        self.rng = np.random.default_rng()
+
+    def observation_space(self, agent: str) -> gymnasium.Space:
+        return gymnasium.spaces.Box(0.0, 1.0, (4,), np.float32)
+
+    def action_space(self, agent: str) -> gymnasium.Space:
+        return gymnasium.spaces.Discrete(2)
+
+    def observe(self) -> dict[str, np.ndarray]:
+        seen = {}
+        for agent in self.possible_agents:
+            obs = np.zeros(4, np.float32)
+            if self.t == 0:
+                obs[self.cues[agent]] = obs[2] = 1.0
+            elif self.t == self.delay:
+                obs[3] = 1.0
+            seen[agent] = obs
+        return seen
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        self.agents = list(self.possible_agents)
+        self.t = 0
+        self.cues = {agent: int(self.rng.integers(2)) for agent in self.possible_agents}
+        return self.observe(), {agent: {} for agent in self.agents}
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        answered = self.t == self.delay
+        rewards = {agent: float(answered and int(action) == self.cues[agent]) for agent, action in actions.items()}
+        self.t += 1
+        agents = self.possible_agents
+        if answered:
+            self.agents = []
+        return (self.observe(), rewards, dict.fromkeys(agents, answered), dict.fromkeys(agents, False),
+                {agent: {} for agent in agents})
+
+
+def recalling() -> Recalling:
+    return Recalling()

@@ -134,6 +134,9 @@ def test_a_loaded_team_plays_the_evaluation_episodes_as_the_run_did(tmp_path: Pa
                            "(--envs x --n-steps x agents)"),
     ({"batch_size": 150, "share_policy": False}, "--batch-size 150 is more than the 100 agent steps"),
     ({"total_steps": 0}, "--total-steps 0 only evaluates: give the weights to evaluate with --load"),
+    ({"recurrent": "lstm", "shared_lstm": True}, "--critic central reads every agent's observation, but with "
+                                                 "--shared-lstm the value network reads the policy's LSTM, which sees "
+                                                 "only its agent's (give --critic local, or --shared-lstm no)"),
     ({"agents_at": "a"}, "--agents-at places federates on a cluster: it needs --processes yes"),
     ({"agents_at": "a,b", "processes": True}, "--agents-at names 2 nodes for 3 agent(s)"),
 ])
