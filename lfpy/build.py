@@ -4,6 +4,7 @@ asked."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -253,49 +254,56 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     main = built.elaborated.main.reactor
     nodes: Cluster | None = None
     launched: dict[int, StartedFederate] = {}
-    try:
-        if cluster is not None:
-            nodes = _cluster(cluster, built, diags, resuming, coordinator_only)
-            if nodes is None:
-                return 1
-            coordinator_only = nodes.coordinator_only
-        count = len(federates(built.elaborated, coordinator_only)) if main.federated else 1
-        # Here, federate 0 is lfrl's process: `count` processes in all.
-        launcher: Launcher = nodes.launch if nodes is not None else functools.partial(
-            launch, FEDERATE_ENTRY, built.program_args(), coordinator_only, count)
-        if nodes is not None and count < 2:
-            diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; "
-                                  f"{built.elaborated.main.name} has one federate only, which stays in lfrl's process "
-                                  f"unless it is placed at another node, asks for resources or --coordinator-only is "
-                                  f"given")
-            return _closed(nodes, launched, 1)
-        launched = {k: launcher(main.loc.file, k, resume is not None) for k in range(1, count)}
-        if nodes is not None:
-            nodes.placed(launched)
-    except FederationError as exc:  # before any process starts
-        print(f"error: {exc}", file=sys.stderr)
-        return _closed(nodes, launched, 1)
-    except ClusterError as exc:
-        _cluster_error(exc, diags)
-        return _closed(nodes, launched, 1)
-    except KeyboardInterrupt:  # while Ray places the federates
-        print("interrupted", file=sys.stderr, flush=True)
-        return _closed(nodes, launched, 130)
-    if not launched:
-        return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None, outcome,
-                          relocate=relocate)
-    # A Ctrl-C from now on is a stop, as while the federates start and during the run: once they are
-    # up, the startup reactions run and then the shutdown reactions (a second one ends at once).
+    # A Ctrl-C is a stop once federates start: they come up, the startup reactions run and then the
+    # shutdown reactions (a second one ends at once). Here from the first launch on (each takes
+    # milliseconds); on a cluster once Ray has placed them (which may wait for resources: a Ctrl-C
+    # ends that wait at once).
     stops = StopOnSignals(NotYetRunning())
-    try:
-        with stops:
+    with contextlib.ExitStack() as signals:
+        try:
+            if cluster is not None:
+                nodes = _cluster(cluster, built, diags, resuming, coordinator_only)
+                if nodes is None:
+                    return 1
+                coordinator_only = nodes.coordinator_only
+            count = len(federates(built.elaborated, coordinator_only)) if main.federated else 1
+            # Here, federate 0 is lfrl's process: `count` processes in all.
+            launcher: Launcher = nodes.launch if nodes is not None else functools.partial(
+                launch, FEDERATE_ENTRY, built.program_args(), coordinator_only, count)
+            if nodes is not None and count < 2:
+                diags.error(main.loc, f"--cluster runs the federates of a federated reactor in Ray actors; "
+                                      f"{built.elaborated.main.name} has one federate only, which stays in lfrl's "
+                                      f"process unless it is placed at another node, asks for resources or "
+                                      f"--coordinator-only is given")
+                return _closed(nodes, launched, 1)
+            if nodes is None and count > 1:
+                signals.enter_context(stops)
+            for k in range(1, count):  # one by one: those started are ended if the next cannot start
+                launched[k] = launcher(main.loc.file, k, resume is not None)
+            if nodes is not None:
+                nodes.placed(launched)
+        except FederationError as exc:  # before any process starts
+            print(f"error: {exc}", file=sys.stderr)
+            return _closed(nodes, launched, 1)
+        except ClusterError as exc:
+            _cluster_error(exc, diags)
+            return _closed(nodes, launched, 1)
+        except KeyboardInterrupt:  # while Ray places the federates, or a second Ctrl-C while they launch
+            print("interrupted", file=sys.stderr, flush=True)
+            return _closed(nodes, launched, stops.sched.interrupt_status)
+        if not launched:
+            return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, None, outcome,
+                              relocate=relocate)
+        try:
+            if nodes is not None:
+                signals.enter_context(stops)
             return _run_built(built, path, diags, workers, timeout_ns, fast, resume, launched, stops, outcome, launcher,
                               relocate, coordinator_only)
-    except KeyboardInterrupt:  # the second Ctrl-C
-        print("interrupted", file=sys.stderr, flush=True)
-        return stops.sched.interrupt_status
-    finally:
-        _closed(nodes, launched, 0)
+        except KeyboardInterrupt:  # the second Ctrl-C
+            print("interrupted", file=sys.stderr, flush=True)
+            return stops.sched.interrupt_status
+        finally:
+            _closed(nodes, launched, 0)
 
 
 def _cluster(options: ClusterOptions, built: Built, diags: Diagnostics, resuming: bool,
