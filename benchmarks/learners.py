@@ -25,6 +25,10 @@ same (tests/test_ppo_sb3.py): PPO's training amplifies a difference in rounding 
 to 1e-2 within about 25 rounds, and the runs part. A median over 5 or 10 seeds is a coarse estimate:
 PPO on CartPole-v1 evaluated every 1,024 steps needs a median of 14,336 steps over seeds 0-119 with
 lfrl and with SB3, but lfrl's median is 1.79x SB3's over seeds 0-9 and 0.74x over seeds 10-19.
+Over seeds 0-29 (`--algos dqn,td3 --seeds 30 --sides lfrl,sb3 --peer-threads 1 --pong-steps 0`, an
+Intel Xeon): DQN on CartPole-v1 31,104 steps against SB3's 30,208 (1.03x; 26 and 28 of 30 seeds
+reach 475; the medians of seeds 0-9, 10-19 and 20-29, a seed that never reaches it counted as the
+budget, 1.00x, 1.18x and 1.16x), TD3 on Pendulum-v1 7,000 against 7,000 (1.00x; 29 of 30 each).
 SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double-q no` here.
 Two cases measure what only sb3-contrib has, against it: ppo-masked (tests/toyenvs.py's MaskedCue,
 which only action masks make solvable; 9.5 of 10) against MaskablePPO, and ppo-recurrent (Recall, a
