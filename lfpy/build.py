@@ -278,9 +278,13 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
                 return _closed(nodes, launched, 1)
             if nodes is None and count > 1:
                 signals.enter_context(stops)
-            for k in range(1, count):  # one by one: those started are ended if the next cannot start
-                launched[k] = launcher(main.loc.file, k, resume is not None)
+            # Here one by one, so that those started are ended if the next cannot start; a cluster's
+            # federates all at once (its own close ends the actors of a placement cut short).
+            starting = launched if nodes is None else {}
+            for k in range(1, count):
+                starting[k] = launcher(main.loc.file, k, resume is not None)
             if nodes is not None:
+                launched.update(starting)
                 nodes.placed(launched)
         except FederationError as exc:  # before any process starts
             print(f"error: {exc}", file=sys.stderr)
