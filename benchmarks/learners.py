@@ -51,7 +51,9 @@ Time to threshold, two ways:
   threshold, as each side measures it (SBX's includes JAX's compilation of its updates).
 A run that never reaches the threshold counts as its whole run, and is marked. Steps to threshold
 are reported beside the times, for every side: a side that is fast per step but needs more steps
-shows it. The sides of a seed (a round) run back to back, in the order lfrl, SB3, SBX (this
+shows it. The ratios of steps (lfrl / SB3, steps) are of medians over every seed, a seed that never
+reaches the threshold counted as its whole run's steps (the medians beside them are over the seeds
+that reach it). The sides of a seed (a round) run back to back, in the order lfrl, SB3, SBX (this
 machine's speed drifts); `--sides lfrl,sb3` leaves SBX out (and must, where sbx-rl is not
 installed), and `--quick` (`make bench QUICK=1`) runs lfrl and SB3 only. Each peer runs twice per
 seed (`--peer-threads`): with one thread (torch's `set_num_threads(1)`; for SBX also XLA's CPU
@@ -326,6 +328,10 @@ class Run:
         threshold = THRESHOLDS[self.algo]
         return next((e for e in self.evaluations if e["mean"] >= threshold), None)
 
+    def steps_to_threshold(self) -> int:
+        """Environment steps to the threshold (or of the whole run if never reached)."""
+        return (self.reached or self.evaluations[-1])["step"]
+
     def time_to_threshold(self, kind: str) -> float:
         """Seconds to the threshold (or of the whole run if never reached)."""
         if kind == "process":
@@ -532,17 +538,22 @@ def steps_spread(runs: list[Run]) -> str:
 
 def summarise(runs: list[Run], algos: list[str], sides: list[str]) -> list[str]:
     peers = [side for side in sides if side != "lfrl"]
-    ratio_columns = [f"lfrl / {NAMES[peer]}, {kind}" for peer in peers for kind in ("process", "training")]
+    kinds = ("steps", "process", "training")
+    ratio_columns = [f"lfrl / {NAMES[peer]}, {kind}" for peer in peers for kind in kinds]
     lines = ["| algorithm | environment | threshold | side | seeds reaching it | steps to threshold (median, min-max) | "
              "time, process (median, min-max) | time, training (median, min-max) | " + " | ".join(ratio_columns) +
              (" |" if ratio_columns else "|"), "|" + "---|" * (8 + len(ratio_columns))]
+
+    def cost(run: Run, kind: str) -> float:
+        return run.steps_to_threshold() if kind == "steps" else run.time_to_threshold(kind)
+
     for algo in algos:
         config = lfrl_config(algo, 0)
         running = [peer for peer in peers if peer in sides_of(algo, sides)]
         best = {peer: faster_setting(runs, algo, peer) for peer in running}
         mine_lfrl = of_variant(runs, algo, "lfrl")
-        ratios = [f"**{median(r.time_to_threshold(kind) for r in mine_lfrl) / median(r.time_to_threshold(kind) for r in of_variant(runs, algo, peer, best[peer])):.2f}x**"  # noqa: E501
-                  if peer in running else "-" for peer in peers for kind in ("process", "training")]
+        ratios = [f"**{median(cost(r, kind) for r in mine_lfrl) / median(cost(r, kind) for r in of_variant(runs, algo, peer, best[peer])):.2f}x**"  # noqa: E501
+                  if peer in running else "-" for peer in peers for kind in kinds]
         for side in sides_of(algo, sides):
             for setting in sorted({r.setting for r in of_variant(runs, algo, side)}):
                 mine = of_variant(runs, algo, side, setting)
@@ -707,7 +718,8 @@ def main() -> None:
         text += ["## Time to threshold", "",
                  f"{seeds} seed(s). The sides of a seed ({', '.join(variant(*v) for v in order)}) run back to "
                  "back with the template's default hyperparameters; each peer with one thread and with its "
-                 "library's default threads, and lfrl's ratios are against the faster of the two (marked). Every "
+                 "library's default threads, and lfrl's ratios are against the faster of the two (marked); the ratios of "
+                 "steps count a seed that never reaches the threshold as its run's steps. Every "
                  "run's evaluations are in learners.csv; learners.png shows the learning curves over training "
                  "time.", "", *table, "",
                  f"The 1-minute load average, the highest read before or after a run of the round (a seed's "
@@ -780,6 +792,8 @@ def summary_row(runs: list[Run], algo: str, sides: list[str]) -> Summary:
     note = "(seeds reaching it: " + ", ".join(f"{NAMES[side]} {reached[side]}/{len(mine[side])}" for side in sides)
     note += "; steps to it (median): " + ", ".join(f"{NAMES[side]} {steps_spread(mine[side]).split(' ')[0]}"
                                                     for side in sides)
+    steps = {side: median(r.steps_to_threshold() for r in ms) for side, ms in mine.items()}
+    note += "; lfrl's steps " + ", ".join(f"{steps['lfrl'] / steps[p]:.2f}x {NAMES[p]}'s" for p in peers)
     note += ("" if all(r is not None for r in ratios.values()) else "; no ratio where a side missed it") + ")"
     note += "".join(f"; {NAMES[p]} {times[p]:.1f} s" + (f" ({ratios[p]:.2f}x)" if ratios[p] is not None else "")
                     for p in peers if p != peer)
