@@ -4,7 +4,7 @@ import importlib
 import signal
 import sys
 
-from lfpy.runtime.signals import interrupt_at_start, take_at_start
+from lfpy.runtime.signals import drop_unraisable_interrupts, interrupt_at_start, take_at_start
 
 
 def guarded(prog: str, module: str) -> int:
@@ -12,6 +12,7 @@ def guarded(prog: str, module: str) -> int:
     its modules ending as one during a command does: `PROG: interrupted`, status 130, no traceback."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupt_at_start)
+        drop_unraisable_interrupts()
     try:
         status = importlib.import_module(module).main()
         # A Ctrl-C recorded and never acted on (CPython dropped it, and no run took it over); one that

@@ -257,7 +257,7 @@ def _launch_and_run(built: Built, path: str, diags: Diagnostics, workers: int | 
     # A Ctrl-C is a stop once federates start: they come up, the startup reactions run and then the
     # shutdown reactions (a second one ends at once). Here from the first launch on (each takes
     # milliseconds); on a cluster once Ray has placed them (which may wait for resources: a Ctrl-C
-    # ends that wait at once).
+    # ends that wait at once, or once connected if it comes while lfrl connects).
     stops = StopOnSignals(NotYetRunning())
     with contextlib.ExitStack() as signals:
         try:

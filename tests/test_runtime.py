@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from lfpy.runtime.signals import interrupts_held
 from tests.lfutil import default_signals, run_lf, write
 
 FAST = "target Python { fast: true, timeout: 1 sec }\n"
@@ -569,6 +570,23 @@ main reactor {
     result = run_lf(tmp_path, source)
     assert (result.returncode, result.stdout) == (130, "before\nstill running\n")
     assert result.stderr.splitlines()[-1] == "interrupted"
+
+
+def test_a_ctrl_c_held_during_work_that_cannot_be_cut_is_given_to_the_caller_and_a_second_is_not_held() -> None:
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with interrupts_held() as held:
+            signal.raise_signal(signal.SIGINT)
+            assert held == [signal.SIGINT]
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+        assert held == [signal.SIGINT]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        with interrupts_held() as held:
+            pass
+        assert held == []
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def test_sigterm_while_waiting_for_physical_time_runs_shutdown_and_exits_143(tmp_path: Path) -> None:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from lfpy.runtime import processor, written
 from lfpy.runtime.federation.partition import Federate, federates
 from lfpy.runtime.federation.processes import CROWDED, TOKEN_BYTES, StartedFederate
+from lfpy.runtime.signals import interrupts_held
 
 if TYPE_CHECKING:
     from lfpy.ast import Host
@@ -292,11 +293,6 @@ class Cluster:
         to come back. `coordinator_only`: lfrl's process hosts none of the program's federates; it
         does not either (`self.coordinator_only`) when the first one is placed `at` another node
         than lfrl's or asks for resources (--resources): then Ray places it like the others."""
-        try:
-            import ray
-        except ImportError:
-            raise ClusterError("--cluster needs Ray: pip install 'lfrl[cluster]'") from None
-        self.ray = ray
         self.lf_path = lf_path
         self.root = root
         self.carried = written.carried(root)  # what the federates' copies of the program's folder hold
@@ -312,32 +308,23 @@ class Cluster:
         self.labels: dict[int, str | None] = {}
         self.sockets: str | None = None  # a folder for the Unix sockets federates on this node connect to
         _reachable(options.address)
-        on_sigterm = signal.getsignal(signal.SIGTERM)
+        # Cut short by a Ctrl-C, `import ray` leaves a half-made module and ray.init a half-made
+        # connection, which fail or crash the process as it exits: a Ctrl-C is held until connected,
+        # then ends the run as one during placement does.
+        with interrupts_held() as held:
+            self.ray = ray = _connected(options.address, root)
         try:
-            with _auth_failures_unlogged():
-                ray.init(address=options.address, log_to_driver=False, logging_level=logging.WARNING,
-                         runtime_env={"working_dir": str(self.root), "excludes": written.NOT_CARRIED})
-        except (ConnectionError, ValueError, RuntimeError) as exc:
-            hint = ""
-            if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
-                hint = (" (a cluster with token authentication, as `ray start --head` sets up where "
-                        "~/.ray/auth_token exists, needs RAY_AUTH_MODE=token here and on its other nodes)")
-            raise ClusterError(f"--cluster {options.address}: cannot connect to a Ray cluster there: "
-                               f"{str(exc).strip().splitlines()[0]}{hint}") from None
-        finally:
-            # ray.init makes SIGTERM exit at once; lfrl's own handling stops the program with its
-            # shutdown reactions (status 143), as without a cluster.
-            signal.signal(signal.SIGTERM, on_sigterm)
-        # From here on, a Ctrl-C can leave Ray's objects half made: their destructors' errors say
-        # nothing to lfrl's user, whenever they come (not only after `close`).
-        _quiet_ray_teardown()
-        _quiet_worker_deaths(ray)
-        self.address = ray.util.get_node_ip_address()
-        self.own_node = ray.get_runtime_context().get_node_id()
-        self.coordinator_only = coordinator_only or asks_first or self._first_elsewhere(elaborated, program[0])
-        self.listed = federates(elaborated, self.coordinator_only)
-        self.demands = self._demands(options.resources, self.listed)
-        try:
+            # From here on, a Ctrl-C can leave Ray's objects half made: their destructors' errors say
+            # nothing to lfrl's user, whenever they come (not only after `close`).
+            _quiet_ray_teardown()
+            if held:
+                raise KeyboardInterrupt
+            _quiet_worker_deaths(ray)
+            self.address = ray.util.get_node_ip_address()
+            self.own_node = ray.get_runtime_context().get_node_id()
+            self.coordinator_only = coordinator_only or asks_first or self._first_elsewhere(elaborated, program[0])
+            self.listed = federates(elaborated, self.coordinator_only)
+            self.demands = self._demands(options.resources, self.listed)
             self._place(elaborated, resuming)
         except BaseException:  # a placement that cannot be met, Ctrl-C: nothing may stay on the cluster
             self.close()
@@ -603,6 +590,31 @@ def _auth_failures_unlogged() -> Iterator[None]:
             if kept:
                 sys.stderr.write(kept)
                 sys.stderr.flush()
+
+
+def _connected(address: str, root: Path) -> Any:
+    """Ray, connected to the cluster at `address` as this run's driver, carrying `root` to the nodes."""
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError("--cluster needs Ray: pip install 'lfrl[cluster]'") from None
+    on_sigterm = signal.getsignal(signal.SIGTERM)
+    try:
+        with _auth_failures_unlogged():
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
+                     runtime_env={"working_dir": str(root), "excludes": written.NOT_CARRIED})
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        hint = ""
+        if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+            hint = (" (a cluster with token authentication, as `ray start --head` sets up where "
+                    "~/.ray/auth_token exists, needs RAY_AUTH_MODE=token here and on its other nodes)")
+        raise ClusterError(f"--cluster {address}: cannot connect to a Ray cluster there: "
+                           f"{str(exc).strip().splitlines()[0]}{hint}") from None
+    finally:
+        # ray.init makes SIGTERM exit at once; lfrl's own handling stops the program with its
+        # shutdown reactions (status 143), as without a cluster.
+        signal.signal(signal.SIGTERM, on_sigterm)
+    return ray
 
 
 def _reachable(address: str) -> None:

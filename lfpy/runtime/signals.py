@@ -13,15 +13,21 @@ the scheduler's thread acts on it between tags (no lock is taken inside a handle
 Before a run, a Ctrl-C is Python's KeyboardInterrupt, which the command lines turn into status 130
 (`lfpy.__main__.guarded`). CPython drops an exception raised in a weakref callback or `__del__`
 (printing "Exception ignored in ..."), and imports run such callbacks: `interrupt_at_start` also
-records the signal, so that a dropped one still stops the run when it begins, or ends the command.
+records the signal, so that a dropped one still stops the run when it begins, or ends the command
+(and `drop_unraisable_interrupts` keeps CPython from printing it).
+Work that a KeyboardInterrupt in its middle would leave half done (importing Ray, connecting to a
+cluster) runs with Ctrl-C held (`interrupts_held`), and its caller acts on it once that work is done.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sys
 import threading
+from collections.abc import Iterator
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from lfpy.runtime.interfaces import Interruptible
@@ -37,11 +43,46 @@ def interrupt_at_start(signum: int, frame: FrameType | None) -> None:
     signal.default_int_handler(signum, frame)
 
 
+def drop_unraisable_interrupts() -> None:
+    """Print nothing for a KeyboardInterrupt that CPython drops ("Exception ignored in ...", with its
+    traceback): `interrupt_at_start` recorded it, and it is acted on. Other unraisable exceptions show
+    as before."""
+    shown = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            shown(unraisable)
+
+    sys.unraisablehook = hook
+
+
 def take_at_start() -> int | None:
     """The signal `interrupt_at_start` recorded, if any, now forgotten."""
     signum = _at_start[0] if _at_start else None
     _at_start.clear()
     return signum
+
+
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[list[int]]:
+    """Hold a Ctrl-C that comes during the block: yields the signals held, for the caller to act on
+    after it. A second Ctrl-C is a KeyboardInterrupt at once, as without this."""
+    held: list[int] = []
+    ours = (signal.default_int_handler, interrupt_at_start)
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) not in ours:
+        yield held
+        return
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        if held:
+            signal.default_int_handler(signum, frame)
+        held.append(signum)
+
+    previous = signal.signal(signal.SIGINT, hold)
+    try:
+        yield held
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 class NotYetRunning:
