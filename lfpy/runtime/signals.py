@@ -45,12 +45,12 @@ def interrupt_at_start(signum: int, frame: FrameType | None) -> None:
 
 def drop_unraisable_interrupts() -> None:
     """Print nothing for a KeyboardInterrupt that CPython drops ("Exception ignored in ...", with its
-    traceback): `interrupt_at_start` recorded it, and it is acted on. Other unraisable exceptions show
-    as before."""
+    traceback) while `interrupt_at_start` holds the signal it came from: that one is acted on. Other
+    unraisable exceptions show as before."""
     shown = sys.unraisablehook
 
     def hook(unraisable: Any) -> None:
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        if not (isinstance(unraisable.exc_value, KeyboardInterrupt) and _at_start):
             shown(unraisable)
 
     sys.unraisablehook = hook
