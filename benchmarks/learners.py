@@ -33,7 +33,8 @@ Over seeds 0-29 too (`--algos ppo-recurrent` and `--algos ddpg`, the same option
 2,048 against RecurrentPPO's 2,048 (1.00x; 30 of 30 each); and DDPG on Pendulum-v1: 4,500 against
 4,000 (1.12x, and 1.12x in each block of 10; 29 of 30 each): lfrl reaches -200 at 4,000 steps in 14
 seeds, at 5,000 in 9, SB3 in 20 and 5 (the means of the seeds reaching it: 4,724 and 4,552 steps,
-1.04x); its cause is not found yet.
+1.04x); its cause is not found yet. ppo-pendulum (`--algos ppo-pendulum`, the same options):
+81,920 against 61,440 (1.33x; 1.46x, 2.07x and 0.87x by blocks of 10; 24 and 26 of 30 reach -250).
 How far 10 seeds are from settling it, results/learners.md shows within SB3 itself: its two thread
 settings, the same library and seeds with other CPU kernels, need 17,664 and 20,224 steps (PPO on
 CartPole-v1) and 81,920 and 53,248 (ppo-pendulum). Steps are also counted at evaluations only, so
