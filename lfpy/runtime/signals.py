@@ -66,19 +66,21 @@ def take_at_start() -> int | None:
 @contextlib.contextmanager
 def interrupts_held() -> Iterator[list[int]]:
     """Hold a Ctrl-C that comes during the block: yields the signals held, for the caller to act on
-    after it. A second Ctrl-C is a KeyboardInterrupt at once, as without this."""
+    after it. A second Ctrl-C goes to the handler there was (a KeyboardInterrupt at once, recorded
+    by `interrupt_at_start` where that is the handler), as without this."""
     held: list[int] = []
-    ours = (signal.default_int_handler, interrupt_at_start)
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) not in ours:
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or \
+            previous not in (signal.default_int_handler, interrupt_at_start):
         yield held
         return
 
     def hold(signum: int, frame: FrameType | None) -> None:
         if held:
-            signal.default_int_handler(signum, frame)
+            previous(signum, frame)  # type: ignore[operator]
         held.append(signum)
 
-    previous = signal.signal(signal.SIGINT, hold)
+    signal.signal(signal.SIGINT, hold)
     try:
         yield held
     finally:
