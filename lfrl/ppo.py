@@ -4,24 +4,25 @@ hyperparameter names, run as synchronised parallel actors.
 A round: every actor steps its `envs_per_actor` environments `n_steps` times with the weights the
 learner sent (lfrl.ppo.Actor), sampling its actions from its own numpy generator, and sends what it
 saw (`Rollout`). Once every actor's rollout is in, the learner (`PPO.train`), in actor order:
-- normalises observations with the statistics the actors acted with, and rewards by the running
-  standard deviation of the discounted return, as SB3's VecNormalize does (`normalize`,
-  `normalize_reward`; observations and rewards clipped to +-10);
+- adds the round's observations to the observation statistics and normalises them with the result
+  (`normalize`), and rewards by the running standard deviation of the discounted return
+  (`normalize_reward`), as SB3's VecNormalize does (both clipped to +-10);
 - computes every value and the old log-probabilities in one batched pass; a time limit's last reward
   gets gamma V(final observation) added, as SB3 bootstraps truncated episodes;
 - computes generalised advantage estimates (`gamma`, `gae_lambda`) and runs `n_epochs` epochs of
   minibatches of `batch_size` in an order drawn from its own torch generator, each one Adam step on
   policy loss + `ent_coef` entropy loss + `vf_coef` value loss (advantages normalised per minibatch
-  with `normalize_advantage`; gradients clipped to `max_grad_norm`);
-- then adds the round's observations to the observation statistics, for the next round.
+  with `normalize_advantage`; gradients clipped to `max_grad_norm`).
 Learning rate and clip range are constant or fall linearly to 0 over `total_steps` (`lr_schedule`,
 `clip_schedule`), evaluated after each round's collection, as SB3's schedules are.
 
 Two differences from SB3, both so that the result does not depend on how many actors or processes
 there are: the observation statistics change between rounds, not between steps (an actor acts a
-whole round with the statistics it was sent), and each actor's environments are its own (seeded from
-the run's seed and the actor's index). The same program therefore gives the same weights with any
-number of workers, with processes, and after resume.
+whole round with the statistics it was sent; the learner adds the round to them first, so that the
+network trains on inputs as the next round's actors will see them, not as it will never see them
+again: the first round's raw observations above all), and each actor's environments are its own
+(seeded from the run's seed and the actor's index). The same program therefore gives the same
+weights with any number of workers, with processes, and after resume.
 """
 
 from __future__ import annotations
@@ -216,6 +217,8 @@ class PPO(Learner):
         """One round's update on every actor's rollout (joined along the environments, in actor
         order); returns the round's losses and statistics, as SB3 logs them."""
         T, N = rollout.rewards.shape
+        if self.config.normalize:  # first: the round trains on inputs as the next round's actors will see them
+            self.obs_norm.update(rollout.obs.reshape(T * N, *rollout.obs.shape[2:]))
         stats = self.obs_stats()
         obs = normalized(rollout.obs, stats)
         rewards = self.rewards(rollout)
@@ -246,8 +249,6 @@ class PPO(Learner):
         values_np = values.cpu().numpy().reshape(T, N)
         advantages = self.gae(rewards, values_np, rollout.dones, last_values)
         returns = advantages + values_np
-        if self.config.normalize:
-            self.obs_norm.update(rollout.obs.reshape(T * N, *rollout.obs.shape[2:]))
         return self.epochs(flat_obs, critic, actions, old_log_prob, values.flatten(), advantages.reshape(-1),
                            returns.reshape(-1), progress_remaining, masks, sequences)
 

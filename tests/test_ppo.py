@@ -76,6 +76,33 @@ def test_the_running_statistics_are_those_of_everything_added() -> None:
     assert float(norm.count) == pytest.approx(count)
 
 
+def test_a_round_trains_on_its_observations_normalised_with_the_statistics_that_include_it() -> None:
+    """The network learns on inputs as the next round's actors see them: with the round added to the
+    statistics first (the first round included, whose actors acted on raw observations)."""
+    learner = PPO(envs.describe("Pendulum-v1"), config(**PENDULUM), 0)
+    rng = np.random.default_rng(3)
+    T, N = 8, 2
+    obs = (rng.normal(size=(T, N, 3)) * [1.0, 1.0, 4.0] + [0.5, 0.0, 2.0]).astype(np.float32)
+    rollout = Rollout(obs, rng.normal(size=(T, N, 1)).astype(np.float32), rng.normal(size=(T, N)).astype(np.float32),
+                      np.zeros((T, N), dtype=bool), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3), np.float32),
+                      obs[-1])
+    trained_on = []
+    epochs = learner.epochs
+
+    def recorded(flat_obs: torch.Tensor, *rest: object, **named: object) -> dict[str, float]:
+        trained_on.append(flat_obs.numpy().copy())
+        return epochs(flat_obs, *rest, **named)  # type: ignore[arg-type]
+
+    learner.epochs = recorded  # type: ignore[method-assign]
+    learner.train(rollout, 1.0)
+    flat = obs.reshape(T * N, 3).astype(np.float64)
+    count = 1e-4 + T * N
+    mean = flat.sum(axis=0) / count
+    var = (flat.var(axis=0) * T * N + 1e-4 + 1e-4 * T * N / count * np.square(flat.mean(axis=0))) / count
+    assert np.allclose(learner.obs_norm.mean.numpy(), mean) and np.allclose(learner.obs_norm.var.numpy(), var)
+    assert np.allclose(trained_on[0], (flat - mean) / np.sqrt(var + 1e-8), atol=1e-5)
+    assert np.allclose(learner.policy_weights()[-1][0], mean)  # what the next round's actors normalise with
+
 def test_log_probabilities_and_entropies_are_the_distributions() -> None:
     discrete, box = envs.describe("CartPole-v1"), envs.describe("Pendulum-v1")
     logits = torch.tensor([[0.5, -1.0], [2.0, 0.0]])
