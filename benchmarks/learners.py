@@ -2,7 +2,7 @@
 port), and DQN's training throughput on Pong, lfrl against SB3, side by side.
 
   .venv/bin/python benchmarks/learners.py [--algos dqn,ddpg,td3,sac,ppo,ppo-pendulum,ppo-masked,ppo-recurrent]
-                                          [--seeds 5] [--sides lfrl,sb3,sbx]
+                                          [--seeds 5] [--first-seed 0] [--sides lfrl,sb3,sbx]
                                           [--peer-threads 1,default] [--pong-steps 20000] [--quick]
 
 For each algorithm: the environment, hyperparameters and evaluation protocol of lfrl's template
@@ -29,12 +29,17 @@ Over seeds 0-29 (`--algos dqn,td3 --seeds 30 --sides lfrl,sb3 --peer-threads 1 -
 Intel Xeon): DQN on CartPole-v1 31,104 steps against SB3's 30,208 (1.03x; 26 and 28 of 30 seeds
 reach 475; the medians of seeds 0-9, 10-19 and 20-29, a seed that never reaches it counted as the
 budget, 1.00x, 1.18x and 1.16x), TD3 on Pendulum-v1 7,000 against 7,000 (1.00x; 29 of 30 each).
-Over seeds 0-29 too (`--algos ppo-recurrent` and `--algos ddpg`, the same options): ppo-recurrent
-2,048 against RecurrentPPO's 2,048 (1.00x; 30 of 30 each); and DDPG on Pendulum-v1: 4,500 against
-4,000 (1.12x, and 1.12x in each block of 10; 29 of 30 each): lfrl reaches -200 at 4,000 steps in 14
-seeds, at 5,000 in 9, SB3 in 20 and 5 (the means of the seeds reaching it: 4,724 and 4,552 steps,
-1.04x); its cause is not found yet. ppo-pendulum (`--algos ppo-pendulum`, the same options):
-81,920 against 61,440 (1.33x; 1.46x, 2.07x and 0.87x by blocks of 10; 24 and 26 of 30 reach -250).
+Over seeds 0-29 too (`--algos ppo-recurrent`, the same options): ppo-recurrent 2,048 against
+RecurrentPPO's 2,048 (1.00x; 30 of 30 each). DDPG on Pendulum-v1 over seeds 0-59 (`--algos ddpg`,
+the same options, and again with `--first-seed 30`): 4,000 against 4,000 (1.00x; means 4,717 and
+4,767; 59 of 60 each), where seeds 0-29 alone gave 4,500 against 4,000 (lfrl at 4,000 steps or fewer
+in 15 of them, SB3 in 21; seeds 30-59: 23 and 19): the median sat on the edge between two
+evaluations. (Stepping the critic before the actor's gradient is taken, as SB3 does, gave 5,000
+over seeds 0-29: not the cause.) ppo-pendulum over seeds 0-59 (`--algos ppo-pendulum`, the
+same options, and again with `--first-seed 30`): 67,584 against 61,440 (1.10x, and 1.10x over each
+half; means 77,414 and 82,193; 58 and 54 of 60 reach -250). Before lfrl's PPO trained a round on its
+observations normalised with the statistics that include it (lfrl.ppo), seeds 0-29 gave 81,920
+against 61,440 (1.33x; 24 and 26 of 30); results/learners.md's ppo-pendulum row is from before.
 How far 10 seeds are from settling it, results/learners.md shows within SB3 itself: its two thread
 settings, the same library and seeds with other CPU kernels, need 17,664 and 20,224 steps (PPO on
 CartPole-v1) and 81,920 and 53,248 (ppo-pendulum). Steps are also counted at evaluations only, so
@@ -653,6 +658,7 @@ def main() -> None:
     parser.add_argument("--algos", default=",".join(THRESHOLDS),
                         help="time to threshold of these cases ('' for none): " + ", ".join(THRESHOLDS))
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--first-seed", type=int, default=0, help="the seeds are this one and the next --seeds - 1")
     parser.add_argument("--pong-steps", type=int, default=20_000, help="Pong throughput: steps in all (0: not run)")
     parser.add_argument("--pong-learning-starts", type=int, default=10_000)
     parser.add_argument("--pong-rounds", type=int, default=2)
@@ -670,6 +676,7 @@ def main() -> None:
         parser.error(f"--algos: no case named {', '.join(sorted(set(algos) - set(THRESHOLDS)))} (known: "
                      f"{', '.join(THRESHOLDS)})")
     seeds = 1 if args.quick else args.seeds
+    seed_range = range(args.first_seed, args.first_seed + seeds)
     sides = ["lfrl", "sb3"] if args.quick else parse_sides(parser, args.sides)
     peer_threads = [t.strip() for t in args.peer_threads.split(",") if t.strip()]
     if not peer_threads or set(peer_threads) - set(THREADS):
@@ -694,7 +701,7 @@ def main() -> None:
     total = sum(seeds * len([v for v in order if v[0] in sides_of(a, sides)]) for a in algos) + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
     with tqdm(total=total, unit="run") as bar:
         for algo in algos:
-            for seed in range(seeds):
+            for seed in seed_range:
                 for side, setting in (v for v in order if v[0] in sides_of(algo, sides)):
                     bar.set_postfix_str(f"{algo} seed {seed} {variant(side, setting)}")
                     runs.append(run_side(side, setting, algo, seed))
@@ -702,7 +709,7 @@ def main() -> None:
         # DQN's template default is double DQN: its thresholds are checked as generated too.
         defaults = [r for r in runs if r.side == "lfrl" and r.algo != "dqn"]
         if "dqn" in algos:
-            for seed in range(seeds):
+            for seed in seed_range:
                 bar.set_postfix_str(f"dqn seed {seed} lfrl as generated (double)")
                 defaults.append(run_lfrl("dqn", seed, as_sb3=False))
                 bar.update(1)
@@ -728,8 +735,8 @@ def main() -> None:
         table = summarise(runs, algos, sides)
         plot(runs, algos, RESULTS / "learners.png")
         text += ["## Time to threshold", "",
-                 f"{seeds} seed(s). The sides of a seed ({', '.join(variant(*v) for v in order)}) run back to "
-                 "back with the template's default hyperparameters; each peer with one thread and with its "
+                 f"{seeds} seed(s) ({seed_range[0]}-{seed_range[-1]}). The sides of a seed "
+                 f"({', '.join(variant(*v) for v in order)}) run back to back with the template's default hyperparameters; each peer with one thread and with its "
                  "library's default threads, and lfrl's ratios are against the faster of the two (marked); the ratios of "
                  "steps count a seed that never reaches the threshold as its run's steps. Every "
                  "run's evaluations are in learners.csv; learners.png shows the learning curves over training "
