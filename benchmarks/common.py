@@ -15,10 +15,13 @@ prints no ratio.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import platform
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -32,6 +35,16 @@ QUICK_RESULTS = ROOT / "build" / "bench-quick"
 RESULTS = Path(os.environ.get("LFRL_BENCH_RESULTS")
                or (QUICK_RESULTS if "--quick" in sys.argv[1:] else ROOT / "benchmarks" / "results")).resolve()
 CPUS = os.cpu_count() or 1
+
+
+def one_folder_for_sb3_logs() -> None:
+    """Stable-Baselines3 makes a folder (empty here) in the system's temporary folder for every model
+    that learns without one given (SB3-<date>): point those of this process and its children to one
+    folder, removed at exit, so that a benchmark leaves none behind."""
+    if "SB3_LOGDIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="lfrl-bench-sb3-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        os.environ["SB3_LOGDIR"] = folder
 
 
 class Skipped(Exception):

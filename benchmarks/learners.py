@@ -111,7 +111,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
 
-from common import CPUS, RESULTS, ROOT, Machine, Summary, ratio_spread, spread, write_summary
+from common import (
+    CPUS,
+    RESULTS,
+    ROOT,
+    Machine,
+    Summary,
+    one_folder_for_sb3_logs,
+    ratio_spread,
+    spread,
+    write_summary,
+)
 from tqdm import tqdm
 
 sys.path.insert(0, str(ROOT))
@@ -684,6 +694,7 @@ def main() -> None:
     order = variants(sides, [t for t in THREADS if t in peer_threads])
     pong_steps, pong_starts, pong_rounds = ((3_000, 1_000, 1) if args.quick else
                                             (args.pong_steps, args.pong_learning_starts, args.pong_rounds))
+    one_folder_for_sb3_logs()
     try:
         import stable_baselines3  # noqa: F401
     except ImportError:

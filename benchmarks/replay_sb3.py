@@ -37,7 +37,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from common import RESULTS, Machine, Measurement, Skipped, Summary, rounds, spread, write_summary
+from common import (
+    RESULTS,
+    Machine,
+    Measurement,
+    Skipped,
+    Summary,
+    one_folder_for_sb3_logs,
+    rounds,
+    spread,
+    write_summary,
+)
 from gymnasium import spaces
 from stable_baselines3 import DQN, SAC
 from stable_baselines3.common.buffers import ReplayBuffer as SB3ReplayBuffer
@@ -281,6 +291,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of every contender (default 3)")
     parser.add_argument("--quick", action="store_true", help="smaller buffers and runs, one round")
     args = parser.parse_args()
+    one_folder_for_sb3_logs()
     repeat = 1 if args.quick else args.rounds
     seconds = 0.3 if args.quick else 2.0
     dqn_steps, sac_steps = (1500, 300) if args.quick else (10_000, 1000)
