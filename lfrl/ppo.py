@@ -19,7 +19,7 @@ Learning rate and clip range are constant or fall linearly to 0 over `total_step
 Two differences from SB3, both so that the result does not depend on how many actors or processes
 there are: the observation statistics change between rounds, not between steps (an actor acts a
 whole round with the statistics it was sent; the learner adds the round to them first, so that the
-network trains on inputs as the next round's actors will see them, not as it will never see them
+network trains on inputs as the next round's actors will see them, not as no round will see them
 again: the first round's raw observations above all), and each actor's environments are its own
 (seeded from the run's seed and the actor's index). The same program therefore gives the same
 weights with any number of workers, with processes, and after resume.

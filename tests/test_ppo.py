@@ -103,6 +103,7 @@ def test_a_round_trains_on_its_observations_normalised_with_the_statistics_that_
     assert np.allclose(trained_on[0], (flat - mean) / np.sqrt(var + 1e-8), atol=1e-5)
     assert np.allclose(learner.policy_weights()[-1][0], mean)  # what the next round's actors normalise with
 
+
 def test_log_probabilities_and_entropies_are_the_distributions() -> None:
     discrete, box = envs.describe("CartPole-v1"), envs.describe("Pendulum-v1")
     logits = torch.tensor([[0.5, -1.0], [2.0, 0.0]])
