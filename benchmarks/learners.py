@@ -749,7 +749,8 @@ def main() -> None:
         plot(runs, algos, RESULTS / "learners.png")
         text += ["## Time to threshold", "",
                  f"{seeds} seed(s) ({seed_range[0]}-{seed_range[-1]}). The sides of a seed "
-                 f"({', '.join(variant(*v) for v in order)}) run back to back with the template's default hyperparameters; each peer with one thread and with its "
+                 f"({', '.join(variant(*v) for v in order)}) run back to back with the template's default "
+                 "hyperparameters; each peer with one thread and with its "
                  "library's default threads, and lfrl's ratios are against the faster of the two (marked); the ratios of "
                  "steps count a seed that never reaches the threshold as its run's steps. Every "
                  "run's evaluations are in learners.csv; learners.png shows the learning curves over training "

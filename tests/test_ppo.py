@@ -95,12 +95,13 @@ def test_a_round_trains_on_its_observations_normalised_with_the_statistics_that_
 
     learner.epochs = recorded  # type: ignore[method-assign]
     learner.train(rollout, 1.0)
-    flat = obs.reshape(T * N, 3).astype(np.float64)
-    count = 1e-4 + T * N
-    mean = flat.sum(axis=0) / count
-    var = (flat.var(axis=0) * T * N + 1e-4 + 1e-4 * T * N / count * np.square(flat.mean(axis=0))) / count
-    assert np.allclose(learner.obs_norm.mean.numpy(), mean) and np.allclose(learner.obs_norm.var.numpy(), var)
+    flat = obs.reshape(T * N, 3)
+    after = Normalizer((3,))  # the statistics with this round added (checked in the test above)
+    after.update(flat)
+    mean, var = after.stats()
+    assert np.array_equal(learner.obs_norm.mean.numpy(), mean) and np.array_equal(learner.obs_norm.var.numpy(), var)
     assert np.allclose(trained_on[0], (flat - mean) / np.sqrt(var + 1e-8), atol=1e-5)
+    assert not np.allclose(trained_on[0], flat, atol=0.1)  # not the raw observations the round acted on
     assert np.allclose(learner.policy_weights()[-1][0], mean)  # what the next round's actors normalise with
 
 
