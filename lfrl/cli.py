@@ -73,23 +73,31 @@ def learner_flags(args: argparse.Namespace, diags: Diagnostics) -> int | None:
             report(diags)
             return 1
         args.param.extend(seeded(main.parameters, args.seed))
-    if (args.portable or asks_portable(args)) and not portable.active():
+    parameters = main_parameters(args)
+    if (args.portable or parameters.get("portable") is True) and not portable.active():
         portable.restart(args.argv)  # torch's kernels pinned before it is imported: lfrl.portable
+    if "logdir" in parameters and not (args.lfc or args.cluster is not None or args.coordinator_only):
+        # a learner program whose log (lfrl.logs) is made in this process: its learning curve's
+        # drawing process imports matplotlib on another core while this one imports torch
+        from lfrl.curve import start_ahead
+
+        start_ahead()
     return None
 
 
-def asks_portable(args: argparse.Namespace) -> bool:
-    """Whether the program's main reactor has `portable` true (a learner's template setting, or
-    `--param portable=true`); a program that does not elaborate is left to the run to report."""
+def main_parameters(args: argparse.Namespace) -> dict[str, Any]:
+    """The program's main reactor's parameters as the run will have them (with `--param`): whether it
+    asks for `portable` (a learner's template setting), whether it is a learner program (`logdir`);
+    none for a program that does not elaborate, which is left to the run to report."""
     from lfpy.frontend import analyze
     from lfpy.overrides import overrides_by_name
 
     try:
         overrides = overrides_by_name(args.param)
     except ValueError:
-        return False
+        return {}
     elaborated = analyze(args.file, Diagnostics(), overrides=overrides)
-    return elaborated is not None and elaborated.main.parameters.get("portable") is True
+    return {} if elaborated is None else elaborated.main.parameters
 
 
 def keep_finished_runs(checkpoint: str) -> str:

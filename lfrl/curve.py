@@ -1,7 +1,8 @@
 """The learning curve of a run (`learning_curve.png`), drawn in a child process that starts with the
-run: importing matplotlib, most of a plot's cost, then happens on another core while the run
-trains, and the run's end waits only for the drawing. The child reads the curve as JSON on its
-standard input and ends quietly if the input ends without one (the run was killed)."""
+run, or before it (`start_ahead`: `lfrl run` starts it before the program imports torch): importing
+matplotlib, most of a plot's cost, then happens on another core while the run starts and trains, and
+the run's end waits only for the drawing. The child reads the curve as JSON on its standard input
+and ends quietly if the input ends without one (the run was killed, or never made its log)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,27 @@ import subprocess
 import sys
 from typing import Any
 
+_ahead: subprocess.Popen[str] | None = None  # started by `start_ahead`, for this process's next Curve
+
+
+def _child() -> subprocess.Popen[str]:
+    # A session of its own: Ctrl-C at the terminal stops the run, which ends this child.
+    return subprocess.Popen([sys.executable, "-m", "lfrl.curve"], stdin=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def start_ahead() -> None:
+    """Start the child that this process's next Curve takes (one at a time)."""
+    global _ahead
+    if _ahead is None or _ahead.poll() is not None:
+        _ahead = _child()
+
 
 class Curve:
     def __init__(self) -> None:
-        # A session of its own: Ctrl-C at the terminal stops the run, which ends this child.
-        self.child = subprocess.Popen([sys.executable, "-m", "lfrl.curve"], stdin=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True, start_new_session=True)
+        global _ahead
+        ahead, _ahead = _ahead, None
+        self.child = ahead if ahead is not None and ahead.poll() is None else _child()
 
     def draw(self, path: str, data: dict[str, Any]) -> None:
         """Draw `data` (see `draw`) to `path`; raises OSError with the child's reason if it fails."""
@@ -64,6 +80,8 @@ def main() -> None:
         return  # the run ended without a curve
     data = json.loads(text)
     draw(data.pop("path"), **data)
+    sys.stderr.flush()
+    os._exit(0)  # drawn: the run waits for this exit, not for matplotlib's teardown (70 ms)
 
 
 if __name__ == "__main__":
