@@ -64,6 +64,7 @@ class Machine:
     cpus: int = CPUS
     processor: str = field(default_factory=lambda: _processor())
     python: str = platform.python_version()
+    core: str = field(default_factory=lambda: _lfpy_core())
     load_before: tuple[float, ...] = field(default_factory=os.getloadavg)
     load_after: tuple[float, ...] = ()
 
@@ -72,12 +73,31 @@ class Machine:
         return self
 
     def host(self) -> str:
-        return f"{self.cpus} CPUs ({self.processor}), Python {self.python}"
+        core = {"c": "C", "python": "pure-Python"}[self.core]
+        return f"{self.cpus} CPUs ({self.processor}), Python {self.python}, lfpy's {core} core"
 
     def line(self) -> str:
         after = ", ".join(f"{x:.2f}" for x in self.load_after) or "?"
         return (f"{self.host()}; load average (1, 5, 15 min) before "
                 f"{', '.join(f'{x:.2f}' for x in self.load_before)}, after {after}.")
+
+
+def _lfpy_core() -> str:
+    """The core lfrl's runs get here ('c' or 'python': lfpy.runtime.core.selected, LFPY_CORE); a checkout
+    whose C core is not built runs on the pure-Python one, several times slower, which is said at once."""
+    sys.path.insert(0, str(ROOT))  # this checkout's lfpy, as the contenders' `python -m lfrl` (cwd ROOT)
+    try:
+        from lfpy.runtime import core
+    finally:
+        sys.path.remove(str(ROOT))
+    try:
+        selected = core.selected()
+    except core.CoreChoiceError as exc:
+        sys.exit(f"benchmarks: {exc}")
+    if selected == "python" and "LFPY_CORE" not in os.environ:
+        print("benchmarks: lfpy's C core is not built in this checkout (make setup builds it): lfrl runs on the "
+              "pure-Python core, several times slower than an installed lfrl", file=sys.stderr, flush=True)
+    return selected
 
 
 def _processor() -> str:

@@ -38,6 +38,7 @@ def test_make_bench_quick_writes_every_table() -> None:
         assert f"## {bench.stem}\n" in readme and f"]({bench.stem}.png)" in readme
         data = json.loads((QUICK_RESULTS / f"{bench.stem}.json").read_text())
         assert data["quick"] and data["command"].startswith(f".venv/bin/python benchmarks/{bench.stem}.py")
+        assert data["host"].endswith("lfpy's C core"), data["host"]  # what users run, not the fallback
         for row in data["rows"]:
             summary_rows += 1
             assert row["lfrl"] is not None and row["lfrl"] > 0, (bench.stem, row)
