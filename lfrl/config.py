@@ -30,7 +30,7 @@ import inspect
 import math
 import numbers
 import re
-import textwrap
+import sys
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -512,13 +512,26 @@ def _docstrings(cls: type) -> dict[str, str]:
     for klass in cls.__mro__:
         if klass is object:
             continue
-        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body  # type: ignore[attr-defined]
-        for node, after in zip(body, body[1:], strict=False):
-            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+        for name, doc in _module_docstrings(klass.__module__).get(klass.__qualname__, {}).items():
+            docs.setdefault(name, doc)
+    return docs
+
+
+@functools.cache
+def _module_docstrings(module: str) -> dict[str, dict[str, str]]:
+    """The field docstrings of every top-level class of `module`, by class name: one parse of its
+    source for all of them (a learner's run builds its settings from these classes)."""
+    found: dict[str, dict[str, str]] = {}
+    for node in ast.parse(inspect.getsource(sys.modules[module])).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        docs = found[node.name] = {}
+        for field_node, after in zip(node.body, node.body[1:], strict=False):
+            if isinstance(field_node, ast.AnnAssign) and isinstance(field_node.target, ast.Name) \
                     and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant) \
                     and isinstance(after.value.value, str):
-                docs.setdefault(node.target.id, " ".join(after.value.value.split()))
-    return docs
+                docs.setdefault(field_node.target.id, " ".join(after.value.value.split()))
+    return found
 
 
 # --- Off-policy learners (lfrl.rounds.OffPolicyRounds) ---
