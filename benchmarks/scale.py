@@ -40,9 +40,13 @@ workers divided by the rounds is their CPU time per round. Workers that wait wit
 little of it; workers that poll while they wait use the CPUs they can get, which a driver then lacks
 once N passes the CPU count.
 
+A measurement at N times `--rounds` x 64 / N rounds (at least `--rounds`): as many answers at every N up
+to 64, so that a small N's measurement, of rounds of a few microseconds, lasts long enough that one
+stall of the machine (a daemon taking a CPU from a worker that polls) is not most of it.
+
 Rounds run every contender back to back in an order that rotates (this machine's speed drifts).
 Writes results/scale.md, .png and .json (summary rows: each setting and variant at its largest N).
-`--quick`: N = 1 and 2 x CPUs on one host, 1 and 2 on the cluster, 2 rounds of 30 timed rounds each.
+`--quick`: N = 1 and 2 x CPUs on one host, 1 and 2 on the cluster, 2 rounds of 30 x 64 / N timed rounds each.
 """
 
 from __future__ import annotations
@@ -112,6 +116,13 @@ def last(value: object) -> int:
 def expected_total(n: int, warmup: int, timed: int) -> int:
     """Every contender's check: all rounds' answers, warm-up rounds included."""
     return sum(n * k + n * (n - 1) // 2 for k in range(warmup + timed))
+
+
+def timed_rounds(rounds: int, n: int) -> int:
+    """The rounds a measurement at N times: `rounds` x 64 / N, at least `rounds`. As many answers at every
+    N up to 64, so that a small N's measurement, of rounds of a few microseconds, does not end within a
+    millisecond, where one stall of the machine (another process taking a CPU) would be most of it."""
+    return max(rounds, rounds * 64 // n)
 
 
 # --------------------------------------------------------------------------------------------- lfrl
@@ -327,13 +338,13 @@ SETTINGS = {"one host": ["lfrl", "pipe star", "Ray"], "cluster": ["lfrl", "socke
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N = 1 and 2 x CPUs, 2 rounds of 30 timed rounds")
+    parser.add_argument("--quick", action="store_true", help="N = 1 and 2 x CPUs, 2 rounds of 30 x 64 / N timed rounds")
     parser.add_argument("--repeat", type=int, help="rounds of every contender (default 3, --quick 2)")
     parser.add_argument("--federates", help="worker counts N on one host, comma-separated (default "
                         "1,2,4,8,16,32,64; --quick 1 and 2 x CPUs)")
     parser.add_argument("--cluster-federates", help="worker counts N on the local Ray cluster, comma-separated "
                         "(default 1,2,4,8,16; --quick 1,2; 'none' leaves the cluster out)")
-    parser.add_argument("--rounds", type=int, help="timed rounds per measurement (default 200, --quick 30)")
+    parser.add_argument("--rounds", type=int, help="timed rounds per measurement at N = 64, x 64 / N below (default 200, --quick 30)")
     args = parser.parse_args()
     repeat = args.repeat or (2 if args.quick else 3)
     counts = {"one host": args.federates or (f"1,{2 * CPUS}" if args.quick else "1,2,4,8,16,32,64"),
@@ -355,7 +366,7 @@ def main() -> None:
                     try:
                         if ray is None:
                             raise Skipped("ray is not installed (pip install -e '.[bench]')")
-                        live.append(Ray(ray, n, timed, warmup, payload, **({"node": CLUSTER_NODE, "cpus": NODE_CPUS / 2}
+                        live.append(Ray(ray, n, timed_rounds(timed, n), warmup, payload, **({"node": CLUSTER_NODE, "cpus": NODE_CPUS / 2}
                                                                             if setting == "cluster" else {})))
                     except Skipped as reason:
                         skipped["Ray"] = str(reason)
@@ -372,19 +383,20 @@ def main() -> None:
                         for name, ms in rows[key].items()))
 
         with ray_session() as ray:
-            measure("one host", ray, lambda variant, n, payload: [Lfrl(Path(tmp), n, timed, warmup, payload),
-                                                                  PipeStar(n, timed, warmup, payload)])
+            measure("one host", ray, lambda variant, n, payload: [Lfrl(Path(tmp), n, timed_rounds(timed, n), warmup, payload),
+                                                                  PipeStar(n, timed_rounds(timed, n), warmup,
+                                                                           payload)])
         if ns["cluster"]:
             with local_cluster() as (ray, cluster):
                 measure("cluster", ray, lambda variant, n, payload: [
-                    Lfrl(Path(tmp), n, timed, warmup, payload, cluster=cluster.address),
-                    PipeStar(n, timed, warmup, payload, tcp=True)])
+                    Lfrl(Path(tmp), n, timed_rounds(timed, n), warmup, payload, cluster=cluster.address),
+                    PipeStar(n, timed_rounds(timed, n), warmup, payload, tcp=True)])
     write_results(args, machine.done(), rows, cpu, skipped, ns, repeat, timed, warmup)
 
 
 def problem_of(row: dict[str, list[Measurement]], n: int, warmup: int, timed: int) -> str | None:
     problem = disagreement(row)
-    expected = expected_total(n, warmup, timed)
+    expected = expected_total(n, warmup, timed_rounds(timed, n))
     wrong = [name for name, ms in row.items() if any(m.check != expected for m in ms)]
     if wrong and problem is None:
         problem = f"{', '.join(wrong)} differ from the expected {expected}"
@@ -447,8 +459,8 @@ def write_results(args: argparse.Namespace, machine: Machine, rows: dict[Key, di
     skipped_text = "".join(f"\n\nSkipped: {name}: {why}." for name, why in skipped.items())
     (RESULTS / "scale.md").write_text(
         "# Scale: a round of one driver and N federates (us per round)\n\n"
-        f"Command: `{command}`, {repeat} rounds of every contender, {timed} timed rounds each (after {warmup} "
-        f"warm-up ones). Machine: {machine.line()}\n\n"
+        f"Command: `{command}`, {repeat} rounds of every contender, each measurement {timed} x 64 / N timed "
+        f"rounds (at least {timed}: as many answers at every N up to 64) after {warmup} warm-up ones. Machine: {machine.line()}\n\n"
         "Each round the driver sends a value to each of N workers and waits for all N answers: *int* an int each "
         f"way, *64 KiB* a float64 array of {WIDTH} values each way. Cells: median us per round over the rounds "
         "(min-max), timed inside the program (process start-up excluded). *One host*: *lfrl* a `federated "
