@@ -118,11 +118,13 @@ def expected_total(n: int, warmup: int, timed: int) -> int:
     return sum(n * k + n * (n - 1) // 2 for k in range(warmup + timed))
 
 
+ANSWERS_OF = 64  # a measurement at N times as many answers as `--rounds` rounds of this many workers
+
+
 def timed_rounds(rounds: int, n: int) -> int:
-    """The rounds a measurement at N times: `rounds` x 64 / N, at least `rounds`. As many answers at every
-    N up to 64, so that a small N's measurement, of rounds of a few microseconds, does not end within a
-    millisecond, where one stall of the machine (another process taking a CPU) would be most of it."""
-    return max(rounds, rounds * 64 // n)
+    """The rounds a measurement at N times: `rounds` x ANSWERS_OF / N, at least `rounds` (the module's
+    docstring says why)."""
+    return max(rounds, rounds * ANSWERS_OF // n)
 
 
 # --------------------------------------------------------------------------------------------- lfrl
@@ -338,13 +340,15 @@ SETTINGS = {"one host": ["lfrl", "pipe star", "Ray"], "cluster": ["lfrl", "socke
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N = 1 and 2 x CPUs, 2 rounds of 30 x 64 / N timed rounds")
+    parser.add_argument("--quick", action="store_true",
+                        help="N = 1 and 2 x CPUs, 2 rounds of 30 x 64 / N timed rounds")
     parser.add_argument("--repeat", type=int, help="rounds of every contender (default 3, --quick 2)")
     parser.add_argument("--federates", help="worker counts N on one host, comma-separated (default "
                         "1,2,4,8,16,32,64; --quick 1 and 2 x CPUs)")
     parser.add_argument("--cluster-federates", help="worker counts N on the local Ray cluster, comma-separated "
                         "(default 1,2,4,8,16; --quick 1,2; 'none' leaves the cluster out)")
-    parser.add_argument("--rounds", type=int, help="timed rounds per measurement at N = 64, x 64 / N below (default 200, --quick 30)")
+    parser.add_argument("--rounds", type=int,
+                        help="timed rounds per measurement at N = 64, x 64 / N below (default 200, --quick 30)")
     args = parser.parse_args()
     repeat = args.repeat or (2 if args.quick else 3)
     counts = {"one host": args.federates or (f"1,{2 * CPUS}" if args.quick else "1,2,4,8,16,32,64"),
@@ -358,16 +362,18 @@ def main() -> None:
     skipped: dict[str, str] = {}
     runs = len(VARIANTS) * sum(map(len, ns.values())) * repeat * 3
     with tempfile.TemporaryDirectory() as tmp, tqdm(total=runs, desc="runs", unit="run") as bar:
-        def measure(setting: str, ray, make: Callable[[str, int, bool], list]) -> None:  # noqa: ANN001
-            """Every N of `setting`, every variant: the contenders `make(variant, n, payload)` starts, and Ray's."""
+        def measure(setting: str, ray, make: Callable[[int, int, bool], list]) -> None:  # noqa: ANN001
+            """Every N of `setting`, every variant: the contenders `make(n, timed rounds, payload)` starts,
+            and Ray's."""
             for variant, payload in VARIANTS.items():
                 for n in ns[setting]:
-                    live = make(variant, n, payload)
+                    timed_n = timed_rounds(timed, n)
+                    live = make(n, timed_n, payload)
                     try:
                         if ray is None:
                             raise Skipped("ray is not installed (pip install -e '.[bench]')")
-                        live.append(Ray(ray, n, timed_rounds(timed, n), warmup, payload, **({"node": CLUSTER_NODE, "cpus": NODE_CPUS / 2}
-                                                                            if setting == "cluster" else {})))
+                        live.append(Ray(ray, n, timed_n, warmup, payload,
+                                        **({"node": CLUSTER_NODE, "cpus": NODE_CPUS / 2} if setting == "cluster" else {})))
                     except Skipped as reason:
                         skipped["Ray"] = str(reason)
                         bar.update(repeat)
@@ -383,14 +389,13 @@ def main() -> None:
                         for name, ms in rows[key].items()))
 
         with ray_session() as ray:
-            measure("one host", ray, lambda variant, n, payload: [Lfrl(Path(tmp), n, timed_rounds(timed, n), warmup, payload),
-                                                                  PipeStar(n, timed_rounds(timed, n), warmup,
-                                                                           payload)])
+            measure("one host", ray, lambda n, timed_n, payload: [Lfrl(Path(tmp), n, timed_n, warmup, payload),
+                                                                  PipeStar(n, timed_n, warmup, payload)])
         if ns["cluster"]:
             with local_cluster() as (ray, cluster):
-                measure("cluster", ray, lambda variant, n, payload: [
-                    Lfrl(Path(tmp), n, timed_rounds(timed, n), warmup, payload, cluster=cluster.address),
-                    PipeStar(n, timed_rounds(timed, n), warmup, payload, tcp=True)])
+                measure("cluster", ray, lambda n, timed_n, payload: [
+                    Lfrl(Path(tmp), n, timed_n, warmup, payload, cluster=cluster.address),
+                    PipeStar(n, timed_n, warmup, payload, tcp=True)])
     write_results(args, machine.done(), rows, cpu, skipped, ns, repeat, timed, warmup)
 
 
@@ -459,8 +464,9 @@ def write_results(args: argparse.Namespace, machine: Machine, rows: dict[Key, di
     skipped_text = "".join(f"\n\nSkipped: {name}: {why}." for name, why in skipped.items())
     (RESULTS / "scale.md").write_text(
         "# Scale: a round of one driver and N federates (us per round)\n\n"
-        f"Command: `{command}`, {repeat} rounds of every contender, each measurement {timed} x 64 / N timed "
-        f"rounds (at least {timed}: as many answers at every N up to 64) after {warmup} warm-up ones. Machine: {machine.line()}\n\n"
+        f"Command: `{command}`, {repeat} rounds of every contender, each measurement {timed} x {ANSWERS_OF} / N "
+        f"timed rounds (at least {timed}: as many answers at every N up to {ANSWERS_OF}) after {warmup} warm-up "
+        f"ones. Machine: {machine.line()}\n\n"
         "Each round the driver sends a value to each of N workers and waits for all N answers: *int* an int each "
         f"way, *64 KiB* a float64 array of {WIDTH} values each way. Cells: median us per round over the rounds "
         "(min-max), timed inside the program (process start-up excluded). *One host*: *lfrl* a `federated "
