@@ -16,8 +16,9 @@ so that actors act on the CPU and what a run saves loads on any machine. Network
 the CPU (from the CPU generator) and then moved, so every device starts from the same weights.
 
 Speed (lfrl.fastpath, each path computing exactly what its plain fallback computes): a learner of
-frames keeps the memory it frees and, on the CPU, runs its update's passes on two threads (`passes`);
-every learner's Adam calls torch's fused kernel directly where it can.
+frames keeps the memory it frees and, on the CPU, runs its update's passes on two threads (`passes`),
+as well as its Adam step and gradient clipping over its largest weights, in halves; every learner's
+Adam calls torch's fused kernel directly where it can.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import torch
 from lfrl import threads
 from lfrl.config import Config, OffPolicyConfig, OnPolicyConfig
 from lfrl.envs import EnvSpec
-from lfrl.fastpath import Adam, Passes, keep_freed_memory
+from lfrl.fastpath import ONE_THREAD, Adam, Passes, keep_freed_memory
 
 Batch = dict[str, torch.Tensor]
 
@@ -129,7 +130,7 @@ class Learner:
         """lfrl.fastpath's paths for this learner's inputs and device (again where a checkpoint resumes,
         in a new process, perhaps on another device): for large batches of frames through convolutions
         (Atari), the freed memory kept, and on the CPU, whose passes then take milliseconds, the
-        update's passes on two threads."""
+        update's passes, Adam and the clipping on two threads."""
         if self.spec.image:
             keep_freed_memory()
         self.passes = Passes(two_threads=self.spec.image and self.device.type == "cpu")
@@ -170,8 +171,8 @@ class Learner:
         """One optimizer step with `grads` (the whole batch's: one learner's, or `combine`d)."""
         present = [g for g in grads.tensors if g is not None]
         if self.max_grad_norm > 0:
-            clip_grad_norm(present, self.max_grad_norm)
-        self.optimizer.step(grads.tensors)
+            clip_grad_norm(present, self.max_grad_norm, self.passes)
+        self.optimizer.step(grads.tensors, self.passes)
         self.updates += 1
         self.after_step(grads)
 
@@ -277,11 +278,14 @@ class Learner:
         self.set_up_fast_paths()
 
 
-def clip_grad_norm(grads: list[torch.Tensor], max_norm: float) -> None:
+def clip_grad_norm(grads: list[torch.Tensor], max_norm: float, passes: Passes | None = None) -> None:
     """Scale `grads` (in place) so that their joint L2 norm is at most `max_norm`, as
-    torch.nn.utils.clip_grad_norm_ does."""
+    torch.nn.utils.clip_grad_norm_ does; the scaling through `passes.elementwise` (the learner's)."""
     total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+    scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    if scale.device.type == "cpu" and float(scale) == 1.0:
+        return  # x * 1 is x: no pass over the gradients (on a GPU, reading it would wait for the device)
+    (passes or ONE_THREAD).elementwise(lambda grads: torch._foreach_mul_(grads, scale), grads)
 
 
 def polyak(targets: list[torch.Tensor], sources: list[torch.Tensor], tau: float) -> None:

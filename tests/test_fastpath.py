@@ -4,6 +4,7 @@ torch.optim.Adam, checkpoints included."""
 
 import pickle
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import torch
 
 from lfrl import envs, fastpath
 from lfrl.algorithms import make_learner
+from lfrl.learner import clip_grad_norm
 from tests.test_learners import config, random_batch
 
 ROOT = Path(__file__).parent.parent
@@ -150,6 +152,66 @@ def test_passes_give_autograds_values_on_one_or_two_threads(two_threads: bool) -
         loss = network(x).sum()
     assert torch.equal(passes.gradients(loss, params[:1], layers)[0],
                        torch.autograd.grad(network(x).sum(), params[:1])[0])
+
+
+def test_elementwise_ops_run_on_halves_of_large_tensors_on_two_threads_with_the_whole_ops_values() -> None:
+    """A tensor of LARGE elements or more is cut in two along its first dimension, with the tensors of
+    its shape that go with it; one of another shape (a step count) goes whole with both halves; small
+    tensors stay whole on the caller's thread. The values are the whole op's."""
+    generator = torch.Generator().manual_seed(3)
+    large = fastpath.LARGE // 400 + 1  # rows of 400: just over LARGE elements
+    xs = [torch.randn(large, 400, generator=generator), torch.randn(5, generator=generator)]
+    ys = [torch.randn(large, 400, generator=generator), torch.randn(5, generator=generator)]
+    counts = [torch.tensor(2.0), torch.tensor(3.0)]
+    seen: list[tuple[str, list[tuple[int, ...]], list[float]]] = []
+
+    def op(xs: list[torch.Tensor], ys: list[torch.Tensor], counts: list[torch.Tensor]) -> None:
+        where = "here" if threading.current_thread() is threading.main_thread() else "second"
+        seen.append((where, [tuple(x.shape) for x in xs], [float(c) for c in counts]))
+        torch._foreach_addcmul_(xs, ys, counts)  # x += y * count, elementwise
+
+    expected = [x.clone() for x in xs]
+    op(expected, ys, counts)  # on the whole tensors
+    seen.clear()
+    passes = fastpath.Passes(two_threads=True)
+    passes.elementwise(op, xs, ys, counts)
+    assert all(torch.equal(x, e) for x, e in zip(xs, expected, strict=True))
+    here, there = large // 2, large - large // 2
+    assert sorted(seen) == [("here", [(here, 400), (5,)], [2.0, 3.0]), ("second", [(there, 400)], [2.0])]
+    seen.clear()
+    small = [torch.ones(3)]
+    passes.elementwise(op, small, [torch.ones(3)], [torch.tensor(1.0)])  # nothing large: one call, here
+    assert seen == [("here", [(3,)], [1.0])] and small[0].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_adam_in_halves_on_two_threads_gives_the_one_threads_state_bit_for_bit() -> None:
+    generator = torch.Generator().manual_seed(4)
+    shapes = [(fastpath.LARGE // 256 + 2, 256), (256,), (7, 3)]
+    start = [torch.randn(shape, generator=generator) for shape in shapes]
+    adams = [fastpath.Adam([torch.nn.Parameter(p.clone()) for p in start], 1e-3) for _ in range(2)]
+    passes = [None, fastpath.Passes(two_threads=True)]
+    for _ in range(3):
+        grads = [torch.randn(shape, generator=generator) for shape in shapes]
+        for adam, on in zip(adams, passes, strict=True):
+            adam.step([g.clone() for g in grads], on)
+    assert passes[1]._second is not None  # the halves ran there
+    one, two = (adam.params + adam.tensors() for adam in adams)
+    assert all(torch.equal(a, b) for a, b in zip(one, two, strict=True))
+
+
+def test_clipping_scales_large_gradients_in_halves_and_leaves_gradients_within_the_norm_alone() -> None:
+    generator = torch.Generator().manual_seed(5)
+    grads = [torch.randn(fastpath.LARGE + 6, generator=generator), torch.randn(4, generator=generator)]
+    plain = [g.clone() for g in grads]
+    passes = fastpath.Passes(two_threads=True)
+    clip_grad_norm(plain, 1.0)
+    clip_grad_norm(grads, 1.0, passes)
+    assert passes._second is not None and all(torch.equal(a, b) for a, b in zip(grads, plain, strict=True))
+    assert float(torch.linalg.vector_norm(torch.cat(grads))) == pytest.approx(1.0, rel=1e-5)
+    within = fastpath.Passes(two_threads=True)
+    small = [torch.full((fastpath.LARGE,), 1e-4)]
+    clip_grad_norm(small, 1.0, within)  # norm 0.05: the scale is 1, no pass over them
+    assert within._second is None and torch.equal(small[0], torch.full((fastpath.LARGE,), 1e-4))
 
 
 def test_only_a_learner_of_frames_on_the_cpu_runs_its_passes_on_two_threads() -> None:
