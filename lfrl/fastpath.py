@@ -234,6 +234,7 @@ class Adam:
             picked = tuple([values[i] for i in keep] for values in  # type: ignore[assignment]
                            (self.params, grads, self.exp_avgs, self.exp_avg_sqs, self.steps))
         params, present, exp_avgs, exp_avg_sqs, steps = picked
+
         def adam(params: list, grads: list, exp_avgs: list, exp_avg_sqs: list, steps: list) -> None:
             self.kernel(params, grads, exp_avgs, exp_avg_sqs, [], steps, lr=self.lr, beta1=self.betas[0],
                         beta2=self.betas[1], weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False)
