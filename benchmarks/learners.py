@@ -72,9 +72,10 @@ Both sides pay for torch outside training (measured on this Intel Xeon, nothing 
 Python process that imports torch and exits takes 1.17 s, 0.3 s of it its exit (the interpreter's
 teardown and torch's own); one that imports stable_baselines3 and sb3_contrib 1.37 s. Where training
 takes a fraction of a second (ppo-masked: 256 steps, 0.04 s), the process times are these floors
-plus each side's set-up: lfrl's 1.6 s is torch's 1.17 s plus about 0.4 s of lfrl's imports, its
-program's compile and set-up, and the learning curve's drawing (whose process imports matplotlib
-while lfrl imports torch: lfrl.curve). 0.5x of SB3's 2.6 s would leave lfrl 0.13 s beyond torch.
+plus each side's set-up: lfrl's 1.4-1.6 s (by run) is torch's 1.17 s plus 0.2-0.4 s of lfrl's
+imports, its program's compile and set-up, and the learning curve's drawing (whose process imports
+matplotlib while lfrl imports torch: lfrl.curve). 0.5x of SB3's 2.3-2.6 s would leave lfrl at most
+0.13 s beyond torch.
 A run that never reaches the threshold counts as its whole run, and is marked. Steps to threshold
 are reported beside the times, for every side: a side that is fast per step but needs more steps
 shows it. The ratios of steps (lfrl / SB3, steps) are of medians over every seed, a seed that never
