@@ -85,13 +85,14 @@ class Passes:
         thread meanwhile: such an op over megabytes waits on memory, which two cores bring in faster
         than one (Adam on Atari's network: 3.5 -> 2.0 ms a step). Elementwise, every value is the one
         `op` gives on the whole tensors."""
-        first, second = _halves(lists) if self.two_threads else (lists, None)
-        if not second or not second[0]:
-            op(*first)
-            return
-        there = self.second().submit(_no_grad, op, *second)
-        op(*first)
-        there.result()
+        if self.two_threads:
+            first, second = _halves(lists)
+            if second[0]:  # a large tensor was cut
+                there = self.second().submit(_no_grad, op, *second)
+                op(*first)
+                there.result()
+                return
+        op(*lists)
 
     @contextmanager
     def layers(self, network: torch.nn.Module) -> Iterator[Layers]:
@@ -220,10 +221,10 @@ class Adam:
         """The optimizer's state: moments and step counts."""
         return [*self.exp_avgs, *self.exp_avg_sqs, *self.steps]
 
-    def step(self, grads: list[torch.Tensor | None], passes: Passes | None = None) -> None:
+    def step(self, grads: list[torch.Tensor | None], passes: Passes = ONE_THREAD) -> None:
         """One step with a gradient per parameter (in `params` order; None: leave that one alone), on
         the kernel path through `passes.elementwise` (the learner's: large tensors in two halves on
-        two threads; None: whole, on this thread)."""
+        two threads; by default whole, on this thread)."""
         if self.kernel is None:
             self._public_step(grads)
             return
@@ -241,7 +242,7 @@ class Adam:
 
         with torch.no_grad():
             torch._foreach_add_(steps, 1)  # as torch.optim.Adam does before the kernel (which only reads them)
-            (passes or ONE_THREAD).elementwise(adam, params, present, exp_avgs, exp_avg_sqs, steps)
+            passes.elementwise(adam, params, present, exp_avgs, exp_avg_sqs, steps)
 
     def _public_step(self, grads: list[torch.Tensor | None]) -> None:
         if self._public is None:

@@ -278,14 +278,14 @@ class Learner:
         self.set_up_fast_paths()
 
 
-def clip_grad_norm(grads: list[torch.Tensor], max_norm: float, passes: Passes | None = None) -> None:
+def clip_grad_norm(grads: list[torch.Tensor], max_norm: float, passes: Passes = ONE_THREAD) -> None:
     """Scale `grads` (in place) so that their joint L2 norm is at most `max_norm`, as
     torch.nn.utils.clip_grad_norm_ does; the scaling through `passes.elementwise` (the learner's)."""
     total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
     scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
     if scale.device.type == "cpu" and float(scale) == 1.0:
         return  # x * 1 is x: no pass over the gradients (on a GPU, reading it would wait for the device)
-    (passes or ONE_THREAD).elementwise(lambda grads: torch._foreach_mul_(grads, scale), grads)
+    passes.elementwise(lambda grads: torch._foreach_mul_(grads, scale), grads)
 
 
 def polyak(targets: list[torch.Tensor], sources: list[torch.Tensor], tau: float) -> None:

@@ -189,7 +189,7 @@ def test_adam_in_halves_on_two_threads_gives_the_one_threads_state_bit_for_bit()
     shapes = [(fastpath.LARGE // 256 + 2, 256), (256,), (7, 3)]
     start = [torch.randn(shape, generator=generator) for shape in shapes]
     adams = [fastpath.Adam([torch.nn.Parameter(p.clone()) for p in start], 1e-3) for _ in range(2)]
-    passes = [None, fastpath.Passes(two_threads=True)]
+    passes = [fastpath.ONE_THREAD, fastpath.Passes(two_threads=True)]
     for _ in range(3):
         grads = [torch.randn(shape, generator=generator) for shape in shapes]
         for adam, on in zip(adams, passes, strict=True):
