@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import os
 import shutil
@@ -442,6 +443,10 @@ def load_module(built: Built) -> dict[str, object]:
         where = source_dir / str(entry)
         sys.path.insert(0, str(where if where.is_dir() else where.parent))
     exec(_relocated(built.code, built.line_map), namespace)
+    # What the preambles imported (torch alone: 170,000 objects) lives until the process exits:
+    # frozen, it is not traversed again by every full collection, nor by the interpreter's exit
+    # (0.19 s of torch's 0.28 s teardown). Values still go when their count drops to zero.
+    gc.freeze()
     return namespace
 
 
