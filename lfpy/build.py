@@ -446,7 +446,10 @@ def load_module(built: Built) -> dict[str, object]:
     # they run, only the youngest objects are collected (the older generations' collections traverse
     # the imports again and again: 70 ms of torch's); then all of it is frozen, out of the reach of
     # later full collections and of the interpreter's exit (0.19 s of torch's 0.28 s teardown).
-    # Values still go when their count drops to zero.
+    # Values still go when their count drops to zero. A process that loads a program again first
+    # collects what the earlier runs left in reference cycles, which would be frozen for good.
+    if gc.get_freeze_count():
+        gc.collect()
     thresholds = gc.get_threshold()
     gc.set_threshold(thresholds[0], 1 << 30, 1 << 30)
     try:

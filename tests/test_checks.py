@@ -302,3 +302,35 @@ def test_library_file_is_checked_without_main(tmp_path: Path) -> None:
     assert diagnostics(tmp_path, source, require_main=False) == [
         "DIR/Test.lf:3:11: error: Missing time unit. (a timer offset needs a time such as '10 msec', got 5)",
         "DIR/Test.lf:4:18: error: unknown effect 'nope': no port, action or timer of that name in reactor 'A'"]
+
+
+LOADS_TWICE = """
+import gc, sys, weakref
+from lfpy.build import build, load_module
+from lfpy.diagnostics import Diagnostics
+
+class Node:
+    pass
+
+built = build(sys.argv[1], Diagnostics())
+thresholds = gc.get_threshold()
+namespace = load_module(built)
+first = gc.get_freeze_count()
+cycle = Node()
+cycle.me = cycle
+gone = weakref.ref(cycle)
+del cycle
+load_module(built)
+print(namespace["IMPORTED"], first > 0, gc.get_threshold() == thresholds, gone() is None)
+"""
+
+
+def test_loading_freezes_the_imports_and_a_second_load_collects_first(tmp_path: Path) -> None:
+    """A program's module, once loaded, is frozen out of the collector's reach (its imports live as
+    long as the process), with the collector's thresholds as they were; loading a program again
+    first collects what was left in reference cycles since, instead of freezing it for good."""
+    path = write(tmp_path, "target Python\npreamble {=\nimport json\nIMPORTED = json.dumps([1])\n=}\n"
+                 "main reactor {}\n", "Test.lf")
+    result = subprocess.run([sys.executable, "-c", LOADS_TWICE, str(path)], capture_output=True, text=True,
+                            cwd=Path(__file__).parent.parent, timeout=120)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[1] True True True\n", "")
