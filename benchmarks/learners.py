@@ -73,12 +73,12 @@ Python process that imports torch and exits takes 1.17 s, 0.3 s of it its exit (
 teardown and torch's own); one that imports stable_baselines3 and sb3_contrib 1.37 s. Where training
 takes a fraction of a second (ppo-masked: 256 steps, 0.04 s), the process times are these floors
 plus each side's set-up. lfrl's 1.2-1.3 s: about 0.1 s of lfrl's imports and its program's compile,
-0.9 s of the preambles' imports (torch's most of it), 0.13 s of set-up, training and evaluation,
-about 0.1 s waiting for the learning curve's drawing (whose process imports matplotlib while lfrl
-imports torch: lfrl.curve), and 0.09 s of exit: lfpy freezes what the preambles imported
-(lfpy.build.load_module), which the interpreter's exit then leaves alone (0.19 s of torch's 0.28 s
-teardown), and the older generations are not collected while they import (0.1 s). SB3's 2.3-2.6 s
-pays all of torch's.
+0.9 s of the preambles' imports (torch's most of it), 0.14 s of the run (set-up, training,
+evaluation, and about 0.1 s waiting for the learning curve's drawing, whose process imports
+matplotlib while lfrl imports torch: lfrl.curve), and 0.09 s of exit: lfpy freezes what the
+preambles imported (lfpy.build.load_module), which the interpreter's exit then leaves alone (0.19 s
+of torch's 0.28 s teardown), and the older generations are not collected while they import (0.1 s).
+SB3's 2.3-2.6 s pays all of torch's.
 A run that never reaches the threshold counts as its whole run, and is marked. Steps to threshold
 are reported beside the times, for every side: a side that is fast per step but needs more steps
 shows it. The ratios of steps (lfrl / SB3, steps) are of medians over every seed, a seed that never
