@@ -45,11 +45,13 @@ Batch = dict[str, torch.Tensor]
 @dataclass
 class Gradients:
     """One learner's share of an update: a gradient per parameter (None: not updated this time),
-    its losses (already scaled by its share) and the |TD errors| of its rows (for prioritized replay)."""
+    its losses (already scaled by its share) and the |TD errors| of its rows (for prioritized replay);
+    `flat`: one tensor of which every gradient is a view, together (the clipping then reads it once)."""
 
     tensors: list[torch.Tensor | None]
     losses: dict[str, float] = field(default_factory=dict)
     td_errors: np.ndarray | None = None
+    flat: torch.Tensor | None = None
 
 
 def combine(parts: list[Gradients]) -> Gradients:
@@ -169,8 +171,8 @@ class Learner:
 
     def apply(self, grads: Gradients) -> None:
         """One optimizer step with `grads` (the whole batch's: one learner's, or `combine`d)."""
-        present = [g for g in grads.tensors if g is not None]
         if self.max_grad_norm > 0:
+            present = [grads.flat] if grads.flat is not None else [g for g in grads.tensors if g is not None]
             clip_grad_norm(present, self.max_grad_norm, self.passes)
         self.optimizer.step(grads.tensors, self.passes)
         self.updates += 1

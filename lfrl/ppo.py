@@ -40,10 +40,13 @@ from lfrl.envs import EnvSpec
 from lfrl.learner import Gradients, Learner, networks_module
 from lfrl.policy import Policy as BasePolicy
 from lfrl.policy import masked, masked_torch
+from lfrl.ppo_gradients import hand_gradients
 
 CLIP = 10.0  # VecNormalize's clip_obs and clip_reward
 EPSILON = 1e-8  # VecNormalize's epsilon
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
+# What each minibatch reports (SB3's names), averaged over a round's minibatches
+STATS = ("policy_gradient_loss", "value_loss", "entropy_loss", "approx_kl", "clip_fraction")
 
 
 class Normalizer(torch.nn.Module):
@@ -139,6 +142,25 @@ def log_prob_entropy(spec: EnvSpec, out: torch.Tensor, log_std: torch.Tensor | N
     log_prob = (-0.5 * z.square() - log_std - _HALF_LOG_2PI).sum(dim=-1)
     entropy = (0.5 + _HALF_LOG_2PI + log_std).sum().expand(len(out))
     return log_prob, entropy
+
+
+def objective(spec: EnvSpec, out: torch.Tensor, values: torch.Tensor, log_std: torch.Tensor | None,
+              actions: torch.Tensor, old_log_prob: torch.Tensor, adv: torch.Tensor, ret: torch.Tensor,
+              masks: torch.Tensor | None, clip: float, ent_coef: float, vf_coef: float
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A minibatch's loss, policy loss + `ent_coef` entropy loss + `vf_coef` value loss, from the
+    network's outputs `out` and `values`, and what it reports (STATS, detached)."""
+    log_prob, entropy = log_prob_entropy(spec, out, log_std, actions, masks)
+    ratio = torch.exp(log_prob - old_log_prob)
+    policy_loss = -torch.min(adv * ratio, adv * ratio.clamp(1 - clip, 1 + clip)).mean()
+    value_loss = torch.nn.functional.mse_loss(ret, values)
+    entropy_loss = -entropy.mean()
+    loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
+    with torch.no_grad():
+        approx_kl = ((ratio - 1) - (log_prob - old_log_prob)).mean()
+        clip_fraction = ((ratio - 1).abs() > clip).float().mean()
+        reported = torch.stack([policy_loss, value_loss, entropy_loss, approx_kl, clip_fraction])
+    return loss, reported
 
 
 def schedule(value: float, kind: str, progress_remaining: float) -> float:
@@ -300,7 +322,9 @@ class PPO(Learner):
         adv, ret = self.as_input(advantages.astype(np.float32)), self.as_input(returns.astype(np.float32))
         size, batch_size = len(adv), config.batch_size
         ent_coef, vf_coef = config.ent_coef, config.vf_coef
-        sums = {"policy_gradient_loss": [], "value_loss": [], "entropy_loss": [], "approx_kl": [], "clip_fraction": []}
+        # by hand where lfrl.ppo_gradients can (the same values, faster), else through autograd
+        hand = None if sequences is not None else hand_gradients(self.net, self.params, self.spec, self.device)
+        losses = []  # each minibatch's STATS
         for _ in range(config.n_epochs):
             if sequences is None:
                 order = torch.randperm(size, generator=self.generator)
@@ -312,26 +336,22 @@ class PPO(Learner):
                 a = adv[rows]
                 if config.normalize_advantage and len(a) > 1:
                     a = (a - a.mean()) / (a.std() + 1e-8)
-                if sequences is None:
-                    out, values = self.forward(obs[rows], None if critic is None else critic[rows])
+                rows_critic, rows_masks = None if critic is None else critic[rows], None if masks is None else masks[rows]
+                if hand is not None:
+                    reported = hand.minibatch(obs[rows], rows_critic, actions[rows], old_log_prob[rows], a, ret[rows],
+                                              rows_masks, clip, ent_coef, vf_coef)
+                    grads = Gradients(hand.grads, flat=hand.flat)  # type: ignore[arg-type]
                 else:
-                    out, values = sequences.forward(self.net, obs, rows, critic)
-                log_prob, entropy = log_prob_entropy(self.spec, out, getattr(self.net, "log_std", None), actions[rows],
-                                                     None if masks is None else masks[rows])
-                ratio = torch.exp(log_prob - old_log_prob[rows])
-                policy_loss = -torch.min(a * ratio, a * ratio.clamp(1 - clip, 1 + clip)).mean()
-                value_loss = torch.nn.functional.mse_loss(ret[rows], values)
-                entropy_loss = -entropy.mean()
-                loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
-                self.apply(Gradients(list(torch.autograd.grad(loss, self.params))))
-                with torch.no_grad():
-                    log_ratio = log_prob - old_log_prob[rows]
-                    sums["approx_kl"].append(float(((ratio - 1) - log_ratio).mean()))
-                    sums["clip_fraction"].append(float(((ratio - 1).abs() > clip).float().mean()))
-                sums["policy_gradient_loss"].append(float(policy_loss.detach()))
-                sums["value_loss"].append(float(value_loss.detach()))
-                sums["entropy_loss"].append(float(entropy_loss.detach()))
-        stats = {k: float(np.mean(v)) for k, v in sums.items()}
+                    out, values = (self.forward(obs[rows], rows_critic) if sequences is None
+                                   else sequences.forward(self.net, obs, rows, critic))
+                    loss, reported = objective(self.spec, out, values, getattr(self.net, "log_std", None),
+                                               actions[rows], old_log_prob[rows], a, ret[rows], rows_masks, clip,
+                                               ent_coef, vf_coef)
+                    grads = Gradients(list(torch.autograd.grad(loss, self.params)))
+                self.apply(grads)
+                losses.append(reported)
+        # the means of the minibatches' values (in double precision, as a mean of their floats)
+        stats = dict(zip(STATS, torch.stack(losses).double().mean(0).tolist(), strict=True))
         variance = float(returns.var())
         stats["explained_variance"] = math.nan if variance == 0 else 1 - float(np.var(returns - old_values.cpu().numpy())) / variance
         stats["learning_rate"], stats["clip_range"] = self.optimizer.lr, clip
