@@ -34,7 +34,8 @@ observation with images (lfrl.envs.Packing) through `MultiInput`, SB3's Combined
 The acting networks of this module also have `forward_numpy`: the same function on numpy arrays,
 which actors and the evaluator use for vector observations. Acting asks for one small batch at a
 time, and numpy does that in a few microseconds where torch's dispatch takes tens. A module of your
-own needs no such method: without it, acting goes through torch.
+own needs no such method: without it, acting goes through torch. PPO's actors and evaluator call
+ActorCritic's `policy_numpy` where the network has one: the policy head alone, without the values.
 """
 
 from __future__ import annotations
@@ -337,7 +338,11 @@ class ActorCritic(nn.Module):
         return self.pi(x), self.vf(x).squeeze(-1)
 
     def forward_numpy(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        return self.pi.forward_numpy(obs), None if self.value_inputs else self.vf.forward_numpy(obs)[:, 0]
+        return self.policy_numpy(obs), None if self.value_inputs else self.vf.forward_numpy(obs)[:, 0]
+
+    def policy_numpy(self, obs: np.ndarray) -> np.ndarray:
+        """The policy head alone, on a numpy array: what acting needs (half of `forward_numpy`'s work)."""
+        return self.pi.forward_numpy(obs)
 
 
 def init_orthogonal(network: N, generator: torch.Generator | None) -> N:

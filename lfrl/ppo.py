@@ -523,6 +523,8 @@ class Policy(BasePolicy):
         """The policy head's output for raw observations (normalised here): logits, or the mean; a
         recurrent policy's from `state`, which it updates."""
         if not self.recurrent:
+            if self.numpy and hasattr(self.network, "policy_numpy"):  # acting needs no values
+                return self.network.policy_numpy(normalized(obs, self.stats))
             return self.outputs(normalized(obs, self.stats))[0]
         if state is None:
             raise ValueError("a recurrent policy acts on a state (initial_state)")
