@@ -35,12 +35,12 @@ import numpy as np
 import torch
 
 from lfrl import envs, seeds
+from lfrl.by_hand import ppo_gradients
 from lfrl.config import MAPPOConfig, PPOConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Gradients, Learner, networks_module
 from lfrl.policy import Policy as BasePolicy
 from lfrl.policy import masked, masked_torch
-from lfrl.ppo_gradients import hand_gradients
 
 CLIP = 10.0  # VecNormalize's clip_obs and clip_reward
 EPSILON = 1e-8  # VecNormalize's epsilon
@@ -322,8 +322,8 @@ class PPO(Learner):
         adv, ret = self.as_input(advantages.astype(np.float32)), self.as_input(returns.astype(np.float32))
         size, batch_size = len(adv), config.batch_size
         ent_coef, vf_coef = config.ent_coef, config.vf_coef
-        # by hand where lfrl.ppo_gradients can (the same values, faster), else through autograd
-        hand = None if sequences is not None else hand_gradients(self.net, self.params, self.spec, self.device)
+        # by hand where lfrl.by_hand can (the same values, faster), else through autograd
+        hand = None if sequences is not None else ppo_gradients(self.net, self.params, self.spec, self.device)
         losses = []  # each minibatch's STATS
         for _ in range(config.n_epochs):
             if sequences is None:

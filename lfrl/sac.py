@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from lfrl.by_hand import sac_gradients
 from lfrl.config import SACConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, networks_module, polyak
@@ -101,14 +102,20 @@ class SAC(Learner):
             next_actions, next_log_prob = squashed_sample(*self.actor(next_obs), self.noise(shape))
             target = soft_targets(self.critics_target(next_obs, next_actions), next_log_prob, batch["reward"],
                                   batch["done"], batch["discount"], alpha)
-        q = self.critics(obs, batch["action"])
-        loss = 0.5 * critic_loss(q, target, self.importance(batch), scale)
-        actions, log_prob = squashed_sample(*self.actor(obs), self.noise(shape))
-        with frozen(self.critics):  # the actor's loss moves the actor only
-            policy_loss = actor_loss(self.critics(obs, actions), log_prob, alpha, scale)
-        tensors: list[torch.Tensor | None] = list(
-            torch.autograd.grad(loss + policy_loss, self.critic_params + self.actor_params))
-        losses = {"critic_loss": float(loss.detach()), "actor_loss": float(policy_loss.detach()), "ent_coef": float(alpha)}
+        noise = self.noise(shape)
+        by_hand = sac_gradients(self.actor, self.critics, self.critic_params, self.actor_params, obs, batch["action"],
+                                target, self.importance(batch), scale, noise, alpha)
+        if by_hand is not None:  # lfrl.by_hand's: the same values, faster
+            tensors, losses, q, log_prob = by_hand
+        else:
+            q = self.critics(obs, batch["action"])
+            loss = 0.5 * critic_loss(q, target, self.importance(batch), scale)
+            actions, log_prob = squashed_sample(*self.actor(obs), noise)
+            with frozen(self.critics):  # the actor's loss moves the actor only
+                policy_loss = actor_loss(self.critics(obs, actions), log_prob, alpha, scale)
+            tensors = list(torch.autograd.grad(loss + policy_loss, self.critic_params + self.actor_params))
+            losses = {"critic_loss": float(loss.detach()), "actor_loss": float(policy_loss.detach())}
+        losses["ent_coef"] = float(alpha)
         if self.auto:
             tensors.append(temperature_gradient(log_prob, self.target_entropy, scale))
         return Gradients(tensors, losses, (q[0] - target).detach().abs().cpu().numpy() if self.prioritized else None)
