@@ -27,7 +27,15 @@ import torch
 import torch.nn.functional as F
 
 from lfrl.envs import EnvSpec
-from lfrl.networks import MLP, ActorCritic, Critics, DeterministicActor, GaussianActor
+from lfrl.networks import (
+    LOG_STD_MAX,
+    LOG_STD_MIN,
+    MLP,
+    ActorCritic,
+    Critics,
+    DeterministicActor,
+    GaussianActor,
+)
 from lfrl.policy import masked_torch
 
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -248,8 +256,6 @@ def sac_gradients(actor: torch.nn.Module, critics: torch.nn.Module, critic_param
     computes them."""
     if not served([actor, critics], [GaussianActor, Critics], obs.device):
         return None
-    from lfrl.sac import LOG_STD_MAX, LOG_STD_MIN
-
     with torch.no_grad():
         _, place = places(critic_params + actor_params)
         q, loss = critic_gradients(critics, place, torch.cat([obs, action], dim=-1), target, weight, 0.5 * scale)

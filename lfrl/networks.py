@@ -249,8 +249,13 @@ def deterministic_actor(spec: EnvSpec, net_arch: list[int], generator: torch.Gen
     return init_uniform(DeterministicActor(spec, net_arch), generator)
 
 
+# Where SAC clamps the log standard deviation a GaussianActor gives (SB3's bounds)
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
 class GaussianActor(nn.Module):
-    """Mean and log standard deviation of a diagonal Gaussian (one output layer gives both)."""
+    """Mean and log standard deviation of a diagonal Gaussian (one output layer gives both; SAC clamps
+    the latter to [LOG_STD_MIN, LOG_STD_MAX])."""
 
     def __init__(self, spec: EnvSpec, net_arch: list[int]) -> None:
         super().__init__()

@@ -24,10 +24,10 @@ from lfrl.by_hand import sac_gradients
 from lfrl.config import SACConfig
 from lfrl.envs import EnvSpec
 from lfrl.learner import Batch, Gradients, Learner, frozen, frozen_copy, networks_module, polyak
+from lfrl.networks import LOG_STD_MAX, LOG_STD_MIN
 from lfrl.policy import ContinuousPolicy
 from lfrl.td3 import critic_loss, smallest
 
-LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
 
