@@ -39,9 +39,14 @@ over seeds 0-29: not the cause.) ppo-pendulum over seeds 0-59 (`--algos ppo-pend
 same options, and again with `--first-seed 30`): 67,584 against 61,440 (1.10x, and 1.10x over each
 half; means 77,414 and 82,193; 58 and 54 of 60 reach -250). Before lfrl's PPO trained a round on its
 observations normalised with the statistics that include it (lfrl.ppo), seeds 0-29 gave 81,920
-against 61,440 (1.33x; 24 and 26 of 30). results/learners.md's 10 seeds give 1.54x against SB3's
-one-thread setting and 1.00x against its other (81,920 against 53,248 and 81,920): the one-thread
-setting's medians over blocks of 10 of the 60 seeds go from 53,248 (seeds 0-9) to 77,824.
+against 61,440 (1.33x; 24 and 26 of 30). results/learners.md's 10 seeds give 1.65x against SB3's
+one-thread setting (the medians of the seeds that reach -250: 73,728 against 53,248, and 81,920 for
+SB3's other setting): the one-thread setting's medians over blocks of 10 of the 60 seeds go from
+53,248 (seeds 0-9) to 77,824.
+The figures over 30 to 120 seeds above were measured with lfrl's gradients through autograd, before
+lfrl.by_hand computed them by hand: the same arithmetic to rounding (DDPG's and TD3's updates equal
+bit for bit: benchmarks/results/by_hand.md), so that a seed may take another course, but not another
+distribution of courses.
 How far 10 seeds are from settling it, results/learners.md shows within SB3 itself: its two thread
 settings, the same library and seeds with other CPU kernels, need 17,664 and 20,224 steps (PPO on
 CartPole-v1) and 81,920 and 53,248 (ppo-pendulum). Steps are also counted at evaluations only, so
