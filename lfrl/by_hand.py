@@ -247,8 +247,9 @@ def td3_gradients(actor: torch.nn.Module, critics: torch.nn.Module, critic_param
 
 
 def sac_gradients(actor: torch.nn.Module, critics: torch.nn.Module, critic_params: list[torch.nn.Parameter],
-                  actor_params: list[torch.nn.Parameter], obs: torch.Tensor, action: torch.Tensor, target: torch.Tensor, weight: torch.Tensor | None,
-                  scale: float, noise: torch.Tensor, alpha: torch.Tensor
+                  actor_params: list[torch.nn.Parameter], obs: torch.Tensor, action: torch.Tensor,
+                  target: torch.Tensor, weight: torch.Tensor | None, scale: float, noise: torch.Tensor,
+                  alpha: torch.Tensor
                   ) -> tuple[list[torch.Tensor | None], dict[str, float], torch.Tensor, torch.Tensor] | None:
     """lfrl.sac.SAC.grads's gradients (the critics', then the actor's) of half the critics'
     loss toward `target` and of the actor's, scale * sum_j (alpha log pi(a_j|s_j) - min_i Q_i(s_j, a_j))
@@ -266,7 +267,8 @@ def sac_gradients(actor: torch.nn.Module, critics: torch.nn.Module, critic_param
         std = log_std.exp()
         u = mean + std * noise
         pi = torch.tanh(u)
-        softplus = F.softplus(-2.0 * u)
+        minus_2u = -2.0 * u
+        softplus = F.softplus(minus_2u)
         log_prob = (-0.5 * noise.square() - log_std - _HALF_LOG_2PI).sum(dim=-1)
         log_prob = log_prob - (2.0 * (_LOG_2 - u - softplus)).sum(dim=-1)
         layers = critics.layers()
@@ -281,7 +283,7 @@ def sac_gradients(actor: torch.nn.Module, critics: torch.nn.Module, critic_param
         # u: through tanh, and through log pi's correction -2 (log 2 - u - softplus(-2u))
         twice = 2.0 * d_log_prob
         d_u = torch.ops.aten.tanh_backward(d_x[:, obs.shape[1]:], pi) + twice
-        d_u -= 2.0 * torch.ops.aten.softplus_backward(twice, -2.0 * u, 1.0, 20.0)
+        d_u -= 2.0 * torch.ops.aten.softplus_backward(twice, minus_2u, 1.0, 20.0)
         d_log_std = d_u * noise * std - d_log_prob
         d_log_std = torch.where((raw_log_std >= LOG_STD_MIN) & (raw_log_std <= LOG_STD_MAX), d_log_std, 0.0)
         mlp_backward(actor.body, body, kept, torch.cat([d_u, d_log_std], dim=-1), grads_of(body, place))

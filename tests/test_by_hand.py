@@ -10,10 +10,11 @@ import torch
 from lfrl import envs
 from lfrl.algorithms import make_learner
 from lfrl.by_hand import ppo_gradients, td3_gradients
-from lfrl.config import ALGORITHMS, PPOConfig
+from lfrl.config import PPOConfig
 from lfrl.learner import Learner, as_tensors
 from lfrl.networks import ActorCritic, DeterministicActor, actor_critic
 from lfrl.ppo import PPO, log_prob_entropy, objective
+from tests.test_learners import config, random_batch
 
 CASES = {
     "discrete": (envs.EnvSpec("x", (5,), "float32", n_actions=3), "tanh", 0),
@@ -124,21 +125,8 @@ def test_a_round_of_ppos_updates_gives_autograds_weights(env_id: str, monkeypatc
 SQUARE = envs.EnvSpec("x", (3,), "float32", action_low=(-1.0, -2.0), action_high=(1.0, 2.0))  # 2-D actions
 
 
-def off_policy_batch(spec: envs.EnvSpec, size: int = 24) -> dict:
-    rng = np.random.default_rng(5)
-    dim = spec.obs_shape[0]
-    return {"obs": rng.standard_normal((size, dim), dtype=np.float32),
-            "next_obs": rng.standard_normal((size, dim), dtype=np.float32),
-            "action": rng.uniform(-1, 1, (size, spec.action_dim)).astype(np.float32),
-            "reward": rng.standard_normal(size, dtype=np.float32), "done": (rng.random(size) < 0.2).astype(np.float32),
-            "discount": np.full(size, 0.99, np.float32), "weights": rng.uniform(0.5, 1.0, size), "indices": np.arange(size)}
-
-
 def learner_of(algo: str, spec: envs.EnvSpec, **extra: object) -> Learner:
-    settings = ALGORITHMS[algo]
-    values = {"env_id": "Pendulum-v1", "net_arch": [16, 16], "learning_rate": 1e-3} | extra
-    learner = make_learner(settings(**{k: v for k, v in values.items() if k in {f.name for f in settings.fields()}}),
-                           spec, 0)
+    learner = make_learner(config(algo, **extra), spec, 0)
     if algo == "sac":  # one action dimension's log std beyond its clamp (2) on every row: no gradient through it
         with torch.no_grad():
             learner.actor.body.layers()[-1][1][spec.action_dim] += 5.0
@@ -153,7 +141,7 @@ def test_off_policy_gradients_are_autograds(algo: str, extra: dict, spec: envs.E
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Two updates, the gradients of each (TD3's first without its actor: policy delay 2) and the weights
     after them, by hand and through autograd, from the same weights and generators."""
-    batch = off_policy_batch(spec)
+    batch = random_batch(spec, 24)
     ways = []
     for hand in (True, False):
         if not hand:
@@ -184,7 +172,7 @@ def test_off_policy_gradients_are_autograds(algo: str, extra: dict, spec: envs.E
 def test_off_policy_networks_it_does_not_serve_go_through_autograd() -> None:
     spec = envs.describe("Pendulum-v1")
     learner = learner_of("td3", spec)
-    batch = as_tensors(off_policy_batch(spec))
+    batch = as_tensors(random_batch(spec, 24))
     args = (learner.critic_params, learner.actor_params, batch["obs"], batch["action"], batch["reward"], None, 1.0)
     assert td3_gradients(learner.actor, learner.critics, *args, True) is not None
 

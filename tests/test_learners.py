@@ -147,7 +147,8 @@ def random_batch(spec: envs.EnvSpec, size: int) -> dict[str, np.ndarray]:
              "reward": rng.standard_normal(size, dtype=np.float32), "done": (rng.random(size) < 0.2).astype(np.float32),
              "discount": np.full(size, 0.99, np.float32), "weights": rng.uniform(0.5, 1.0, size),
              "indices": np.arange(size)}
-    batch["action"] = rng.integers(2, size=size) if spec.discrete else rng.uniform(-1, 1, (size, 1)).astype(np.float32)
+    batch["action"] = (rng.integers(2, size=size) if spec.discrete
+                       else rng.uniform(-1, 1, (size, spec.action_dim)).astype(np.float32))
     return batch
 
 
