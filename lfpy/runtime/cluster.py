@@ -2,8 +2,8 @@
 
 Ray is the control plane only. It places each federate in an actor: on the node that the federate's
 `at NAME` names (the node labelled `lfrl-host=NAME`, else the one whose IP address or hostname is
-NAME), the others in one placement group spread over the nodes, all or nothing. It carries the
-program's folder to the nodes (a runtime_env working_dir: no shared filesystem), starts the
+NAME), the others in one placement group spread over the nodes, all or nothing. lfrl carries the
+program's folder to the nodes through Ray's object store (written.py: no shared filesystem), starts the
 federate's process there (`lfpy.federate --connect`, the actor's own process) and tells when an
 actor or its node is lost. Everything of a round goes over the direct TCP connections each federate
 opens back to lfrl's process (`SocketChannel`), never through Ray's object store; a federate that
@@ -148,7 +148,7 @@ class RemoteProcess:
         self.root = str(root)  # the program's folder here
         self.homecoming = homecoming  # where what it writes in its copy of that folder comes back
         self.copy = ""
-        self.host = ""  # its machine's name: nodes on one machine share their copy of the program's folder
+        self.host = ""  # its machine's name (with the copy's path, the copy's name for Homecoming)
         self.run_ref = run  # the federate's exit status, or the actor's death
         self.label = label
         self.node = ""
@@ -182,39 +182,48 @@ class RemoteProcess:
         try:
             status, listed = ray.get(self.run_ref)
             self.status = int(status)
-            self._bring_back(ray, listed)
+            if self._bring_back(ray, listed):
+                self._leave(ray)
         except ray.exceptions.RayActorError as exc:
             self.status, self.lost = 1, _why_lost(str(exc))
         except ray.exceptions.RayTaskError as exc:
-            cause = exc.cause
-            self.status, self.failed = 1, f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+            self.status, self.failed = 1, _raised(exc)
         except ray.exceptions.RayError as exc:
             self.status, self.lost = 1, _why_lost(str(exc))
         ray.kill(self.actor, no_restart=True)  # its process has ended: its resources go back
+
+    def _leave(self, ray: Any) -> None:
+        """Let its node's copy of the program's folder go (removed by the last federate there)."""
+        try:
+            ray.get(self.actor.leave.remote(), timeout=30)
+        except ray.exceptions.RayError:
+            pass  # the copy stays in the node's temporary folder, what was written in it came back
 
     def kill(self) -> None:
         import ray
 
         ray.kill(self.actor, no_restart=True)
 
-    def _bring_back(self, ray: Any, listed: dict[str, tuple[int, int]]) -> None:
+    def _bring_back(self, ray: Any, listed: dict[str, tuple[int, int]]) -> bool:
         """Write the files the federate's copy of the program's folder holds that lfrl did not carry
         there, `listed`, into the program's folder here, but those that came back already from a
-        federate sharing the copy (written.py); say where they landed."""
+        federate sharing the copy (written.py); say where they landed. False where they could not
+        come back (said): the copy stays on its node."""
         copy = f"{self.host}:{self.copy}"
         wanted = self.homecoming.wanted(copy, listed)
         if not wanted:
-            return
+            return True
         try:
             placed = self.homecoming.unpack(copy, ray.get(self.actor.files.remote(wanted)), listed)
         except (OSError, tarfile.TarError, ray.exceptions.RayError) as exc:
-            print(f"error: the files written {self.where()} could not be brought to {self.root}: {exc}",
-                  file=sys.stderr, flush=True)
-            return
+            print(f"error: the files written {self.where()} could not be brought to {self.root}: {exc}; they stay "
+                  f"in {self.copy} there", file=sys.stderr, flush=True)
+            return False
         if placed:
             moved = [f"{there} (as {here}: {there} was taken)" if here != there else there for there, here in placed]
             print(f"files written {self.where()} are now in {self.root}: {', '.join(moved)}", file=sys.stderr,
                   flush=True)
+        return True
 
     def shown(self, text: str) -> str:
         return text.replace(self.copy, self.root) if self.copy else text
@@ -235,6 +244,13 @@ class RemoteProcess:
         return f"exited with status {status}"
 
 
+def _raised(exc: Any) -> str:
+    """What a call in a federate's actor raised (Ray's RayTaskError): the exception, not the header
+    naming the call and the actor that Ray's text starts with."""
+    cause = exc.cause
+    return f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+
+
 def _why_lost(text: str) -> str:
     """The reason in Ray's ActorDiedError: `its node has died`, `its worker process has died`, ..."""
     found = re.search(r"The actor (?:is dead|died) because (.*?)\.(?:\s|$)", text)
@@ -244,21 +260,26 @@ def _why_lost(text: str) -> str:
 
 
 class FederateActor:
-    """The Ray actor a federate runs in: its process is the federate's process."""
+    """The Ray actor a federate runs in: its process is the federate's process, working in its node's
+    copy of the program's folder (written.entered)."""
 
-    def where(self) -> tuple[str, str, int, str, processor.Processor]:
+    def where(self, archive: bytes, run: str) -> tuple[str, str, int, str, processor.Processor]:
+        """Where it was placed: its node's id, the machine's name, its process id and its node's copy
+        of the program's folder, for run `run` unpacked from `archive` (the first call)."""
         import ray
 
-        return (ray.get_runtime_context().get_node_id(), socket.gethostname(), os.getpid(), os.getcwd(),
-                processor.this())
+        node = ray.get_runtime_context().get_node_id()
+        self.copy = written.entered(archive, f"{run}-{node[:12]}")
+        return node, socket.gethostname(), os.getpid(), str(self.copy), processor.this()
 
     def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str],
-            carried: set[str]) -> tuple[int, dict[str, tuple[int, int]]]:
+            carried: dict[str, tuple[int, int]]) -> tuple[int, dict[str, tuple[int, int]]]:
         """Run federate `argv` with the `main` of module `entry` (lfpy.federate: its arguments, with
         --connect); on the coordinator's node (`local`: its id, and the Unix socket lfrl listens on
         there) it connects over that socket instead, and large values cross in shared memory as on
         one host. Returns its exit status and the files its copy of the program's folder holds that lfrl
-        did not carry there, `carried` (written.py: what the program's federates on this machine wrote)."""
+        did not carry there as they are, `carried` (written.py: what the program's federates on this
+        node wrote)."""
         import importlib
 
         import ray
@@ -273,11 +294,15 @@ class FederateActor:
         os.environ.setdefault(CROWDED, "1" if ray.get_runtime_context().get_assigned_resources().get("CPU", 0) < 1
                               else "0")
         status = importlib.import_module(entry).main(argv)
-        return status, written.new_files(Path.cwd(), carried)
+        return status, written.new_files(self.copy, carried)
 
     def files(self, paths: list[str]) -> bytes:
         """The files `paths` of its copy of the program's folder (written.pack), once `run` has ended."""
-        return written.pack(Path.cwd(), paths)
+        return written.pack(self.copy, paths)
+
+    def leave(self) -> None:
+        """Done with its copy of the program's folder, once what it wrote has come back (written.left)."""
+        written.left(self.copy)
 
 
 class Cluster:
@@ -286,7 +311,7 @@ class Cluster:
 
     def __init__(self, options: ClusterOptions, elaborated: Elaborated, lf_path: str, root: Path, entry: str,
                  program_args: list[str], resuming: bool = False, coordinator_only: bool = False) -> None:
-        """`root`: the program's folder (its package root), which Ray carries to the nodes. `entry`:
+        """`root`: the program's folder (its package root), which lfrl carries to the nodes. `entry`:
         the module whose `main(argv)` runs a federate's process (lfpy.federate, which the toolchain
         names), building the program with `program_args` (the values given to its main reactor's
         parameters). `resuming`: after a lost node, wait (PLACEMENT_WAIT) for a node that `at` names
@@ -296,6 +321,7 @@ class Cluster:
         self.lf_path = lf_path
         self.root = root
         self.carried = written.carried(root)  # what the federates' copies of the program's folder hold
+        self.copies = f"lfrl-{secrets.token_hex(4)}"  # this run's copies of it, on each node (written.entered)
         self.homecoming = written.Homecoming(root)  # where what they write there comes back
         self.entry = entry
         self.program_args = program_args
@@ -312,7 +338,7 @@ class Cluster:
         # connection, which fail or crash the process as it exits: a Ctrl-C is held until connected,
         # then ends the run as one during placement does.
         with interrupts_held() as held:
-            self.ray = ray = _connected(options.address, root)
+            self.ray = ray = _connected(options.address)
         try:
             # From here on, a Ctrl-C can leave Ray's objects half made: their destructors' errors say
             # nothing to lfrl's user, whenever they come (not only after `close`).
@@ -320,6 +346,7 @@ class Cluster:
             if held:
                 raise KeyboardInterrupt
             _quiet_worker_deaths(ray)
+            self.archive = ray.put(written.pack(root, sorted(self.carried)))  # sent to each node once
             self.address = ray.util.get_node_ip_address()
             self.own_node = ray.get_runtime_context().get_node_id()
             self.coordinator_only = coordinator_only or asks_first or self._first_elsewhere(elaborated, program[0])
@@ -471,7 +498,7 @@ class Cluster:
                 *self.program_args, *(["--restoring"] if restoring else []),
                 *(["--coordinator-only"] if self.coordinator_only else [])]
         environ = passed()
-        where = actor.where.remote()  # first: an actor runs its calls in order, and `run` lasts
+        where = actor.where.remote(self.archive, self.copies)  # first: an actor runs its calls in order
         run = actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path), self.carried)
         process = RemoteProcess(actor, where, run, self.labels[k], self.root, self.homecoming)
         self.actors.append(process)
@@ -497,8 +524,9 @@ class Cluster:
                 try:
                     launched[k].process.placed(ray)  # type: ignore[attr-defined]
                 except ray.exceptions.RayError as exc:
+                    why = _raised(exc) if isinstance(exc, ray.exceptions.RayTaskError) else _why_lost(str(exc))
                     raise ClusterError(f"federate {self.listed[k].name} could not start in a Ray actor: "
-                                       f"{_why_lost(str(exc))}") from None
+                                       f"{why}") from None
             if waiting and not noted:
                 noted = True
                 names = ", ".join(self.listed[k].name for k in sorted(waiting.values()))
@@ -592,8 +620,8 @@ def _auth_failures_unlogged() -> Iterator[None]:
                 sys.stderr.flush()
 
 
-def _connected(address: str, root: Path) -> Any:
-    """Ray, connected to the cluster at `address` as this run's driver, carrying `root` to the nodes."""
+def _connected(address: str) -> Any:
+    """Ray, connected to the cluster at `address` as this run's driver."""
     try:
         import ray
     except ImportError:
@@ -601,8 +629,7 @@ def _connected(address: str, root: Path) -> Any:
     on_sigterm = signal.getsignal(signal.SIGTERM)
     try:
         with _auth_failures_unlogged():
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING,
-                     runtime_env={"working_dir": str(root), "excludes": written.NOT_CARRIED})
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
     except (ConnectionError, ValueError, RuntimeError) as exc:
         hint = ""
         if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":

@@ -1,27 +1,39 @@
-"""What the federates in Ray actors write in their copy of the program's folder, brought back to lfrl's.
+"""The program's folder carried to the nodes, and what the federates in Ray actors write in their
+copy of it brought back to lfrl's.
 
-Ray carries the program's folder to each node (cluster.py: a runtime_env working_dir, all of it but
-NOT_CARRIED), and what a federate writes lands in that copy, on its node: a learner's results
-folder, a model it saves. Federates on one machine share a copy. Once a federate has ended, its actor
-lists the files in its copy that lfrl did not carry there (`new_files`), lfrl asks for those that have
-not come back yet (`pack`) and writes them into the program's folder (`Homecoming`): once per copy,
-however many federates share it.
+lfrl carries the program's folder to each node (all of it but NOT_CARRIED, `pack`ed once and sent
+through Ray's object store: cluster.py), where the first of the run's federates on the node unpacks
+it (`entered`), the others on that node join that copy, and the last to leave removes it (`left`).
+Each node has its own copy, even where several share a machine (Ray's runtime_env working_dir does
+not give that: nodes on one machine share its folder, and each node's first use of it removes and
+unpacks it again, under the feet of federates another node started there). What a federate writes
+lands in its node's copy: a learner's results folder, a model it saves. Once a federate has ended,
+its actor lists the files in its copy that lfrl did not carry there, or that changed there
+(`new_files`), lfrl asks for those that have not come back yet (`pack`) and writes them into the
+program's folder (`Homecoming`): once per copy, however many federates share it.
 
 Nothing there is replaced. A folder that holds files the run wrote is one result: it comes back
 whole, at its own path, or under the next free name where that is taken (`runs/dqn_1` becomes
 `runs/dqn_4` where runs/dqn_1 to dqn_3 exist); a folder of such folders (`runs`) is merged into; a
-file on its own likewise (`model.pt`, `model_2.pt`). A learner's results folder is named on the
-learner's node, whose copy has no `runs`: it comes back under the next free number.
+file on its own likewise (`model.pt`, `model_2.pt`: a carried file changed on the node). A learner's
+results folder is named on the learner's node, whose copy has no `runs`: it comes back under the
+next free number.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import fnmatch
 import io
 import os
 import re
+import shutil
+import sys
 import tarfile
+import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 # Not carried to the nodes with the program's folder: what lfrl and lfpy generate or write there.
@@ -29,28 +41,90 @@ NOT_CARRIED = [".git", ".venv", "venv", "__pycache__", "runs", "src-gen", "fed-g
 GENERATED = {".git", ".venv", "venv", "__pycache__", "src-gen", "fed-gen", "build"}  # never brought back
 
 
-def carried(root: Path) -> set[str]:
-    """The files of the program's folder that Ray carries to the nodes, relative to it."""
-    found = set()
+def carried(root: Path) -> dict[str, tuple[int, int]]:
+    """The files of the program's folder that lfrl carries to the nodes, relative to it, each with
+    its time of last change (ns) and size."""
+    found = {}
     for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if not _not_carried(d)]
-        found.update(os.path.relpath(os.path.join(folder, name), root) for name in files if not _not_carried(name))
+        dirs[:] = sorted(d for d in dirs if not _not_carried(d))
+        for name in sorted(files):
+            if not _not_carried(name):
+                path = os.path.join(folder, name)
+                found[os.path.relpath(path, root)] = _state(path)
     return found
 
 
-def new_files(copy: Path, carried: set[str]) -> dict[str, tuple[int, int]]:
-    """The files under `copy` that were not `carried` there (the program's federates wrote them), but
-    for GENERATED folders', relative, each with its time of last change (ns) and size."""
+def new_files(copy: Path, carried: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """The files under `copy` that were not `carried` there, or were and changed (the program's
+    federates wrote them), but for GENERATED folders', relative, each with its time of last change
+    (ns) and size."""
     found = {}
     for folder, dirs, files in os.walk(copy):
         dirs[:] = sorted(d for d in dirs if d not in GENERATED)
         for name in sorted(files):
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, copy)
-            if relative not in carried:
-                stat = os.stat(path)
-                found[relative] = (stat.st_mtime_ns, stat.st_size)
+            state = _state(path)
+            if not _same(state, carried.get(relative)):
+                found[relative] = state
     return found
+
+
+def _state(path: str) -> tuple[int, int]:
+    stat = os.stat(path)
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _same(state: tuple[int, int], carried: tuple[int, int] | None) -> bool:
+    """Whether a file in a copy is as it was carried: the archive keeps its time of last change to
+    the microsecond (tarfile's PAX headers), a change on the node comes later than that."""
+    return carried is not None and state[1] == carried[1] and abs(state[0] - carried[0]) < 1_000_000
+
+
+def entered(archive: bytes, name: str) -> Path:
+    """This node's copy of the program's folder, `name`d for the run and the node in the temporary
+    folder: unpacked from `archive` (`pack`'s of what was `carried`) by the first of the run's
+    federates on the node, joined by the others. This process works in it from now on: its current
+    folder, first on sys.path and PYTHONPATH (the program's own modules are imported from there)."""
+    copy = Path(tempfile.gettempdir()) / name
+    with _members(copy) as members:
+        if not copy.is_dir():
+            part = copy.with_name(f"{copy.name}.part")
+            shutil.rmtree(part, ignore_errors=True)
+            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+                tar.extractall(part, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # 3.11.4+
+            part.rename(copy)
+        (members / str(os.getpid())).touch()
+    os.chdir(copy)
+    sys.path.insert(0, str(copy))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")]))
+    return copy
+
+
+def left(copy: Path) -> None:
+    """This process is done with its node's copy (`entered`), and its files have come back: the last
+    of the run's federates on the node to leave removes it."""
+    with _members(copy) as members:
+        (members / str(os.getpid())).unlink(missing_ok=True)
+        if not any(members.iterdir()):
+            shutil.rmtree(copy, ignore_errors=True)
+            members.rmdir()
+
+
+@contextlib.contextmanager
+def _members(copy: Path) -> Iterator[Path]:
+    """The folder naming the processes in `copy` (a file each), held by this process alone."""
+    members = copy.with_name(f"{copy.name}.members")
+    while True:
+        members.mkdir(exist_ok=True)
+        held = os.open(members, os.O_RDONLY)
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            if os.fstat(held).st_nlink > 0:  # else the last to leave removed it while this one waited
+                yield members
+                return
+        finally:
+            os.close(held)  # and the lock with it
 
 
 def pack(copy: Path, paths: list[str]) -> bytes:
@@ -80,8 +154,8 @@ class Homecoming:
             return [path for path, state in listed.items() if fetched.get(path) != state]
 
     def unpack(self, copy: str, archive: bytes, listed: dict[str, tuple[int, int]]) -> list[tuple[str, str]]:
-        """Write the files of `archive` (`pack`'s, from `copy`, a copy named by its machine and its path:
-        Ray nodes on one machine share one) under the program's folder; returns the results placed now:
+        """Write the files of `archive` (`pack`'s, from `copy`, a copy named by its machine and its path)
+        under the program's folder; returns the results placed now:
         (path in the copy, path here). A copy's results already placed (from a federate that shares the
         copy) are filled in, not placed again. `listed`: the files' states when they were listed."""
         with self.lock, tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
