@@ -473,6 +473,12 @@ class Lives(gymnasium.Wrapper):
         self.lives = lives
         return obs, reward, terminated, truncated, info
 
+    def close(self) -> None:
+        super().close()
+        # ALE's emulator goes with its environment now (AtariEnv.close keeps it): alive at the
+        # interpreter's exit, where lfpy leaves what the program reaches, nanobind lists it as leaked.
+        self.env.unwrapped.ale = None  # type: ignore[attr-defined]
+
 
 @dataclass(frozen=True)
 class EnvSpec:
