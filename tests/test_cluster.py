@@ -394,6 +394,17 @@ def test_cluster_runs_need_a_federated_program_and_a_cluster(tmp_path: Path) -> 
     nobody = run_lf(tmp_path, PLACED, "--cluster", "127.0.0.1:9")
     assert (nobody.returncode, nobody.stderr) == (1, "error: --cluster 127.0.0.1:9: no Ray cluster answers there "
                                                      "(Connection refused)\n")
+    big = tmp_path / "big"
+    big.mkdir()
+    with open(big / "data.bin", "wb") as data:
+        data.truncate(600 << 20)  # sparse: no room on the disk, but 600 MiB to carry
+    heavy = run_lf(big, PLACED, "--cluster", "127.0.0.1:9")
+    assert (heavy.returncode, heavy.stderr) == (1, f"error: the program's folder {big} holds 600 MiB to carry to the "
+                                                   "nodes, more than 512 MiB: keep large files out of it (or in its "
+                                                   "runs/, which stays behind), where every node can read them\n")
+    (big / "runs").mkdir()
+    (big / "data.bin").rename(big / "runs" / "data.bin")
+    assert run_lf(big, PLACED, "--cluster", "127.0.0.1:9").stderr == nobody.stderr  # not carried: on to connecting
     alone = run_lf(tmp_path, PLACED, "--resources", "a:gpus=1")
     assert alone.returncode == 2
     assert alone.stderr.endswith("lfrl run: error: --resources places federates on a cluster: it needs --cluster\n")

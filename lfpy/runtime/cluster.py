@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 LABEL = "lfrl-host"  # `ray start --labels lfrl-host=NAME`: the node that `at NAME` puts a federate on
 PLACEMENT_WAIT = 30.0  # seconds to wait for resources that exist but are taken (by other jobs) before failing
 WAITING_NOTE = 3.0  # seconds before saying that the cluster is still placing federates
+CARRIED_MAX = 512 << 20  # bytes of the program's folder carried to the nodes, at most (Ray's own limit on a working_dir)
 # Set by a run whose numerical kernels are pinned, the same on every processor (lfrl run --portable):
 # federates on processors of more than one kind are then not warned of.
 SAME_KERNELS = "LFPY_SAME_KERNELS"
@@ -321,6 +322,11 @@ class Cluster:
         self.lf_path = lf_path
         self.root = root
         self.carried = written.carried(root)  # what the federates' copies of the program's folder hold
+        size = sum(n for _, n in self.carried.values())
+        if size > CARRIED_MAX:  # packed in memory, then held in the object store: refused before connecting
+            raise ClusterError(f"the program's folder {root} holds {size / 2**20:,.0f} MiB to carry to the nodes, "
+                               f"more than {CARRIED_MAX >> 20} MiB: keep large files out of it (or in its runs/, "
+                               "which stays behind), where every node can read them")
         self.copies = f"lfrl-{secrets.token_hex(4)}"  # this run's copies of it, on each node (written.entered)
         self.homecoming = written.Homecoming(root)  # where what they write there comes back
         self.entry = entry
