@@ -3,6 +3,7 @@ share and the last of them removes; what they write there comes back to the prog
 per copy, without replacing anything there (the cluster test brings a learner's results folder back
 from another node: tests/test_cluster.py)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def a_program(tmp_path: Path) -> tuple[Path, Path, Carried]:
         (home / path).write_text(text)
     carried = written.carried(home)
     assert carried.keys() == {"prog.lf", "envs/cue.py", "model.pt"}  # not runs, not what Python generates
-    copy = written.entered(written.pack(home, sorted(carried)), "lfrl-run-node")
+    copy = written.entered(written.pack(home, sorted(carried)), "lfrl-run-node", carried)
     assert copy == Path(tempfile.gettempdir()) / "lfrl-run-node" and Path.cwd() == copy and sys.path[0] == str(copy)
     assert os.environ["PYTHONPATH"].split(os.pathsep)[0] == str(copy)  # for the processes a federate starts
     assert files(copy) == {path: (home / path).read_text() for path in carried}
@@ -94,11 +95,13 @@ def test_a_copy_the_federates_wrote_nothing_in_lists_nothing(tmp_path: Path, tem
     assert written.new_files(copy, carried) == {}
 
 
-ENTER = """import sys, time
+ENTER = """import json, sys, time
 from pathlib import Path
 from lfpy.runtime import written
-copy = written.entered(Path(sys.argv[1]).read_bytes(), sys.argv[2])
-Path(sys.argv[3]).write_text(sys.argv[3])  # in the copy: a file of its own
+archive, name, writes, carried = sys.argv[1:]
+copy = written.entered(Path(archive).read_bytes(), name, json.loads(Path(carried).read_text()))
+if writes:
+    Path(writes).write_text(writes)  # in the copy: a file of its own
 print(copy, flush=True)
 sys.stdin.readline()  # until told to leave
 written.left(copy)
@@ -106,34 +109,68 @@ print("left", flush=True)
 """
 
 
-def test_a_nodes_federates_share_its_copy_and_the_last_to_leave_removes_it(tmp_path: Path, temporary: Path) -> None:
-    home, _copy, carried = a_program(tmp_path)
-    archive = tmp_path / "archive.tgz"
-    archive.write_bytes(written.pack(home, sorted(carried)))
-    env = {**os.environ, "TMPDIR": str(temporary)}
+class Federates:
+    """Processes entering copies of one program (`ENTER`), as federates in Ray actors on nodes of
+    this machine do."""
 
-    def federate(node: str, writes: str) -> subprocess.Popen[str]:
-        process = subprocess.Popen([sys.executable, "-c", ENTER, str(archive), f"lfrl-run2-{node}", writes],
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    def __init__(self, tmp_path: Path, temporary: Path) -> None:
+        self.temporary = temporary
+        self.home, _copy, carried = a_program(tmp_path)
+        self.archive, self.carried = tmp_path / "archive.tgz", tmp_path / "carried.json"
+        self.archive.write_bytes(written.pack(self.home, sorted(carried)))
+        self.carried.write_text(json.dumps(carried))
+
+    def enter(self, name: str, writes: str) -> subprocess.Popen[str]:
+        process = subprocess.Popen([sys.executable, "-c", ENTER, str(self.archive), name, writes, str(self.carried)],
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                   env={**os.environ, "TMPDIR": str(self.temporary)})
         assert process.stdout is not None
-        assert process.stdout.readline() == f"{temporary / f'lfrl-run2-{node}'}\n"
+        assert process.stdout.readline() == f"{self.temporary / name}\n"
         return process
 
+    @staticmethod
     def leave(process: subprocess.Popen[str]) -> None:
         out, _ = process.communicate("\n", timeout=30)
         assert out == "left\n" and process.returncode == 0
 
-    first, second, other = federate("a", "first.txt"), federate("a", "second.txt"), federate("b", "other.txt")
+    @staticmethod
+    def kill(process: subprocess.Popen[str]) -> None:
+        process.kill()
+        process.communicate(timeout=30)
+
+
+def test_a_nodes_federates_share_its_copy_and_the_last_to_leave_removes_it(tmp_path: Path, temporary: Path) -> None:
+    federates = Federates(tmp_path, temporary)
+    first, second = federates.enter("lfrl-run2-a", "first.txt"), federates.enter("lfrl-run2-a", "second.txt")
+    other = federates.enter("lfrl-run2-b", "other.txt")
     shared = temporary / "lfrl-run2-a"
     assert {"first.txt", "second.txt", "prog.lf"} <= set(os.listdir(shared))  # one copy for node a's two
     assert "first.txt" not in os.listdir(temporary / "lfrl-run2-b")  # node b's own, on the same machine
-    leave(first)
+    federates.leave(first)
     assert (shared / "first.txt").read_text() == "first.txt"  # the second is still in it
-    leave(second)
-    leave(other)
-    assert sorted(os.listdir(temporary)) == ["lfrl-run-node", "lfrl-run-node.members"]  # a_program's, still entered
+    federates.leave(second)
+    federates.leave(other)
+    assert sorted(os.listdir(temporary)) == ["lfrl-run-node", "lfrl-run-node.carried", "lfrl-run-node.members"]
     # A federate coming after the last left gets a new copy, as carried.
-    late = federate("a", "late.txt")
+    late = federates.enter("lfrl-run2-a", "late.txt")
     assert sorted(os.listdir(shared)) == ["envs", "late.txt", "model.pt", "prog.lf"]
-    leave(late)
+    federates.leave(late)
     assert not shared.exists()
+
+
+def test_copies_whose_federates_were_killed_go_unless_they_hold_what_those_wrote(tmp_path: Path,
+                                                                                  temporary: Path) -> None:
+    federates = Federates(tmp_path, temporary)
+    idle, wrote, alive = (federates.enter(f"lfrl-{run}-a", writes) for run, writes in
+                          (("idle", ""), ("wrote", "results.csv"), ("alive", "")))
+    federates.kill(idle)
+    federates.kill(wrote)
+    left_behind = {"lfrl-idle-a", "lfrl-wrote-a", "lfrl-alive-a"}
+    assert left_behind <= set(os.listdir(temporary))
+    federates.leave(federates.enter("lfrl-next-a", ""))  # a later run's federate sweeps on entering
+    names = set(os.listdir(temporary))
+    assert "lfrl-idle-a" not in names and "lfrl-idle-a.members" not in names and "lfrl-idle-a.carried" not in names
+    assert (temporary / "lfrl-wrote-a" / "results.csv").read_text() == "results.csv"  # did not come back: kept
+    assert (temporary / "lfrl-alive-a" / "prog.lf").exists()  # its federate is still in it
+    federates.leave(alive)
+    assert not (temporary / "lfrl-alive-a").exists()

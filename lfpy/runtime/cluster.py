@@ -264,13 +264,15 @@ class FederateActor:
     """The Ray actor a federate runs in: its process is the federate's process, working in its node's
     copy of the program's folder (written.entered)."""
 
-    def where(self, archive: bytes, run: str) -> tuple[str, str, int, str, processor.Processor]:
+    def where(self, archive: bytes, run: str, carried: dict[str, tuple[int, int]]
+              ) -> tuple[str, str, int, str, processor.Processor]:
         """Where it was placed: its node's id, the machine's name, its process id and its node's copy
-        of the program's folder, for run `run` unpacked from `archive` (the first call)."""
+        of the program's folder, for run `run` unpacked from `archive` (the first call; what it holds,
+        `carried`)."""
         import ray
 
         node = ray.get_runtime_context().get_node_id()
-        self.copy = written.entered(archive, f"{run}-{node[:12]}")
+        self.copy = written.entered(archive, f"{run}-{node[:12]}", carried)
         return node, socket.gethostname(), os.getpid(), str(self.copy), processor.this()
 
     def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str],
@@ -504,7 +506,7 @@ class Cluster:
                 *self.program_args, *(["--restoring"] if restoring else []),
                 *(["--coordinator-only"] if self.coordinator_only else [])]
         environ = passed()
-        where = actor.where.remote(self.archive, self.copies)  # first: an actor runs its calls in order
+        where = actor.where.remote(self.archive, self.copies, self.carried)  # first: an actor runs its calls in order
         run = actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path), self.carried)
         process = RemoteProcess(actor, where, run, self.labels[k], self.root, self.homecoming)
         self.actors.append(process)

@@ -3,7 +3,8 @@ copy of it brought back to lfrl's.
 
 lfrl carries the program's folder to each node (all of it but NOT_CARRIED, `pack`ed once and sent
 through Ray's object store: cluster.py), where the first of the run's federates on the node unpacks
-it (`entered`), the others on that node join that copy, and the last to leave removes it (`left`).
+it (`entered`), the others on that node join that copy, and the last to leave removes it (`left`);
+the copies of runs cut short go when a later run enters, unless they hold what those wrote.
 Each node has its own copy, even where several share a machine (Ray's runtime_env working_dir does
 not give that: nodes on one machine share its folder, and each node's first use of it removes and
 unpacks it again, under the feet of federates another node started there). What a federate writes
@@ -26,6 +27,7 @@ import contextlib
 import fcntl
 import fnmatch
 import io
+import json
 import os
 import re
 import shutil
@@ -81,20 +83,23 @@ def _same(state: tuple[int, int], carried: tuple[int, int] | None) -> bool:
     return carried is not None and state[1] == carried[1] and abs(state[0] - carried[0]) < 1_000_000
 
 
-def entered(archive: bytes, name: str) -> Path:
+def entered(archive: bytes, name: str, carried: dict[str, tuple[int, int]]) -> Path:
     """This node's copy of the program's folder, `name`d for the run and the node in the temporary
     folder: unpacked from `archive` (`pack`'s of what was `carried`) by the first of the run's
     federates on the node, joined by the others. This process works in it from now on: its current
-    folder, first on sys.path and PYTHONPATH (the program's own modules are imported from there)."""
+    folder, first on sys.path and PYTHONPATH (the program's own modules are imported from there).
+    Copies that earlier runs left behind with nothing of theirs in them go first (`_swept`)."""
     copy = Path(tempfile.gettempdir()) / name
+    _swept(copy.parent)
     with _members(copy) as members:
         if not copy.is_dir():
             part = copy.with_name(f"{copy.name}.part")
             shutil.rmtree(part, ignore_errors=True)
             with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
                 tar.extractall(part, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))  # 3.11.4+
+            _carried_file(copy).write_text(json.dumps(carried))
             part.rename(copy)
-        (members / str(os.getpid())).touch()
+        (members / str(os.getpid())).write_text(_PIDS)
     os.chdir(copy)
     sys.path.insert(0, str(copy))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")]))
@@ -107,8 +112,59 @@ def left(copy: Path) -> None:
     with _members(copy) as members:
         (members / str(os.getpid())).unlink(missing_ok=True)
         if not any(members.iterdir()):
-            shutil.rmtree(copy, ignore_errors=True)
-            members.rmdir()
+            _removed(copy, members)
+
+
+def _swept(folder: Path) -> None:
+    """Remove the copies in `folder` of runs whose federates ended without leaving (killed, their
+    node lost, lfrl's process killed): none of their processes is alive on this machine, and the
+    copy holds nothing they wrote. One that does stays: what they wrote did not come back."""
+    for members in folder.glob("lfrl-*.members"):
+        copy = members.with_name(members.name.removesuffix(".members"))
+        try:
+            with _members(copy) as held:
+                if any(_alive(int(member.name), member.read_text()) for member in held.iterdir()):
+                    continue
+                if copy.is_dir() and new_files(copy, json.loads(_carried_file(copy).read_text())):
+                    continue
+                _removed(copy, held)
+        except (OSError, ValueError):  # not one of these copies as `entered` makes them: left alone
+            continue
+
+
+def _removed(copy: Path, members: Path) -> None:
+    """`copy` and what goes with it; `members` (held) last, with the processes it names (gone)."""
+    shutil.rmtree(copy, ignore_errors=True)
+    _carried_file(copy).unlink(missing_ok=True)
+    shutil.rmtree(members)
+
+
+def _carried_file(copy: Path) -> Path:
+    """What was carried to `copy` (`carried`), beside it."""
+    return copy.with_name(f"{copy.name}.carried")
+
+
+def _pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+_PIDS = _pid_namespace()  # whose process ids a copy's members are (containers sharing a folder may differ)
+
+
+def _alive(pid: int, namespace: str) -> bool:
+    """Whether process `pid` of the process ids `namespace` runs (one of another namespace may)."""
+    if namespace != _PIDS:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's
+    return True
 
 
 @contextlib.contextmanager
@@ -117,7 +173,10 @@ def _members(copy: Path) -> Iterator[Path]:
     members = copy.with_name(f"{copy.name}.members")
     while True:
         members.mkdir(exist_ok=True)
-        held = os.open(members, os.O_RDONLY)
+        try:
+            held = os.open(members, os.O_RDONLY)
+        except FileNotFoundError:  # removed meanwhile (a sweep found no one in it yet): made again
+            continue
         try:
             fcntl.flock(held, fcntl.LOCK_EX)
             if os.fstat(held).st_nlink > 0:  # else the last to leave removed it while this one waited
