@@ -273,16 +273,16 @@ class FederateActor:
 
         node = ray.get_runtime_context().get_node_id()
         self.copy = written.entered(archive, f"{run}-{node[:12]}", carried)
+        self.carried = carried
         return node, socket.gethostname(), os.getpid(), str(self.copy), processor.this()
 
-    def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str],
-            carried: dict[str, tuple[int, int]]) -> tuple[int, dict[str, tuple[int, int]]]:
+    def run(self, entry: str, argv: list[str], token: str, environ: dict[str, str], local: tuple[str, str]
+            ) -> tuple[int, dict[str, tuple[int, int]]]:
         """Run federate `argv` with the `main` of module `entry` (lfpy.federate: its arguments, with
         --connect); on the coordinator's node (`local`: its id, and the Unix socket lfrl listens on
         there) it connects over that socket instead, and large values cross in shared memory as on
         one host. Returns its exit status and the files its copy of the program's folder holds that lfrl
-        did not carry there as they are, `carried` (written.py: what the program's federates on this
-        node wrote)."""
+        did not carry there as they are (written.py: what the program's federates on this node wrote)."""
         import importlib
 
         import ray
@@ -297,7 +297,7 @@ class FederateActor:
         os.environ.setdefault(CROWDED, "1" if ray.get_runtime_context().get_assigned_resources().get("CPU", 0) < 1
                               else "0")
         status = importlib.import_module(entry).main(argv)
-        return status, written.new_files(self.copy, carried)
+        return status, written.new_files(self.copy, self.carried)
 
     def files(self, paths: list[str]) -> bytes:
         """The files `paths` of its copy of the program's folder (written.pack), once `run` has ended."""
@@ -507,7 +507,7 @@ class Cluster:
                 *(["--coordinator-only"] if self.coordinator_only else [])]
         environ = passed()
         where = actor.where.remote(self.archive, self.copies, self.carried)  # first: an actor runs its calls in order
-        run = actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path), self.carried)
+        run = actor.run.remote(self.entry, argv, token.hex(), environ, (self.own_node, path))
         process = RemoteProcess(actor, where, run, self.labels[k], self.root, self.homecoming)
         self.actors.append(process)
         return StartedFederate(process, None, listener, token, local)
