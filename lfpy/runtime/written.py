@@ -88,9 +88,11 @@ def entered(archive: bytes, name: str, carried: dict[str, tuple[int, int]]) -> P
     folder: unpacked from `archive` (`pack`'s of what was `carried`) by the first of the run's
     federates on the node, joined by the others. This process works in it from now on: its current
     folder, first on sys.path and PYTHONPATH (the program's own modules are imported from there).
-    Copies that earlier runs left behind with nothing of theirs in them go first (`_swept`)."""
+    Copies that earlier runs left behind with nothing of theirs in them go first (`_swept`), once
+    per node."""
     copy = Path(tempfile.gettempdir()) / name
-    _swept(copy.parent)
+    if not copy.is_dir():  # the node's first federate sweeps (before it holds a lock of its own)
+        _swept(copy.parent)
     with _members(copy) as members:
         if not copy.is_dir():
             part = copy.with_name(f"{copy.name}.part")
