@@ -75,6 +75,11 @@ def learner_flags(args: argparse.Namespace, diags: Diagnostics) -> int | None:
         args.param.extend(seeded(main.parameters, args.seed))
     parameters = main_parameters(args)
     if (args.portable or parameters.get("portable") is True) and not portable.active():
+        uncovered = portable.uncovered()
+        if uncovered is not None:
+            asked = "--portable" if args.portable else "the program's portable = true"
+            args.run_parser.error(f"{asked}: {uncovered}: the kernels a portable run pins (the same weights on "
+                                  "every x86-64 processor) need x86-64 with AVX2 or better; run without it here")
         portable.restart(args.argv)  # torch's kernels pinned before it is imported: lfrl.portable
     if "logdir" in parameters and not (args.lfc or args.cluster is not None or args.coordinator_only):
         # a learner program whose log (lfrl.logs) is made in this process: its learning curve's

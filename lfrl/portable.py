@@ -13,7 +13,12 @@ inherits (`lfpy.runtime.cluster` passes the variables LFPY_ENV names to a cluste
   the same results on every x86 processor, Intel's or not, whatever the arrays' alignment;
 - MKL_DYNAMIC=FALSE: MKL computes on the threads torch gives it (`torch_threads`), never fewer;
 - oneDNN off (`torch.backends.mkldnn.enabled = False`, by `apply` where networks are made):
-  convolutions go through ATen and MKL instead; ONEDNN_MAX_CPU_ISA=AVX2 besides.
+  convolutions go through ATen and MKL instead; ONEDNN_MAX_CPU_ISA=AVX2 besides;
+- numpy's SIMD loops held to AVX2 (NPY_DISABLE_CPU_FEATURES, the AVX-512 levels of numpy 2 and 1.x by
+  name; a name a numpy does not know it ignores): its float32 sin, cos, exp, log and tanh, and float64
+  tanh, round otherwise under AVX-512 than under AVX2 (environments' dynamics, actors' numpy acting);
+- OpenBLAS (numpy's matrix products: actors acting) on its Haswell kernels (OPENBLAS_CORETYPE), the
+  AVX2 ones, not the kernels it would pick for the processor (SkylakeX's AVX-512, Zen's).
 
 Not covered: GPUs (`--device cuda`), ARM processors, x86-64 processors without AVX2. A portable run
 is slower where those choices were faster: benchmarks/portable.py measures by how much.
@@ -29,13 +34,33 @@ from typing import NoReturn
 MARK = "LFRL_PORTABLE"  # set in a portable run's processes
 # LFPY_SAME_KERNELS: a cluster's nodes of more than one processor kind are then not warned of
 # (lfpy.runtime.cluster.SAME_KERNELS).
+NUMPY_ABOVE_AVX2 = ("X86_V4 AVX512_ICL AVX512_SPR "  # numpy 2's
+                    "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL")  # numpy 1.x's
 VARIABLES = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE,STRICT", "MKL_DYNAMIC": "FALSE",
-             "ONEDNN_MAX_CPU_ISA": "AVX2", "LFPY_SAME_KERNELS": "1", MARK: "1"}
+             "ONEDNN_MAX_CPU_ISA": "AVX2", "NPY_DISABLE_CPU_FEATURES": NUMPY_ABOVE_AVX2,
+             "OPENBLAS_CORETYPE": "Haswell", "LFPY_SAME_KERNELS": "1", MARK: "1"}
 
 
 def active() -> bool:
     """Whether this process is a portable run's (its environment pinned: `restart`)."""
     return all(os.environ.get(name) == value for name, value in VARIABLES.items())
+
+
+def uncovered() -> str | None:
+    """Why this machine's processor is not one that a portable run's pins cover (x86-64 with AVX2 or
+    better), or None where it is, or where its instructions cannot be read (not Linux) on x86-64: the
+    pinned kernels need AVX2, and elsewhere they are not the ones others run."""
+    import platform
+
+    from lfpy.runtime import processor
+
+    machine = platform.machine()
+    if machine.lower() not in ("x86_64", "amd64"):
+        return f"this machine's processor is {machine or 'of an unknown kind'}, not x86-64"
+    found = processor.this()
+    if found.level == "no AVX2":
+        return f"this machine's processor, {found}, has no AVX2"
+    return None
 
 
 def restart(argv: Sequence[str]) -> NoReturn:

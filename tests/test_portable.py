@@ -1,8 +1,10 @@
 """`lfrl run --portable` (lfrl.portable): the same weights whatever kernels the processor would have
-torch pick. Other processors are emulated from outside, in the run's environment: ATen's vectorised
-kernels off (ATEN_CPU_CAPABILITY=default), MKL's vendor-independent path (MKL_CBWR=COMPATIBLE), oneDNN
-held to AVX2 (ONEDNN_MAX_CPU_ISA, for convolutions). Without --portable the emulations give other
-weights (the test has teeth); with it, one checksum."""
+torch, numpy and OpenBLAS pick. Other processors are emulated from outside, in the run's environment:
+ATen's vectorised kernels off (ATEN_CPU_CAPABILITY=default), MKL's vendor-independent path
+(MKL_CBWR=COMPATIBLE), oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA, for convolutions), numpy's SIMD loops
+held below AVX2 (NPY_DISABLE_CPU_FEATURES), OpenBLAS on another processor's kernels
+(OPENBLAS_CORETYPE). Without --portable the emulations give other weights (the test has teeth); with
+it, one checksum."""
 
 import os
 import subprocess
@@ -15,7 +17,8 @@ from lfrl import portable
 from tests.test_learners_run import DQN, SAC, command, generate, last_lines, run_folder
 
 ROOT = Path(__file__).parent.parent
-EMULATED = [{}, {"ATEN_CPU_CAPABILITY": "default"}, {"MKL_CBWR": "COMPATIBLE"}]
+EMULATED = [{}, {"ATEN_CPU_CAPABILITY": "default"}, {"MKL_CBWR": "COMPATIBLE"},
+            {"NPY_DISABLE_CPU_FEATURES": "X86_V3 AVX2 FMA3"}, {"OPENBLAS_CORETYPE": "Sandybridge"}]
 CNN = [{}, {"ONEDNN_MAX_CPU_ISA": "AVX2"}, {"ATEN_CPU_CAPABILITY": "default"}]
 PPO = {"progress": False, "eval_episodes": 2, "total_steps": 512, "envs_per_actor": 4, "n_steps": 64,
        "batch_size": 64, "n_epochs": 2, "eval_every": 512}
@@ -67,3 +70,30 @@ def test_a_clusters_federates_get_the_variables_lfpy_env_names(monkeypatch: pyte
     monkeypatch.delenv("NOT_SET", raising=False)
     got = passed()
     assert got["MKL_CBWR"] == "COMPATIBLE,STRICT" and got["LFPY_ENV"] == "MKL_CBWR,NOT_SET" and "NOT_SET" not in got
+
+
+def test_a_processor_the_pins_do_not_cover_is_refused_before_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    import platform
+
+    from lfpy.runtime import processor
+    from lfrl.cli import main
+
+    monkeypatch.delenv(portable.MARK, raising=False)
+    monkeypatch.setattr(platform, "machine", lambda: "aarch64")
+    assert portable.uncovered() == "this machine's processor is aarch64, not x86-64"
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(processor, "this", lambda: processor.of("GenuineIntel", {"sse4_2", "avx"}, "Old Xeon"))
+    assert portable.uncovered() == "this machine's processor, Old Xeon (no AVX2), has no AVX2"
+    program = tmp_path / "Hello.lf"
+    program.write_text('target Python\nmain reactor {\n  reaction(startup) {= print("ran") =}\n}\n')
+    with pytest.raises(SystemExit) as ended:
+        main(["run", str(program), "--portable"])
+    assert ended.value.code == 2
+    said = capsys.readouterr()
+    assert "ran" not in said.out
+    assert said.err.endswith(
+        "error: --portable: this machine's processor, Old Xeon (no AVX2), has no AVX2: the kernels a portable run "
+        "pins (the same weights on every x86-64 processor) need x86-64 with AVX2 or better; run without it here\n")
+    monkeypatch.setattr(processor, "this", lambda: processor.of("AuthenticAMD", processor.AVX2, "EPYC"))
+    assert portable.uncovered() is None

@@ -28,8 +28,8 @@ def test_nodes_of_one_kind_are_not_warned_of_and_others_are_named_by_kind() -> N
     assert processor.mixed({"a": epyc}) is None
     assert processor.mixed({"a": epyc, "b": xeon, "c": epyc}) == (
         "the nodes have processors of different kinds (a, c: AMD EPYC (AVX-512); b: Intel Xeon (AVX-512)): numerical "
-        "libraries (torch, MKL, oneDNN) pick their kernels by processor, so floating-point results may differ from "
-        "one host's")
+        "libraries (torch, MKL, oneDNN, numpy, OpenBLAS) pick their kernels by processor, so floating-point results "
+        "may differ from one host's")
 
 
 def test_a_cluster_run_warns_once_of_federates_on_processors_of_other_kinds(capsys, monkeypatch) -> None:
@@ -49,8 +49,9 @@ def test_a_cluster_run_warns_once_of_federates_on_processors_of_other_kinds(caps
     Cluster._warn_of_processors(run, placed)  # type: ignore[arg-type]
     assert capsys.readouterr().err == (
         f"warning: the nodes have processors of different kinds (node 0123456789ab (lfrl's), node fedcba987654: "
-        f"{here}; node aaaaaaaaaaaa: Other CPU (AVX2)): numerical libraries (torch, MKL, oneDNN) pick their kernels "
-        "by processor, so floating-point results may differ from one host's; lfrl run --portable pins them\n")
+        f"{here}; node aaaaaaaaaaaa: Other CPU (AVX2)): numerical libraries (torch, MKL, oneDNN, numpy, OpenBLAS) pick "
+        "their kernels by processor, so floating-point results may differ from one host's; lfrl run --portable pins "
+        "them\n")
     Cluster._warn_of_processors(run, placed[:1])  # type: ignore[arg-type]
     assert capsys.readouterr().err == ""
     monkeypatch.setenv("LFPY_SAME_KERNELS", "1")

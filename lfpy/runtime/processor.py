@@ -1,7 +1,7 @@
 """What kind of processor a node has, as numerical libraries tell processors apart: its vendor and
 its vector instruction level (as ATen's CPU capability reads the same flags: AVX-512 where
 avx512f, avx512bw, avx512vl, avx512dq and fma are all there, AVX2 with avx2 and fma, else none).
-torch, MKL and oneDNN pick their kernels by these, so two nodes of different kinds may compute
+torch, MKL, oneDNN, numpy and OpenBLAS pick their kernels by these, so two nodes of different kinds may compute
 other floating-point results from the same program; a cluster run says so (lfpy.runtime.cluster).
 """
 
@@ -59,5 +59,5 @@ def mixed(nodes: dict[str, Processor]) -> str | None:
     if len(kinds) < 2:
         return None
     shown = "; ".join(f"{', '.join(names)}: {nodes[names[0]]}" for names in kinds.values())
-    return (f"the nodes have processors of different kinds ({shown}): numerical libraries (torch, MKL, oneDNN) "
-            "pick their kernels by processor, so floating-point results may differ from one host's")
+    return (f"the nodes have processors of different kinds ({shown}): numerical libraries (torch, MKL, oneDNN, numpy, "
+            "OpenBLAS) pick their kernels by processor, so floating-point results may differ from one host's")
