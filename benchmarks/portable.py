@@ -7,7 +7,8 @@ Cases: SAC on Pendulum-v1 (the template's defaults, 256x256 networks), PPO on Ca
 defaults) and DQN on Pong (the Nature CNN, the zoo's Atari values), each for a fixed budget. Each
 round runs both variants of every case back to back, alternating which goes first; the table shows
 the median seconds of the whole `lfrl run` process and the portable run's time over the default's.
-A portable run's checksum must be the same in every round; the two variants' checksums differ (other
+A portable run's checksum must be the same in every round, and on every processor for the same code
+and versions (shown, to compare with a run elsewhere); the two variants' checksums differ (other
 kernels round otherwise). Writes results/portable.md, .png and .json.
 """
 
@@ -24,6 +25,8 @@ from statistics import median
 
 from common import RESULTS, ROOT, Machine, Summary, ratio_spread, spread, write_summary
 from tqdm import tqdm
+
+from lfpy.runtime import processor
 
 # name: (template, flags, budget in steps, budget with --quick)
 CASES = {
@@ -71,25 +74,36 @@ def main() -> None:
                     checksums[(case, variant)].add(checksum)
                     bar.update(1)
     machine.done()
-    lines = ["| case | default (s) | portable (s) | portable / default | portable's checksum the same every round |",
-             "|---|---:|---:|---:|---|"]
+    lines = ["| case | default (s) | portable (s) | portable / default | portable's checksum the same every round | "
+             "portable's checksum (to compare with other processors') |",
+             "|---|---:|---:|---:|---|---|"]
     rows = []
     for case in CASES:
         default, portable = times[(case, "default")], times[(case, "portable")]
         ratios = [p / d for p, d in zip(portable, default, strict=True)]
         same = "yes" if len(checksums[(case, "portable")]) == 1 else "**NO**"
-        lines.append(f"| {case} | {spread(default)} | {spread(portable)} | {ratio_spread(ratios)} | {same} |")
+        lines.append(f"| {case} | {spread(default)} | {spread(portable)} | {ratio_spread(ratios)} | {same} | "
+                     f"{', '.join(sorted(checksums[(case, 'portable')]))} |")
         rows.append(Summary(f"--portable: {case}", "s per run", median(portable), peer=median(default),
                             peer_name="default kernels", vs_peer=median(default) / median(portable),
                             note="the cost of the same weights on any x86-64 processor with AVX2"))
     text = ["# The cost of `lfrl run --portable`", "",
             f"Command: `{' '.join(['.venv/bin/python', 'benchmarks/portable.py', *sys.argv[1:]])}`, on {machine.line()} "
-            "Seconds of the whole `lfrl run` process (the script's header says what runs).", "", *lines, ""]
+            "Seconds of the whole `lfrl run` process (the script's header says what runs).", "",
+            f"Processor: {processor.this()}; {versions()}. The same commit and versions on another x86-64 processor "
+            "with AVX2 must give the same portable checksums.", "", *lines, ""]
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "portable.md").write_text("\n".join([*text, "![seconds per run](portable.png)", ""]))
     plot(times)
     write_summary("portable", "The cost of --portable", machine, rows, quick=args.quick)
     print("\n".join(lines))
+
+
+def versions() -> str:
+    """The versions of what the weights depend on besides lfrl's code."""
+    from importlib.metadata import version
+
+    return ", ".join(f"{name} {version(name)}" for name in ("torch", "numpy", "gymnasium", "ale-py"))
 
 
 def plot(times: dict[tuple[str, str], list[float]]) -> None:
