@@ -15,8 +15,9 @@ inherits (`lfpy.runtime.cluster` passes the variables LFPY_ENV names to a cluste
 - oneDNN off (`torch.backends.mkldnn.enabled = False`, by `apply` where networks are made):
   convolutions go through ATen and MKL instead; ONEDNN_MAX_CPU_ISA=AVX2 besides;
 - numpy's SIMD loops held to AVX2 (NPY_DISABLE_CPU_FEATURES, the AVX-512 levels of numpy 2 and 1.x by
-  name; a name a numpy does not know it ignores): its float32 sin, cos, exp, log and tanh, and float64
-  tanh, round otherwise under AVX-512 than under AVX2 (environments' dynamics, actors' numpy acting);
+  name; a name a numpy does not know it ignores): numpy picks a loop per level, and they round
+  otherwise (float32 sin, cos, exp, log and tanh, float64 tanh give other bits with AVX2's loops than
+  with the baseline's), in environments' dynamics and actors' numpy acting;
 - OpenBLAS (numpy's matrix products: actors acting) on its Haswell kernels (OPENBLAS_CORETYPE), the
   AVX2 ones, not the kernels it would pick for the processor (SkylakeX's AVX-512, Zen's).
 

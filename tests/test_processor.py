@@ -35,7 +35,7 @@ def test_nodes_of_one_kind_are_not_warned_of_and_others_are_named_by_kind() -> N
 def test_a_cluster_run_warns_once_of_federates_on_processors_of_other_kinds(capsys, monkeypatch) -> None:
     """What `lfrl run --cluster` prints once every federate is placed (Cluster.placed): lfrl's own node
     counts where it hosts the first federate; a portable run (LFPY_SAME_KERNELS=1, which lfrl run
-    --portable sets) is not warned of."""
+    --portable sets) is warned only of nodes its pins do not cover."""
     from types import SimpleNamespace
 
     from lfpy.runtime.cluster import Cluster
@@ -57,6 +57,13 @@ def test_a_cluster_run_warns_once_of_federates_on_processors_of_other_kinds(caps
     monkeypatch.setenv("LFPY_SAME_KERNELS", "1")
     Cluster._warn_of_processors(run, placed)  # type: ignore[arg-type]
     assert capsys.readouterr().err == ""
+    # Pinned, but on a node the pins do not cover (an ARM processor: no x86 flags to read)
+    arm = SimpleNamespace(node="bbbbbbbbbbbbbbbb", processor=processor.of("unknown", set(), "Neoverse"))
+    Cluster._warn_of_processors(run, [*placed, arm])  # type: ignore[arg-type]
+    assert capsys.readouterr().err == (
+        "warning: the kernels this run pins (the same results on every x86-64 processor with AVX2) do not hold on "
+        "node bbbbbbbbbbbb: Neoverse (no AVX2): floating-point results computed there may differ from the other "
+        "nodes'\n")
 
 
 def test_lfrl_run_portable_pins_what_the_cluster_warns_of() -> None:

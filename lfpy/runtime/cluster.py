@@ -543,15 +543,18 @@ class Cluster:
 
     def _warn_of_processors(self, placed: list[RemoteProcess]) -> None:
         """Say once where the federates run on processors of more than one kind (lfpy.runtime.processor),
-        unless the run pins its kernels (SAME_KERNELS: lfrl run --portable)."""
-        if os.environ.get(SAME_KERNELS) == "1":
-            return
+        or, where the run pins its kernels (SAME_KERNELS: lfrl run --portable), on processors the pins
+        do not cover."""
         nodes = {} if self.coordinator_only else {f"node {self.own_node[:12]} (lfrl's)": processor.this()}
         for process in placed:
             nodes.setdefault(f"node {process.node[:12]}", process.processor)
-        problem = processor.mixed(nodes)
+        if os.environ.get(SAME_KERNELS) == "1":
+            problem = processor.unpinned(nodes)
+        else:
+            problem = processor.mixed(nodes)
+            problem = problem and f"{problem}; lfrl run --portable pins them"
         if problem is not None:
-            print(f"warning: {problem}; lfrl run --portable pins them", file=sys.stderr, flush=True)
+            print(f"warning: {problem}", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         """Remove every actor and the placement group of this run, and leave the cluster."""

@@ -1,8 +1,10 @@
 """What kind of processor a node has, as numerical libraries tell processors apart: its vendor and
 its vector instruction level (as ATen's CPU capability reads the same flags: AVX-512 where
 avx512f, avx512bw, avx512vl, avx512dq and fma are all there, AVX2 with avx2 and fma, else none).
-torch, MKL, oneDNN, numpy and OpenBLAS pick their kernels by these, so two nodes of different kinds may compute
-other floating-point results from the same program; a cluster run says so (lfpy.runtime.cluster).
+torch, MKL, oneDNN, numpy and OpenBLAS pick their kernels by these, so two nodes of different kinds
+may compute other floating-point results from the same program; a cluster run says so
+(lfpy.runtime.cluster), and where it pins the kernels (lfrl run --portable: those of x86-64 with AVX2),
+it names the nodes the pins do not cover.
 """
 
 from __future__ import annotations
@@ -61,3 +63,14 @@ def mixed(nodes: dict[str, Processor]) -> str | None:
     shown = "; ".join(f"{', '.join(names)}: {nodes[names[0]]}" for names in kinds.values())
     return (f"the nodes have processors of different kinds ({shown}): numerical libraries (torch, MKL, oneDNN, numpy, "
             "OpenBLAS) pick their kernels by processor, so floating-point results may differ from one host's")
+
+
+def unpinned(nodes: dict[str, Processor]) -> str | None:
+    """What a run that pins its kernels to those of x86-64 with AVX2 (lfrl run --portable) should be
+    warned of: the `nodes` whose processors have no AVX2 (or are not x86-64: no flags to read), where
+    the pins do not hold; else None."""
+    outside = [f"{name}: {found}" for name, found in nodes.items() if found.level == "no AVX2"]
+    if not outside:
+        return None
+    return (f"the kernels this run pins (the same results on every x86-64 processor with AVX2) do not hold on "
+            f"{'; '.join(outside)}: floating-point results computed there may differ from the other nodes'")
