@@ -552,7 +552,8 @@ class Cluster:
             problem = processor.unpinned(nodes)
         else:
             problem = processor.mixed(nodes)
-            problem = problem and f"{problem}; lfrl run --portable pins them"
+            if problem is not None:
+                problem += "; lfrl run --portable pins them"
         if problem is not None:
             print(f"warning: {problem}", file=sys.stderr, flush=True)
 
