@@ -21,7 +21,8 @@ inherits (`lfpy.runtime.cluster` passes the variables LFPY_ENV names to a cluste
 - OpenBLAS (numpy's matrix products: actors acting) on its Haswell kernels (OPENBLAS_CORETYPE), the
   AVX2 ones, not the kernels it would pick for the processor (SkylakeX's AVX-512, Zen's).
 
-Not covered: GPUs (`--device cuda`), ARM processors, x86-64 processors without AVX2. A portable run
+Not covered: GPUs (`--device cuda`), ARM processors, x86-64 processors without AVX2 (on the last two
+a portable run is refused: `uncovered`; a cluster's such nodes are warned of). A portable run
 is slower where those choices were faster: benchmarks/portable.py measures by how much.
 """
 
@@ -33,8 +34,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 MARK = "LFRL_PORTABLE"  # set in a portable run's processes
-# LFPY_SAME_KERNELS: a cluster's nodes of more than one processor kind are then not warned of
-# (lfpy.runtime.cluster.SAME_KERNELS).
+# LFPY_SAME_KERNELS: a cluster's nodes of more than one processor kind are then not warned of, only
+# those whose processors the pins do not cover (lfpy.runtime.cluster.SAME_KERNELS).
 NUMPY_ABOVE_AVX2 = ("X86_V4 AVX512_ICL AVX512_SPR "  # numpy 2's
                     "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX AVX512_CNL")  # numpy 1.x's
 VARIABLES = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE,STRICT", "MKL_DYNAMIC": "FALSE",
@@ -59,7 +60,7 @@ def uncovered() -> str | None:
     if machine.lower() not in ("x86_64", "amd64"):
         return f"this machine's processor is {machine or 'of an unknown kind'}, not x86-64"
     found = processor.this()
-    if found.level == "no AVX2":
+    if not found.pinnable:
         return f"this machine's processor, {found}, has no AVX2"
     return None
 

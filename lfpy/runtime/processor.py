@@ -26,6 +26,13 @@ class Processor:
         """What kernels are picked by: the vendor and the level."""
         return self.vendor, self.level
 
+    @property
+    def pinnable(self) -> bool:
+        """Whether kernels pinned to those of x86-64 with AVX2 (lfrl run --portable) run here as on
+        every other such processor: not where it has no AVX2 (or no x86 flags to read: not x86-64);
+        an unknown one (its flags unreadable: not Linux) is given the benefit of the doubt."""
+        return self.level != "no AVX2"
+
     def __str__(self) -> str:
         return f"{self.model or self.vendor} ({self.level})"
 
@@ -69,7 +76,7 @@ def unpinned(nodes: dict[str, Processor]) -> str | None:
     """What a run that pins its kernels to those of x86-64 with AVX2 (lfrl run --portable) should be
     warned of: the `nodes` whose processors have no AVX2 (or are not x86-64: no flags to read), where
     the pins do not hold; else None."""
-    outside = [f"{name}: {found}" for name, found in nodes.items() if found.level == "no AVX2"]
+    outside = [f"{name}: {found}" for name, found in nodes.items() if not found.pinnable]
     if not outside:
         return None
     return (f"the kernels this run pins (the same results on every x86-64 processor with AVX2) do not hold on "
