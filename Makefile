@@ -32,9 +32,14 @@ run: setup
 test: setup
 	$(PY) -m pytest -q -m "not slow and not bench"
 
-# The same tests on the pure-Python core, the reference the C core must match (LFPY_CORE, docs/runtime.md).
+# The runtime's tests on the pure-Python core, the reference the C core must match (LFPY_CORE,
+# docs/runtime.md): semantics, federation, checkpoints, transients, parameters and the templates'
+# programs. tests/test_core.py and tests/test_lane.py compare the two cores within `make test`; the
+# learners' own tests would only repeat their runs on the slower core.
+CORE_TESTS := test_runtime test_federation test_checkpoint test_transient test_templates_run test_determinism \
+	test_overrides test_parameter_errors test_savina
 test-python-core: setup
-	LFPY_CORE=python $(PY) -m pytest -q -m "not slow and not bench"
+	LFPY_CORE=python $(PY) -m pytest -q -m "not slow and not bench" $(CORE_TESTS:%=tests/%.py)
 
 test-slow: setup
 	$(PY) -m pytest -q -m "slow and not bench"
