@@ -174,7 +174,7 @@ def main() -> None:
     rounds = 2 if args.quick else args.rounds
     trips = 500 if args.quick else 3000
     tags = 5 if args.quick else 20
-    dqn_steps = 4000 if args.quick else 8000
+    dqn_steps = 2000 if args.quick else 8000
     cases: list[tuple[list[str], Case]] = []
     for transport, over in (("ring", ""), ("pipe", ", over pipes"), ("tcp", ", over TCP")):
         name = f"ping-pong{over} (round trip, us)"

@@ -90,7 +90,7 @@ shows it. The ratios of steps (lfrl / SB3, steps) are of medians over every seed
 reaches the threshold counted as its whole run's steps (the medians beside them are over the seeds
 that reach it). The sides of a seed (a round) run back to back, in the order lfrl, SB3, SBX (this
 machine's speed drifts); `--sides lfrl,sb3` leaves SBX out (and must, where sbx-rl is not
-installed), and `--quick` (`make bench QUICK=1`) runs lfrl and SB3 only. Each peer runs twice per
+installed), and `--quick` (`make bench QUICK=1`) runs lfrl and SB3 (its default threads) only. Each peer runs twice per
 seed (`--peer-threads`): with one thread (torch's `set_num_threads(1)`; for SBX also XLA's CPU
 backend on one thread, XLA_FLAGS) and with the library's default (torch's one thread per CPU; JAX's
 XLA default), and lfrl is compared with the faster of the two by median process time: on a 2-CPU
@@ -108,8 +108,8 @@ CnnPolicy, batch 32, one update every 4 steps, ...) given to both sides, but for
 in all and learning from `--pong-learning-starts` on (so that the updates, which dominate, are part
 of it), DQN without double Q-learning (SB3's), the same environment (lfrl's Atari preprocessing,
 lfrl.envs.make). lfrl runs its template default, one torch thread for each operation (its learner
-runs independent parts of an update on a second thread of its own); SB3 runs twice, with one torch
-thread and with torch's default (one per CPU), and lfrl is compared with the faster of the two.
+runs independent parts of an update on a second thread of its own); SB3 runs twice (`--peer-threads`),
+with one torch thread and with torch's default (one per CPU), and lfrl is compared with the faster of the two.
 Measured: environment steps per second of training once learning has started (from the first
 1,000-step mark after it to the last), each side by its own clock, in rounds whose order alternates;
 the ratio is taken within a round.
@@ -521,15 +521,16 @@ def pong_sb3(config: dict, threads: int) -> Throughput:
 Round = dict[str, Throughput]  # side -> its throughput in one round
 
 
-def pong_throughput(steps: int, learning_starts: int, repeat: int, bar) -> list[Round]:
-    """Every side's throughput per round, the order alternating."""
+def pong_throughput(steps: int, learning_starts: int, repeat: int, peer_threads: list[str], bar) -> list[Round]:
+    """Every side's throughput per round (SB3 with each of `peer_threads`), the order alternating."""
     config = pong_config(steps, learning_starts)
     functions = {PONG_SIDES[0]: pong_lfrl, PONG_SIDES[1]: lambda c: pong_sb3(c, 1),
                  PONG_SIDES[2]: lambda c: pong_sb3(c, 0)}
+    sides = pong_sides(peer_threads)
     rounds = []
     for round_ in range(repeat):
         done = {}
-        for side in PONG_SIDES[::1 if round_ % 2 == 0 else -1]:
+        for side in sides[::1 if round_ % 2 == 0 else -1]:
             bar.set_postfix_str(f"Pong throughput round {round_ + 1} {side}")
             done[side] = functions[side](config)
             bar.update(1)
@@ -537,9 +538,15 @@ def pong_throughput(steps: int, learning_starts: int, repeat: int, bar) -> list[
     return rounds
 
 
+def pong_sides(peer_threads: list[str]) -> list[str]:
+    """lfrl's side and SB3's with each of `peer_threads` ("1", "default")."""
+    return [PONG_SIDES[0], *(PONG_SIDES[1 + THREADS.index(t)] for t in THREADS if t in peer_threads)]
+
+
 def faster_sb3(rounds: list[Round]) -> str:
     """The SB3 side with the higher median steps/s."""
-    return max(PONG_SIDES[1:], key=lambda side: median(r[side].steps_per_s for r in rounds))
+    return max([side for side in rounds[0] if side != "lfrl"], key=lambda side: median(r[side].steps_per_s
+                                                                                         for r in rounds))
 
 
 def pong_table(rounds: list[Round], steps: int, learning_starts: int) -> list[str]:
@@ -547,7 +554,7 @@ def pong_table(rounds: list[Round], steps: int, learning_starts: int) -> list[st
     ratios = [r["lfrl"].steps_per_s / r[best].steps_per_s for r in rounds]
     lines = [f"| side | torch threads | updates | steps/s after learning starts (median, min-max) | lfrl / {best} |",
              "|---|---|---|---|---|"]
-    for side in PONG_SIDES:
+    for side in [side for side in PONG_SIDES if side in rounds[0]]:
         mine = [r[side] for r in rounds]
         rates = [t.steps_per_s for t in mine]
         threads = f"{mine[0].threads} (and a second thread of its own)" if side == "lfrl" else str(mine[0].threads)
@@ -697,7 +704,8 @@ def main() -> None:
                         help="time to threshold: each peer's thread settings, 1 (one thread) and/or default (the "
                              "library's); lfrl is compared with the faster")
     parser.add_argument("--quick", action="store_true",
-                        help="dqn and sac, one seed, lfrl and SB3 only; Pong: 3,000 steps, one round")
+                        help="dqn and sac, one seed, lfrl and SB3 (its default threads) only; Pong: 3,000 steps, "
+                             "one round")
     args = parser.parse_args()
     algos = ["dqn", "sac"] if args.quick else [a for a in args.algos.split(",") if a]
     if set(algos) - set(THRESHOLDS):
@@ -706,7 +714,7 @@ def main() -> None:
     seeds = 1 if args.quick else args.seeds
     seed_range = range(args.first_seed, args.first_seed + seeds)
     sides = ["lfrl", "sb3"] if args.quick else parse_sides(parser, args.sides)
-    peer_threads = [t.strip() for t in args.peer_threads.split(",") if t.strip()]
+    peer_threads = ["default"] if args.quick else [t.strip() for t in args.peer_threads.split(",") if t.strip()]
     if not peer_threads or set(peer_threads) - set(THREADS):
         parser.error(f"--peer-threads: one or both of {', '.join(THREADS)}, got {args.peer_threads!r}")
     order = variants(sides, [t for t in THREADS if t in peer_threads])
@@ -727,7 +735,7 @@ def main() -> None:
     machine = Machine()
     runs: list[Run] = []
     pong: list[Round] = []
-    total = sum(seeds * len([v for v in order if v[0] in sides_of(a, sides)]) for a in algos) + ("dqn" in algos) * seeds + (len(PONG_SIDES) * pong_rounds if pong_steps else 0)
+    total = sum(seeds * len([v for v in order if v[0] in sides_of(a, sides)]) for a in algos) + ("dqn" in algos) * seeds + (len(pong_sides(peer_threads)) * pong_rounds if pong_steps else 0)
     with tqdm(total=total, unit="run") as bar:
         for algo in algos:
             for seed in seed_range:
@@ -743,7 +751,7 @@ def main() -> None:
                 defaults.append(run_lfrl("dqn", seed, as_sb3=False))
                 bar.update(1)
         if pong_steps:
-            pong = pong_throughput(pong_steps, pong_starts, pong_rounds, bar)
+            pong = pong_throughput(pong_steps, pong_starts, pong_rounds, peer_threads, bar)
     machine.done()
     RESULTS.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/learners.py", *sys.argv[1:]])
@@ -787,8 +795,9 @@ def main() -> None:
                  "a short budget with learning started early; the same environment. lfrl runs with one torch "
                  "thread for each operation, its learner running the independent parts of an update (the target "
                  "network's pass, the weight gradients of different layers) on a second thread, with the same "
-                 "values as on one; SB3 runs them one after the other, with one torch thread and with torch's "
-                 "default (one per CPU), and lfrl is compared with the faster.", "",
+                 "values as on one; SB3 runs them one after the other, "
+                 + ("with one torch thread and with torch's default (one per CPU), and lfrl is compared with the "
+                    "faster." if len(pong[0]) == 3 else f"with {faster_sb3(pong).removeprefix('sb3, ')} only."), "",
                  *pong_table(pong, pong_steps, pong_starts), ""]
     (RESULTS / "learners.md").write_text("\n".join(text))
     rows = [summary_row(runs, algo, sides) for algo in algos] + ([pong_row(pong)] if pong else [])

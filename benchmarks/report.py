@@ -69,7 +69,7 @@ BENCHMARKS = [
               "prioritized, frame_stack) and cpprb, alone and under DQN and SAC; an Atari buffer's memory",
               (), ("--quick",), 8, 1),
     Benchmark("learners", "The learners' time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX "
-              "port), and DQN's training throughput on Pong, lfrl against SB3", ("--seeds", "1"), ("--quick",), 32, 6),
+              "port), and DQN's training throughput on Pong, lfrl against SB3", ("--seeds", "1"), ("--quick",), 32, 4),
     Benchmark("portable", "What `lfrl run --portable` costs: torch's kernels pinned against as the processor picks "
               "them", ("--rounds", "1"), ("--quick",), 1.5, 0.5),
     Benchmark("parallel_learners", "SAC's updates/s with each batch split over L learner reactors (1 and 2 "
