@@ -336,7 +336,9 @@ class PPO(Learner):
                 a = adv[rows]
                 if config.normalize_advantage and len(a) > 1:
                     a = (a - a.mean()) / (a.std() + 1e-8)
-                rows_critic, rows_masks = None if critic is None else critic[rows], None if masks is None else masks[rows]
+                # a recurrent pass takes the whole round's critic inputs (sequences.forward picks its rows)
+                rows_critic = None if critic is None or sequences is not None else critic[rows]
+                rows_masks = None if masks is None else masks[rows]
                 if hand is not None:
                     reported = hand.minibatch(obs[rows], rows_critic, actions[rows], old_log_prob[rows], a, ret[rows],
                                               rows_masks, clip, ent_coef, vf_coef)
