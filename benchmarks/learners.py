@@ -90,8 +90,8 @@ shows it. The ratios of steps (lfrl / SB3, steps) are of medians over every seed
 reaches the threshold counted as its whole run's steps (the medians beside them are over the seeds
 that reach it). The sides of a seed (a round) run back to back, in the order lfrl, SB3, SBX (this
 machine's speed drifts); `--sides lfrl,sb3` leaves SBX out (and must, where sbx-rl is not
-installed), and `--quick` (`make bench QUICK=1`) runs lfrl and SB3 (its default threads) only. Each peer runs twice per
-seed (`--peer-threads`): with one thread (torch's `set_num_threads(1)`; for SBX also XLA's CPU
+installed), and `--quick` (`make bench QUICK=1`) runs lfrl and SB3 (its default threads) only.
+Each peer runs twice per seed (`--peer-threads`): with one thread (torch's `set_num_threads(1)`; for SBX also XLA's CPU
 backend on one thread, XLA_FLAGS) and with the library's default (torch's one thread per CPU; JAX's
 XLA default), and lfrl is compared with the faster of the two by median process time: on a 2-CPU
 machine with anything else running, a peer's default threads can collapse. lfrl runs its template
@@ -108,8 +108,9 @@ CnnPolicy, batch 32, one update every 4 steps, ...) given to both sides, but for
 in all and learning from `--pong-learning-starts` on (so that the updates, which dominate, are part
 of it), DQN without double Q-learning (SB3's), the same environment (lfrl's Atari preprocessing,
 lfrl.envs.make). lfrl runs its template default, one torch thread for each operation (its learner
-runs independent parts of an update on a second thread of its own); SB3 runs twice (`--peer-threads`),
-with one torch thread and with torch's default (one per CPU), and lfrl is compared with the faster of the two.
+runs independent parts of an update on a second thread of its own); SB3 runs twice
+(`--peer-threads`), with one torch thread and with torch's default (one per CPU), and lfrl is
+compared with the faster of the two.
 Measured: environment steps per second of training once learning has started (from the first
 1,000-step mark after it to the last), each side by its own clock, in rounds whose order alternates;
 the ratio is taken within a round.
@@ -540,13 +541,13 @@ def pong_throughput(steps: int, learning_starts: int, repeat: int, peer_threads:
 
 def pong_sides(peer_threads: list[str]) -> list[str]:
     """lfrl's side and SB3's with each of `peer_threads` ("1", "default")."""
-    return [PONG_SIDES[0], *(PONG_SIDES[1 + THREADS.index(t)] for t in THREADS if t in peer_threads)]
+    return [PONG_SIDES[0], *(side for side, t in zip(PONG_SIDES[1:], THREADS, strict=True) if t in peer_threads)]
 
 
 def faster_sb3(rounds: list[Round]) -> str:
     """The SB3 side with the higher median steps/s."""
-    return max([side for side in rounds[0] if side != "lfrl"], key=lambda side: median(r[side].steps_per_s
-                                                                                         for r in rounds))
+    peers = [side for side in rounds[0] if side != "lfrl"]
+    return max(peers, key=lambda side: median(r[side].steps_per_s for r in rounds))
 
 
 def pong_table(rounds: list[Round], steps: int, learning_starts: int) -> list[str]:
@@ -797,7 +798,7 @@ def main() -> None:
                  "network's pass, the weight gradients of different layers) on a second thread, with the same "
                  "values as on one; SB3 runs them one after the other, "
                  + ("with one torch thread and with torch's default (one per CPU), and lfrl is compared with the "
-                    "faster." if len(pong[0]) == 3 else f"with {faster_sb3(pong).removeprefix('sb3, ')} only."), "",
+                    "faster." if len(pong[0]) == len(PONG_SIDES) else f"with {faster_sb3(pong).removeprefix('sb3, ')} only."), "",
                  *pong_table(pong, pong_steps, pong_starts), ""]
     (RESULTS / "learners.md").write_text("\n".join(text))
     rows = [summary_row(runs, algo, sides) for algo in algos] + ([pong_row(pong)] if pong else [])
