@@ -592,10 +592,11 @@ TWO_CPUS = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs tw
 @pytest.mark.usefixtures("transport")
 def test_federates_that_outnumber_the_cpus_wait_without_polling(tmp_path: Path) -> None:
     # Three processes on two CPUs: the waiters sleep until each message instead of taking the CPU
-    # the busy federate does not use (polling, they took 0.2 s of the 0.2 s it worked).
+    # the busy federate does not use (polling, they took 0.2 s of the 0.2 s it worked; sleeping,
+    # 0.02-0.055 s for their 200 wake-ups, the most over pipes on a 2-CPU AMD EPYC).
     lines = waiting(tmp_path, 2)
     assert [line[:4] for line in lines] == [["waiter", "100", "1", "1"]] * 2
-    assert sum(float(line[4]) for line in lines) < 0.04
+    assert sum(float(line[4]) for line in lines) < 0.1
 
 
 @TWO_CPUS

@@ -1,8 +1,9 @@
 """The federation's fast lane (lfpy/runtime/_lane.c): a plain tag's request and answer in C on both
 sides, everything else through the federation's own Python code. The lanes run with the C core; the same
 programs on the pure-Python core (LFPY_CORE=python, no lanes) give the same output and traces, with
-values marshal would not carry exactly (arrays, bytearrays, numpy scalars, named tuples), ports kept
-in a federate, actions scheduled there and a stop requested there."""
+values marshal carries (numpy arrays of numbers in the frame beside it) and values it would not carry
+exactly (bytearrays, numpy scalars, named tuples), ports kept in a federate, actions scheduled there
+and a stop requested there."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy
 import pytest
 
 from lfpy.runtime import core
@@ -37,7 +39,7 @@ reactor Source {
   state n = 0
   reaction(t) -> out {=
     self.n += 1
-    kinds = [self.n, (self.n, 0.5 * self.n), [self.n, "s", None, True, b"x"], {"n": self.n, "f": 1.5},
+    kinds = [self.n, (self.n, 0.5 * self.n), [self.n, "s", None, True, b"x"], {"n": self.n, "f": 1.5, "a": numpy.eye(2) * self.n},
              numpy.arange(self.n), numpy.float64(self.n), bytearray(b"ab" * self.n), Point(self.n, -self.n),
              {self.n, -self.n}, 10 ** 30 + self.n, complex(self.n, 1)]
     out.set(kinds[self.n % len(kinds)])
@@ -81,9 +83,12 @@ federated reactor {
 """
 
 
-def run(tmp_path: Path, core_name: str, source: str) -> subprocess.CompletedProcess[str]:
-    path = write(tmp_path / core_name, source)
-    env = {k: v for k, v in os.environ.items() if k != "LFPY_TRACE"}
+def run(tmp_path: Path, core_name: str, source: str, transport_name: str = "") -> subprocess.CompletedProcess[str]:
+    """`source` run on the core named (c, python), through the transport named (the default: rings)."""
+    path = write(tmp_path / f"{core_name}{transport_name}", source)
+    env = {k: v for k, v in os.environ.items() if k not in ("LFPY_TRACE", "LFPY_FEDERATION_TRANSPORT")}
+    if transport_name:
+        env["LFPY_FEDERATION_TRANSPORT"] = transport_name
     return subprocess.run([sys.executable, "-m", "lfrl", "run", str(path)], capture_output=True, text=True,
                           env=dict(env, LFPY_CORE=core_name), cwd=ROOT, timeout=120, preexec_fn=default_signals)
 
@@ -102,6 +107,13 @@ def test_plain_and_other_values_cross_as_on_the_python_core(tmp_path: Path) -> N
     assert len(sink) == 22 + 1  # a value each millisecond until the relay stops at 22, and the action's
     assert lines.count("kept ('int', 0)") == 4  # kept in the relay's federate: its reader is there
     assert len([line for line in lines if line.startswith("kept")]) == 22
+
+
+def test_values_cross_sockets_as_they_cross_rings(tmp_path: Path) -> None:
+    # Over TCP (a federate on another machine) the lanes frame the same messages, arrays included.
+    fast, reference = run(tmp_path, "c", VALUES, "tcp"), run(tmp_path, "python", VALUES)
+    assert fast.returncode == reference.returncode == 0, (fast.stderr, reference.stderr)
+    assert fast.stdout == reference.stdout and "sink ndarray" in fast.stdout
 
 
 def test_traces_are_those_of_the_python_core(tmp_path: Path) -> None:
@@ -347,3 +359,125 @@ def test_a_remote_federates_lane_sends_what_it_printed_with_the_answer(wires: Ca
     assert sent_at_once == [Print(1, "between\n")]
     for channel in (requests_out, requests_in, answers_out, answers_in):
         channel.close()
+
+
+def same_array(got: object, sent: numpy.ndarray) -> None:
+    """`got` is an array equal to `sent` in dtype, shape and bytes, of its own (writable, another memory)."""
+    assert type(got) is numpy.ndarray and got.dtype == sent.dtype and got.shape == sent.shape
+    assert got.tobytes() == sent.tobytes() and got.flags.writeable and got.flags.c_contiguous
+    assert not numpy.shares_memory(got, sent)
+
+
+def test_arrays_travel_in_the_frame_of_a_plain_request(wires: Callable) -> None:
+    # Arrays of booleans or numbers under transport.SHARED_MIN stay on the lane: the request is marshalled
+    # with the arrays' bytes after it, and each arrives as an array of its own, a view of the frame.
+    requests_out, requests_in = wires()
+    answers_out, answers_in = wires()
+    calls: list = []
+    lane, reactions, slots = coordinator_lane(requests_out, answers_in, calls)
+    a = numpy.arange(12, dtype=numpy.float32).reshape(3, 4)
+    kinds = {"bool": numpy.array([True, False, True]), "big-endian": numpy.arange(5, dtype=">i4"),
+             "complex": numpy.array(3 + 1j), "empty": numpy.zeros((0, 2), dtype=numpy.uint8),
+             "half": numpy.linspace(0, 1, 7, dtype=numpy.float16), "last": numpy.full(transport.SHARED_MIN // 8 - 1, 2.5)}
+    slots[0].set({**kinds, "nested": (a, [a, 7])})
+    slots[1].set([a, a[1]])  # a row of `a`: an array of its own, contiguous
+    lane.send([reactions[1], reactions[2]])
+    assert calls == ["round"]  # not handed to the coordinator's Python
+    kind, payload = requests_in.wire.receive()
+    assert kind == transport.ARRAYS and type(payload) is bytearray
+    run = requests_in._unpickle(kind, payload)
+    assert run[:3] == (1, 1_000, 2) and run[4] == [] and [i for i, _ in run[3]] == [1, 2]
+    (first, second), ((slot, again),) = run[3][0][1], run[3][1][1]
+    got = first[1]
+    assert first[0] == 0 and second[0] == slot == 1 and set(got) == {*kinds, "nested"}
+    for name, sent in kinds.items():
+        same_array(got[name], sent)
+    nested, rows = got["nested"], second[1]
+    same_array(nested[0], a)
+    same_array(rows[1], a[1])
+    assert nested[1][1] == 7 and got["last"].nbytes == transport.SHARED_MIN - 8
+    # What the message shares it still shares (as pickle keeps it): `a` is one array in three places.
+    assert nested[0] is nested[1][0] is rows[0] and again is rows
+    nested[0][0, 0] = -1  # the receiver's own
+    assert a[0, 0] == 0 and rows[0][0, 0] == -1
+    # Several arrays: each copied out into memory of its own (keeping one keeps no other's bytes);
+    # a message's one array: a view of the frame's bytes.
+    assert all(got[name].base is None for name in kinds)
+    slots[1].set(a)
+    lane.send([reactions[2]])
+    kind, payload = requests_in.wire.receive()
+    alone = requests_in._unpickle(kind, payload)[3][0][1][0][1]
+    same_array(alone, a)
+    assert alone.base is payload
+    for channel in (requests_out, requests_in, answers_out, answers_in):
+        channel.close()
+
+
+@pytest.mark.parametrize("value", [
+    numpy.arange(6.0).reshape(2, 3).T,  # not C-contiguous
+    numpy.array(["a", None], dtype=object),
+    numpy.zeros(2, dtype=[("x", "i4"), ("y", "f8")]),  # records
+    numpy.zeros(2, dtype=numpy.dtype("f8", metadata={"unit": "m"})),
+    numpy.zeros(3, dtype="M8[s]"),  # datetimes
+    numpy.zeros(transport.SHARED_MIN // 8),  # shared memory's size
+    numpy.ma.masked_array([1, 2], mask=[0, 1]),  # a subclass
+    [numpy.zeros(1)] * 101,  # more arrays than a frame takes
+], ids=["transposed", "objects", "records", "metadata", "datetimes", "large", "subclass", "many"])
+def test_other_arrays_go_through_the_coordinators_python(value: object) -> None:
+    requests_out, requests_in = rings()
+    answers_out, answers_in = rings()
+    calls: list = []
+    lane, reactions, slots = coordinator_lane(requests_out, answers_in, calls)
+    slots[1].set(value)
+    lane.send([reactions[2]])
+    assert calls[-1][:4] == ("send_run", 1, 1_000, 2) and calls[-1][4][0][1][0][1] is value
+    for channel in (requests_out, requests_in, answers_out, answers_in):
+        channel.close()
+
+
+def test_a_federates_lane_answers_with_arrays_in_the_frame(wires: Callable) -> None:
+    from lfpy.runtime import _wire
+    from lfpy.runtime.federation.messages import NotSent
+    from lfpy.runtime.tag import Tag
+
+    requests_out, requests_in = wires()
+    answers_out, answers_in = wires()
+    server, sched = LaneServer(), FederateSched()
+    server.sched = sched
+    table = [FederatePort(name, sched.set_ports) for name in "ab"]
+
+    def double() -> None:
+        table[1].set({"twice": table[0].value * 2, "as_sent": table[0].value})
+
+    lane = _wire.FederateLane(server, sched, requests_in.wire, answers_out.wire, requests_in._unpickle,
+                              lambda: None, [LaneReaction(double)], [[table[0]]], table,
+                              {port: slot for slot, port in enumerate(table)}, set(), [], NotSent, Tag, 1, 12)
+    sent = numpy.arange(8192, dtype=numpy.float64)  # 64 KiB
+    requests_out.send((1, 1_000, 0, [(0, [(0, sent)])], []))  # pickled by the coordinator's Python
+    requests_out.send((5,))
+    assert lane.next() == (5,)
+    assert server.finished == []  # answered in C
+    kind, payload = answers_in.wire.receive()
+    ran = answers_in._unpickle(kind, payload)
+    assert kind == transport.ARRAYS and ran[0] == 12 and ran[2:] == ([], [], [], False, False, None, [], [], [])
+    ((slot, value),) = ran[1]
+    assert slot == 1
+    same_array(value["twice"], sent * 2)
+    same_array(value["as_sent"], sent)
+    for channel in (requests_out, requests_in, answers_out, answers_in):
+        channel.close()
+
+
+def test_the_lanes_arrays_stay_under_shared_memorys_size() -> None:
+    from lfpy.runtime import _wire
+
+    assert _wire.INBAND_MAX == transport.SHARED_MIN and _wire.ARRAYS == transport.ARRAYS
+
+
+def test_a_corrupt_frame_of_arrays_is_refused() -> None:
+    from lfpy.runtime import _wire
+
+    with pytest.raises(ValueError, match="a frame of arrays is corrupt"):
+        _wire.unpack(bytearray(b"\xff" * 12))
+    with pytest.raises(TypeError, match="a bytearray"):
+        _wire.unpack(b"")

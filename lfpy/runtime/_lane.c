@@ -6,9 +6,15 @@
  * A tag is plain when nothing but reactions reading ports and setting ports happens: no mode entered
  * with reset, no action scheduled, no stop or checkpoint requested, no failure, no trace, no output
  * held for the coordinator, and every value is plain data (`plain`: None, bools, ints, floats,
- * complex numbers, strings, bytes, and tuples, lists and dicts of those, of these exact types).
+ * complex numbers, strings, bytes, and tuples, lists and dicts of those, of these exact types, and
+ * numpy arrays of booleans or numbers smaller than INBAND_MAX: `inband_array`).
  * Its messages are then marshalled (KIND_MARSHAL), which costs less than pickling and is exact for
- * those types; every other message, and everything else a tag does, goes through the federation's
+ * those types. A message with arrays is marshalled with a stand-in for each, (Ellipsis, dtype, shape,
+ * offset), and the arrays' bytes follow it in the same frame (KIND_ARRAYS, `send_plain`); the receiver
+ * makes each array a view of the frame's bytearray (`unpack_arrays`): one copy into the frame and one out,
+ * where pickling an array costs four and runs numpy's reconstruction in Python. What the message shares
+ * (an array or a container in two places), the unpacked message shares too, as with pickle. Every other
+ * message, and everything else a tag does, goes through the federation's
  * own Python code (the lanes call it: `served.finish`, `federation.apply`, ...), so the two paths give
  * the same results by construction: the fast one only skips work that is empty.
  *
@@ -35,7 +41,7 @@
 static PyObject *s_is_present, *s_value, *s_current, *s_arrival, *s_clock_offset, *s_halted, *s_run_reaction,
     *s_set_ports, *s_stop_requested, *s_scheduled, *s_physical_scheduled, *s_checkpoint_requests, *s_trace,
     *s_pending, *s_send_all, *s_finish, *s_flush, *s_set, *s_federate, *s_deadline, *s_call, *s_exit_status,
-    *s__current, *s_failed, *s_hold, *s_release;
+    *s__current, *s_failed, *s_hold, *s_release, *s_dtype, *s_kind, *s_str, *s_metadata, *s_shape, *s_numpy;
 static PyObject *k_zero;
 
 static int intern_names(void)
@@ -53,7 +59,8 @@ static int intern_names(void)
         {&s_trace, "trace"}, {&s_pending, "pending"}, {&s_send_all, "send_all"}, {&s_finish, "finish"},
         {&s_flush, "flush"}, {&s_set, "set"}, {&s_federate, "federate"}, {&s_deadline, "deadline"},
         {&s_call, "call"}, {&s_exit_status, "exit_status"}, {&s__current, "_current"}, {&s_failed, "failed"},
-        {&s_hold, "hold"}, {&s_release, "release"},
+        {&s_hold, "hold"}, {&s_release, "release"}, {&s_dtype, "dtype"}, {&s_kind, "kind"}, {&s_str, "str"},
+        {&s_metadata, "metadata"}, {&s_shape, "shape"}, {&s_numpy, "numpy"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
@@ -65,8 +72,66 @@ static int intern_names(void)
 
 /* ------------------------------------------------------------------ shared helpers */
 
-/* Whether `o` is plain data that marshal carries exactly (see the top). */
-static int plain(PyObject *o, int depth)
+#define MAX_ARRAYS 100 /* arrays of one message in its frame (each takes at most two of a frame's parts) */
+#define ALIGN 16       /* where an array's bytes start in a KIND_ARRAYS payload: a multiple of this */
+
+static PyObject *ndarray_type; /* numpy.ndarray, once a message has had an array */
+
+/* numpy.ndarray: where numpy is imported, or with `import` (a receiver of arrays) after importing it.
+ * NULL with an exception only with `import`. */
+static PyObject *ndarray(int import)
+{
+    if (ndarray_type != NULL)
+        return ndarray_type;
+    PyObject *numpy = import ? PyImport_Import(s_numpy) : PyImport_GetModule(s_numpy);
+    if (numpy == NULL)
+        return NULL;
+    ndarray_type = PyObject_GetAttrString(numpy, "ndarray");
+    Py_DECREF(numpy);
+    return ndarray_type;
+}
+
+/* Whether `o` travels in its message's frame as an array: a numpy.ndarray (no subclass), C-contiguous,
+ * of booleans or numbers (no objects, records or metadata), smaller than INBAND_MAX. With `view`, its
+ * buffer is then held there (the caller releases it) and its dtype's `str` is in *dtype_str (a new
+ * reference). An error asking is cleared: such a value is not plain, and pickling it will say more. */
+static int inband_array(PyObject *o, Py_buffer *view, PyObject **dtype_str)
+{
+    if (strcmp(Py_TYPE(o)->tp_name, "numpy.ndarray") != 0) /* no import, no lookup for other types */
+        return 0;
+    PyObject *type = ndarray(0);
+    if (type == NULL || (PyObject *)Py_TYPE(o) != type) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *dtype = PyObject_GetAttr(o, s_dtype);
+    PyObject *kind = dtype ? PyObject_GetAttr(dtype, s_kind) : NULL;
+    PyObject *metadata = kind ? PyObject_GetAttr(dtype, s_metadata) : NULL;
+    PyObject *str = metadata ? PyObject_GetAttr(dtype, s_str) : NULL;
+    Py_UCS4 k = kind && PyUnicode_Check(kind) && PyUnicode_GET_LENGTH(kind) == 1 ? PyUnicode_READ_CHAR(kind, 0) : 0;
+    int simple = str != NULL && PyUnicode_Check(str) && metadata == Py_None && k != 0 && strchr("biufc", (int)k) != NULL;
+    Py_XDECREF(dtype);
+    Py_XDECREF(kind);
+    Py_XDECREF(metadata);
+    Py_buffer local, *v = view ? view : &local;
+    if (!simple || PyObject_GetBuffer(o, v, PyBUF_C_CONTIGUOUS) < 0) {
+        Py_XDECREF(str);
+        PyErr_Clear();
+        return 0;
+    }
+    int small = v->len < INBAND_MAX;
+    if (view == NULL || !small)
+        PyBuffer_Release(v);
+    if (small && dtype_str != NULL)
+        *dtype_str = str;
+    else
+        Py_DECREF(str);
+    return small;
+}
+
+/* Whether `o` is plain data that marshal carries exactly, or arrays that go with it (see the top);
+ * counts the arrays met in *arrays (an array met twice counts twice: at most MAX_ARRAYS). */
+static int plain(PyObject *o, int depth, int *arrays)
 {
     PyTypeObject *t = Py_TYPE(o);
     if (o == Py_None || t == &PyBool_Type || t == &PyLong_Type || t == &PyFloat_Type || t == &PyUnicode_Type ||
@@ -76,13 +141,13 @@ static int plain(PyObject *o, int depth)
         return 0;
     if (t == &PyTuple_Type) {
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(o); k++)
-            if (!plain(PyTuple_GET_ITEM(o, k), depth + 1))
+            if (!plain(PyTuple_GET_ITEM(o, k), depth + 1, arrays))
                 return 0;
         return 1;
     }
     if (t == &PyList_Type) {
         for (Py_ssize_t k = 0; k < PyList_GET_SIZE(o); k++)
-            if (!plain(PyList_GET_ITEM(o, k), depth + 1))
+            if (!plain(PyList_GET_ITEM(o, k), depth + 1, arrays))
                 return 0;
         return 1;
     }
@@ -90,10 +155,12 @@ static int plain(PyObject *o, int depth)
         Py_ssize_t pos = 0;
         PyObject *key, *value;
         while (PyDict_Next(o, &pos, &key, &value))
-            if (!plain(key, depth + 1) || !plain(value, depth + 1))
+            if (!plain(key, depth + 1, arrays) || !plain(value, depth + 1, arrays))
                 return 0;
         return 1;
     }
+    if (inband_array(o, NULL, NULL))
+        return ++*arrays <= MAX_ARRAYS;
     return 0; /* sets too: marshal sorts their items, which then iterate in another order */
 }
 
@@ -124,23 +191,236 @@ static int flush_output(void)
     return 0;
 }
 
-/* The message in a frame: marshalled, or pickled (`unpickle(kind, payload)`, the channel's). */
+/* ------------------------------------------------------------------ arrays in a frame */
+
+/* A KIND_ARRAYS payload: the marshalled message's size and the number of arrays (u64 each), the message
+ * with a stand-in (Ellipsis, dtype str, shape, offset) for each array, zeros to a multiple of ALIGN, then
+ * each array's bytes (each padded to a multiple of ALIGN), `offset` counting from the first.
+ * A message's one array is a view of the payload; where there are several, each is copied out into
+ * memory of its own, so that keeping one does not keep the others' bytes alive. */
+#define ARRAYS_HEADER 16
+
+typedef struct {
+    PyObject *made;   /* id of a container or array of the message -> what stands for it in the marshal */
+    Py_buffer views[MAX_ARRAYS]; /* the arrays', held until sent */
+    int n;
+    Py_ssize_t size;  /* the arrays' bytes so far, padded */
+} Placing;
+
+static Py_ssize_t padded(Py_ssize_t n)
+{
+    return (n + ALIGN - 1) & ~(Py_ssize_t)(ALIGN - 1);
+}
+
+/* `o` (plain, see `plain`) with stand-ins for its arrays: a new reference, or NULL with an exception.
+ * Containers are rebuilt, each once, so that what the message shares the marshal shares too. */
+static PyObject *placed(PyObject *o, Placing *pl)
+{
+    PyTypeObject *t = Py_TYPE(o);
+    int array = strcmp(t->tp_name, "numpy.ndarray") == 0;
+    if (t != &PyTuple_Type && t != &PyList_Type && t != &PyDict_Type && !array)
+        return Py_NewRef(o);
+    PyObject *id = PyLong_FromVoidPtr(o);
+    if (id == NULL)
+        return NULL;
+    PyObject *made = PyDict_GetItemWithError(pl->made, id); /* borrowed */
+    if (made != NULL || PyErr_Occurred()) {
+        Py_DECREF(id);
+        return Py_XNewRef(made);
+    }
+    if (t == &PyTuple_Type || t == &PyList_Type) {
+        int tuple = t == &PyTuple_Type;
+        Py_ssize_t n = tuple ? PyTuple_GET_SIZE(o) : PyList_GET_SIZE(o);
+        made = tuple ? PyTuple_New(n) : PyList_New(n);
+        for (Py_ssize_t k = 0; made != NULL && k < n; k++) {
+            PyObject *item = placed(tuple ? PyTuple_GET_ITEM(o, k) : PyList_GET_ITEM(o, k), pl);
+            if (item == NULL)
+                Py_CLEAR(made);
+            else if (tuple)
+                PyTuple_SET_ITEM(made, k, item);
+            else
+                PyList_SET_ITEM(made, k, item);
+        }
+    } else if (t == &PyDict_Type) {
+        made = PyDict_New();
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (made != NULL && PyDict_Next(o, &pos, &key, &value)) { /* keys hold no arrays: unhashable */
+            PyObject *item = placed(value, pl);
+            if (item == NULL || PyDict_SetItem(made, key, item) < 0)
+                Py_CLEAR(made);
+            Py_XDECREF(item);
+        }
+    } else { /* an array `plain` let through */
+        Py_buffer *view = &pl->views[pl->n];
+        PyObject *dtype_str = NULL;
+        if (pl->n == MAX_ARRAYS || !inband_array(o, view, &dtype_str)) {
+            PyErr_SetString(PyExc_RuntimeError, "an array changed while its message was sent");
+        } else {
+            pl->n++;
+            PyObject *shape = PyObject_GetAttr(o, s_shape);
+            made = shape ? Py_BuildValue("(ONNn)", Py_Ellipsis, dtype_str, shape, pl->size) : NULL;
+            if (shape == NULL)
+                Py_DECREF(dtype_str);
+            pl->size += padded(view->len);
+        }
+    }
+    if (made != NULL && PyDict_SetItem(pl->made, id, made) < 0)
+        Py_CLEAR(made);
+    Py_DECREF(id);
+    return made;
+}
+
+/* Send `message` (plain already, with `arrays` arrays in it) on `wire`: marshalled, with its arrays
+ * after it where it has any. 0, or -1 with an exception. */
+static int send_plain(PyObject *wire, PyObject *message, int arrays)
+{
+    if (arrays == 0) {
+        PyObject *data = PyMarshal_WriteObjectToString(message, Py_MARSHAL_VERSION);
+        if (data == NULL)
+            return -1;
+        int rc = wire_send(wire, KIND_MARSHAL, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
+        Py_DECREF(data);
+        return rc;
+    }
+    static const char zeros[ALIGN];
+    Placing pl = {.made = PyDict_New(), .n = 0, .size = 0};
+    if (pl.made == NULL)
+        return -1;
+    PyObject *stand_in = placed(message, &pl);
+    PyObject *body = stand_in ? PyMarshal_WriteObjectToString(stand_in, Py_MARSHAL_VERSION) : NULL;
+    int rc = -1;
+    if (body != NULL) {
+        uint64_t header[2] = {(uint64_t)PyBytes_GET_SIZE(body), (uint64_t)pl.n};
+        struct iovec parts[3 + 2 * MAX_ARRAYS];
+        int n = 0;
+        parts[n++] = (struct iovec){header, ARRAYS_HEADER};
+        parts[n++] = (struct iovec){PyBytes_AS_STRING(body), (size_t)header[0]};
+        Py_ssize_t pad = padded(ARRAYS_HEADER + (Py_ssize_t)header[0]) - ARRAYS_HEADER - (Py_ssize_t)header[0];
+        if (pad)
+            parts[n++] = (struct iovec){(void *)zeros, (size_t)pad};
+        for (int k = 0; k < pl.n; k++) {
+            parts[n++] = (struct iovec){pl.views[k].buf, (size_t)pl.views[k].len};
+            if ((pad = padded(pl.views[k].len) - pl.views[k].len))
+                parts[n++] = (struct iovec){(void *)zeros, (size_t)pad};
+        }
+        rc = wire_sendv(wire, KIND_ARRAYS, parts, n);
+    }
+    for (int k = 0; k < pl.n; k++)
+        PyBuffer_Release(&pl.views[k]);
+    Py_XDECREF(body);
+    Py_XDECREF(stand_in);
+    Py_DECREF(pl.made);
+    return rc;
+}
+
+static int is_stand_in(PyObject *o)
+{
+    return PyTuple_CheckExact(o) && PyTuple_GET_SIZE(o) == 4 && PyTuple_GET_ITEM(o, 0) == Py_Ellipsis;
+}
+
+/* The array a stand-in is for, from `base` + its offset in `payload`: a view of it where `alone`, a copy
+ * otherwise (the same array for the same stand-in: `made`). A new reference, or NULL with an exception. */
+static PyObject *array_for(PyObject *stand_in, PyObject *payload, Py_ssize_t base, int alone, PyObject *made)
+{
+    PyObject *id = PyLong_FromVoidPtr(stand_in);
+    if (id == NULL)
+        return NULL;
+    PyObject *array = PyDict_GetItemWithError(made, id); /* borrowed */
+    if (array != NULL || PyErr_Occurred()) {
+        Py_DECREF(id);
+        return Py_XNewRef(array);
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(PyTuple_GET_ITEM(stand_in, 3));
+    if (offset == -1 && PyErr_Occurred()) {
+        Py_DECREF(id);
+        return NULL;
+    }
+    /* numpy.ndarray(shape, dtype, buffer, offset): C order, checked against the buffer's size */
+    array = PyObject_CallFunction(ndarray_type, "OOOn", PyTuple_GET_ITEM(stand_in, 2), PyTuple_GET_ITEM(stand_in, 1),
+                                  payload, base + offset);
+    if (array != NULL && !alone) {
+        PyObject *copy = PyObject_CallMethod(array, "copy", NULL);
+        Py_SETREF(array, copy);
+    }
+    if (array != NULL && PyDict_SetItem(made, id, array) < 0)
+        Py_CLEAR(array);
+    Py_DECREF(id);
+    return array;
+}
+
+/* Puts the arrays in place of their stand-ins within `o`, which marshal has just made (ours to change).
+ * 0, or -1 with an exception. */
+static int put_arrays(PyObject *o, PyObject *payload, Py_ssize_t base, int alone, PyObject *made)
+{
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) {
+        int tuple = PyTuple_CheckExact(o);
+        Py_ssize_t n = tuple ? PyTuple_GET_SIZE(o) : PyList_GET_SIZE(o);
+        for (Py_ssize_t k = 0; k < n; k++) {
+            PyObject *item = tuple ? PyTuple_GET_ITEM(o, k) : PyList_GET_ITEM(o, k);
+            if (!is_stand_in(item)) {
+                if (put_arrays(item, payload, base, alone, made) < 0)
+                    return -1;
+                continue;
+            }
+            PyObject *array = array_for(item, payload, base, alone, made);
+            if (array == NULL)
+                return -1;
+            if (tuple)
+                PyTuple_SET_ITEM(o, k, array);
+            else
+                PyList_SET_ITEM(o, k, array);
+            Py_DECREF(item);
+        }
+    } else if (PyDict_CheckExact(o)) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(o, &pos, &key, &value)) { /* values change, keys do not: allowed meanwhile */
+            if (!is_stand_in(value)) {
+                if (put_arrays(value, payload, base, alone, made) < 0)
+                    return -1;
+                continue;
+            }
+            PyObject *array = array_for(value, payload, base, alone, made);
+            int rc = array ? PyDict_SetItem(o, key, array) : -1;
+            Py_XDECREF(array);
+            if (rc < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+PyObject *unpack_arrays(PyObject *payload)
+{
+    Py_ssize_t size = PyByteArray_GET_SIZE(payload);
+    const char *data = PyByteArray_AS_STRING(payload);
+    uint64_t header[2] = {0, 0};
+    if (size >= ARRAYS_HEADER)
+        memcpy(header, data, ARRAYS_HEADER);
+    if (size < ARRAYS_HEADER || header[0] > (uint64_t)(size - ARRAYS_HEADER)) {
+        PyErr_SetString(PyExc_ValueError, "a frame of arrays is corrupt");
+        return NULL;
+    }
+    if (intern_names() < 0 || ndarray(1) == NULL)
+        return NULL;
+    PyObject *message = PyMarshal_ReadObjectFromString(data + ARRAYS_HEADER, (Py_ssize_t)header[0]);
+    PyObject *made = message ? PyDict_New() : NULL;
+    Py_ssize_t base = padded(ARRAYS_HEADER + (Py_ssize_t)header[0]);
+    if (made == NULL || put_arrays(message, payload, base, header[1] == 1, made) < 0)
+        Py_CLEAR(message);
+    Py_XDECREF(made);
+    return message;
+}
+
+/* The message in a frame: marshalled (with arrays after it), or pickled (`unpickle(kind, payload)`, the channel's). */
 static PyObject *frame_message(int kind, PyObject *payload, PyObject *unpickle)
 {
     if (kind == KIND_MARSHAL)
         return PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload));
+    if (kind == KIND_ARRAYS)
+        return unpack_arrays(payload);
     return PyObject_CallFunction(unpickle, "iO", kind, payload);
-}
-
-/* Marshal `message` (plain already) and send it on `wire`. 0, or -1 with an exception. */
-static int send_marshalled(PyObject *wire, PyObject *message)
-{
-    PyObject *data = PyMarshal_WriteObjectToString(message, Py_MARSHAL_VERSION);
-    if (data == NULL)
-        return -1;
-    int rc = wire_send(wire, KIND_MARSHAL, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
-    Py_DECREF(data);
-    return rc;
 }
 
 static int is_empty_sequence(PyObject *o)
@@ -286,8 +566,9 @@ static int quiet_tag(FederateLane *self, int failed)
 }
 
 /* The answer of a quiet tag, (RAN, outputs, [], [], [], False, False, None, [], [], []), or NULL
- * with no exception when it is not plain (a kept port, a value marshal does not carry exactly). */
-static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports)
+ * with no exception when it is not plain (a kept port, a value marshal does not carry exactly); the
+ * arrays in it counted in *arrays. */
+static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports, int *arrays)
 {
     int send_all = attr_truth(self->served, s_send_all);
     if (send_all < 0)
@@ -323,7 +604,7 @@ static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports)
         }
         PyList_SET_ITEM(outputs, k, pair);
     }
-    if (!plain(outputs, 0)) {
+    if (!plain(outputs, 0, arrays)) {
         Py_DECREF(outputs);
         return NULL;
     }
@@ -341,7 +622,8 @@ static int release_output(FederateLane *self, PyObject *ran)
     PyObject *printed = PyObject_CallMethodNoArgs(self->output, s_release);
     if (printed == NULL)
         return -1;
-    if (!plain(printed, 0)) { /* not for marshal: the federation's own code sends the answer */
+    int arrays = 0;
+    if (!plain(printed, 0, &arrays) || arrays) { /* not for marshal: the federation's own code sends the answer */
         PyErr_SetString(PyExc_TypeError, "printed text is (fd, str) pairs");
         Py_DECREF(printed);
         return -1;
@@ -368,7 +650,8 @@ static int finish(FederateLane *self, int failed)
             PyErr_SetString(PyExc_TypeError, "set_ports must be a list");
             return -1;
         }
-        PyObject *ran = quiet_answer(self, set_ports);
+        int arrays = 0;
+        PyObject *ran = quiet_answer(self, set_ports, &arrays);
         if (ran == NULL && PyErr_Occurred()) {
             Py_DECREF(set_ports);
             return -1;
@@ -384,7 +667,7 @@ static int finish(FederateLane *self, int failed)
             Py_DECREF(res);
             int cleared = PyList_SetSlice(set_ports, 0, PyList_GET_SIZE(set_ports), NULL);
             Py_DECREF(set_ports);
-            int rc = cleared < 0 ? -1 : send_marshalled(self->answers, ran);
+            int rc = cleared < 0 ? -1 : send_plain(self->answers, ran, arrays);
             Py_DECREF(ran);
             if (rc == 0)
                 return 1;
@@ -880,12 +1163,13 @@ static PyObject *CoordinatorLane_send(CoordinatorLane *self, PyObject *reactions
         PyObject *batch = self->batches[k];
         self->batches[k] = NULL;
         int sent;
-        if (!has_resets && plain(batch, 0)) {
+        int arrays = 0;
+        if (!has_resets && plain(batch, 0, &arrays)) {
             PyObject *run = Py_BuildValue("(lOON[])", self->run_kind, PyTuple_GET_ITEM(now, 0), PyTuple_GET_ITEM(now, 1),
                                           batch); /* hands `batch` over, also when building fails */
             if (run == NULL)
                 goto fail_now;
-            int rc = send_marshalled(self->requests[k], run);
+            int rc = send_plain(self->requests[k], run, arrays);
             Py_DECREF(run);
             if (rc < 0) {
                 if (!PyErr_ExceptionMatches(PyExc_OSError))

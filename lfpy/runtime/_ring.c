@@ -255,6 +255,32 @@ static int ring_bell(Ring *self)
 
 int ring_send(Ring *self, int kind, const void *data, Py_ssize_t size)
 {
+    struct iovec part = {(void *)data, (size_t)size};
+    return ring_sendv(self, kind, &part, 1);
+}
+
+/* Copies up to `n` bytes of the parts from *p (at *offset into it) into the ring at `head`, moving *p
+ * and *offset past them; returns the bytes copied (fewer only where the parts end). */
+static uint64_t copy_parts(Ring *self, uint64_t head, const struct iovec *parts, int nparts, int *p, size_t *offset,
+                           uint64_t n)
+{
+    uint64_t done = 0;
+    while (done < n && *p < nparts) {
+        size_t left = parts[*p].iov_len - *offset;
+        uint64_t take = left < n - done ? left : n - done;
+        copy_in(self, head + done, (const unsigned char *)parts[*p].iov_base + *offset, take);
+        done += take;
+        *offset += take;
+        if (*offset == parts[*p].iov_len) {
+            (*p)++;
+            *offset = 0;
+        }
+    }
+    return done;
+}
+
+int ring_sendv(Ring *self, int kind, const struct iovec *parts, int nparts)
+{
     if (!self->sender) {
         PyErr_SetString(PyExc_TypeError, "send: this end of the ring receives");
         return -1;
@@ -264,7 +290,9 @@ int ring_send(Ring *self, int kind, const void *data, Py_ssize_t size)
     Header *h = self->header;
     uint64_t capacity = self->mask + 1;
     unsigned char frame[FRAME_HEADER];
-    uint64_t length = (uint64_t)size;
+    uint64_t length = 0;
+    for (int k = 0; k < nparts; k++)
+        length += parts[k].iov_len;
     memcpy(frame, &length, 8);
     frame[8] = (unsigned char)kind;
     uint64_t head = atomic_load_explicit(&h->head, memory_order_relaxed);
@@ -272,12 +300,13 @@ int ring_send(Ring *self, int kind, const void *data, Py_ssize_t size)
         return -1;
     copy_in(self, head, frame, FRAME_HEADER);
     head += FRAME_HEADER;
-    const unsigned char *src = data;
+    int p = 0;
+    size_t offset = 0;
     uint64_t left = length;
     /* Small frames become visible whole; a large one in parts as room frees up. */
     uint64_t part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
     if (part >= left) {
-        copy_in(self, head, src, left);
+        copy_parts(self, head, parts, nparts, &p, &offset, left);
         atomic_store_explicit(&h->head, head + left, memory_order_release);
         return ring_bell(self);
     }
@@ -291,9 +320,8 @@ int ring_send(Ring *self, int kind, const void *data, Py_ssize_t size)
         part = capacity - (head - atomic_load_explicit(&h->tail, memory_order_acquire));
         if (part > left)
             part = left;
-        copy_in(self, head, src, part);
+        copy_parts(self, head, parts, nparts, &p, &offset, part);
         head += part;
-        src += part;
         left -= part;
         atomic_store_explicit(&h->head, head, memory_order_release);
         if (ring_bell(self) < 0)
@@ -325,10 +353,10 @@ PyObject *ring_receive(Ring *self, int *kind_out)
         PyErr_SetString(PyExc_ValueError, "receive: a frame's length is corrupt");
         return NULL;
     }
-    PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)length);
+    PyObject *payload = new_payload(kind, (Py_ssize_t)length);
     if (payload == NULL)
         return NULL;
-    unsigned char *dst = (unsigned char *)PyBytes_AS_STRING(payload);
+    unsigned char *dst = payload_bytes(payload);
     uint64_t left = length;
     uint64_t have = atomic_load_explicit(&h->head, memory_order_acquire) - tail;
     if (have >= left) { /* the whole frame is there: one copy */

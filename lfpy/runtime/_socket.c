@@ -141,10 +141,10 @@ PyObject *socket_receive(Socket *self, int *kind_out)
         PyErr_SetString(PyExc_ValueError, "receive: a frame's length is corrupt");
         return NULL;
     }
-    PyObject *payload = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)length);
+    PyObject *payload = new_payload(frame[8], (Py_ssize_t)length);
     if (payload == NULL)
         return NULL;
-    if (take(self, (unsigned char *)PyBytes_AS_STRING(payload), (Py_ssize_t)length) < 0) {
+    if (take(self, payload_bytes(payload), (Py_ssize_t)length) < 0) {
         Py_DECREF(payload);
         return NULL;
     }
@@ -173,17 +173,32 @@ static PyObject *Socket_take(Socket *self, PyObject *buffer)
 
 int socket_send(Socket *self, int kind, const void *data, Py_ssize_t size)
 {
+    struct iovec part = {(void *)data, (size_t)size};
+    return socket_sendv(self, kind, &part, 1);
+}
+
+int socket_sendv(Socket *self, int kind, const struct iovec *payload, int nparts)
+{
     if (self->sock == NULL) {
         PyErr_SetString(PyExc_ValueError, "the Socket is not initialised");
         return -1;
     }
+    if (nparts >= MAX_PARTS) {
+        PyErr_SetString(PyExc_ValueError, "send: too many parts in one frame");
+        return -1;
+    }
     unsigned char frame[FRAME_HEADER];
-    uint64_t length = (uint64_t)size;
+    uint64_t length = 0;
+    struct iovec parts[MAX_PARTS];
+    parts[0] = (struct iovec){frame, FRAME_HEADER};
+    for (int k = 0; k < nparts; k++) {
+        parts[k + 1] = payload[k];
+        length += payload[k].iov_len;
+    }
     memcpy(frame, &length, 8);
     frame[8] = (unsigned char)kind;
-    struct iovec parts[2] = {{frame, FRAME_HEADER}, {(void *)data, (size_t)size}};
-    struct msghdr message = {.msg_iov = parts, .msg_iovlen = 2};
-    size_t left = FRAME_HEADER + (size_t)size;
+    struct msghdr message = {.msg_iov = parts, .msg_iovlen = (size_t)nparts + 1};
+    size_t left = FRAME_HEADER + (size_t)length;
     while (left) {
         ssize_t sent;
         Py_BEGIN_ALLOW_THREADS

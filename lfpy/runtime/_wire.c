@@ -17,6 +17,23 @@ int wire_send(PyObject *wire, int kind, const void *data, Py_ssize_t size)
     return socket_send((Socket *)wire, kind, data, size);
 }
 
+int wire_sendv(PyObject *wire, int kind, const struct iovec *parts, int nparts)
+{
+    if (Py_IS_TYPE(wire, &RingType))
+        return ring_sendv((Ring *)wire, kind, parts, nparts);
+    return socket_sendv((Socket *)wire, kind, parts, nparts);
+}
+
+PyObject *new_payload(int kind, Py_ssize_t size)
+{
+    return kind == KIND_ARRAYS ? PyByteArray_FromStringAndSize(NULL, size) : PyBytes_FromStringAndSize(NULL, size);
+}
+
+unsigned char *payload_bytes(PyObject *payload)
+{
+    return (unsigned char *)(PyByteArray_CheckExact(payload) ? PyByteArray_AS_STRING(payload) : PyBytes_AS_STRING(payload));
+}
+
 PyObject *wire_receive(PyObject *wire, int *kind)
 {
     if (Py_IS_TYPE(wire, &RingType))
@@ -66,8 +83,19 @@ long long monotonic_ns(void)
 }
 
 
+static PyObject *unpack(PyObject *module, PyObject *payload)
+{
+    if (!PyByteArray_CheckExact(payload)) {
+        PyErr_SetString(PyExc_TypeError, "unpack: a frame's payload, a bytearray");
+        return NULL;
+    }
+    return unpack_arrays(payload);
+}
+
 static PyMethodDef module_methods[] = {
     {"format", (PyCFunction)ring_format, METH_O, "format(memory) -> capacity: an empty ring in the memory."},
+    {"unpack", (PyCFunction)unpack, METH_O,
+     "unpack(payload) -> the message of a frame of kind ARRAYS (a marshal whose numpy arrays follow it raw)."},
     {NULL},
 };
 
@@ -92,7 +120,9 @@ PyMODINIT_FUNC PyInit__wire(void)
         PyModule_AddObjectRef(m, "FederateLane", (PyObject *)&FederateLaneType) < 0 ||
         PyModule_AddObjectRef(m, "CoordinatorLane", (PyObject *)&CoordinatorLaneType) < 0 ||
         PyModule_AddIntConstant(m, "HEADER", (long)ring_header_size) < 0 ||
-        PyModule_AddIntConstant(m, "MARSHAL", KIND_MARSHAL) < 0) {
+        PyModule_AddIntConstant(m, "MARSHAL", KIND_MARSHAL) < 0 ||
+        PyModule_AddIntConstant(m, "ARRAYS", KIND_ARRAYS) < 0 ||
+        PyModule_AddIntConstant(m, "INBAND_MAX", INBAND_MAX) < 0) {
         Py_DECREF(m);
         return NULL;
     }

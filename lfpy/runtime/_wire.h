@@ -14,11 +14,20 @@
 #include <Python.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/uio.h>
+
+#define MAX_PARTS 256 /* parts of one frame (`ring_sendv`, `socket_sendv`): below sendmsg's IOV_MAX */
 
 /* What a frame's payload is (federation/transport.py's kinds): a pickle, a pickle whose large buffers are in
  * shared memory, a marshal (the fast lane's plain messages), a pickle whose large buffers follow the
- * frame raw (a socket's). */
-enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_MARSHAL = 2, KIND_RAW = 3 };
+ * frame raw (a socket's), a marshal whose numpy arrays follow it raw (the fast lane's plain messages
+ * with arrays, _lane.c). A receiver gets the last kind's payload as a bytearray: its arrays are views
+ * of it, writable as unpickled ones are. */
+enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_MARSHAL = 2, KIND_RAW = 3, KIND_ARRAYS = 4 };
+
+/* Arrays smaller than this travel inside a frame; larger ones through shared memory or raw after their
+ * pickle (transport.SHARED_MIN, which tests/test_lane.py checks is the same). */
+#define INBAND_MAX (128 * 1024)
 
 struct RingHeader;
 
@@ -38,8 +47,9 @@ extern PyTypeObject RingType;
 extern const Py_ssize_t ring_header_size;
 
 /* One frame to the receiver (waits for room): 0, or -1 with an exception (BrokenPipeError once
- * the receiver has gone). */
+ * the receiver has gone). `ring_sendv`: the frame's payload is the parts one after the other. */
 int ring_send(Ring *ring, int kind, const void *data, Py_ssize_t size);
+int ring_sendv(Ring *ring, int kind, const struct iovec *parts, int nparts);
 /* The next frame's payload (waited for), its kind in *kind: a new reference, or NULL with an
  * exception (EOFError once the sender has gone and the ring is empty). */
 PyObject *ring_receive(Ring *ring, int *kind);
@@ -59,12 +69,20 @@ extern PyTypeObject SocketType;
 
 /* A Socket's ring_send and ring_receive: the same contracts (EOFError, BrokenPipeError). */
 int socket_send(Socket *socket, int kind, const void *data, Py_ssize_t size);
+int socket_sendv(Socket *socket, int kind, const struct iovec *parts, int nparts); /* nparts < MAX_PARTS */
 PyObject *socket_receive(Socket *socket, int *kind);
 
 /* Either a Ring or a Socket (`is_wire`): what the fast lane sends and receives on. */
 int is_wire(PyObject *o);
 int wire_send(PyObject *wire, int kind, const void *data, Py_ssize_t size);
+int wire_sendv(PyObject *wire, int kind, const struct iovec *parts, int nparts);
 PyObject *wire_receive(PyObject *wire, int *kind);
+/* A received frame's payload of `size` bytes, to fill: a bytearray for KIND_ARRAYS, bytes otherwise;
+ * `payload_bytes` is where its bytes are. */
+PyObject *new_payload(int kind, Py_ssize_t size);
+unsigned char *payload_bytes(PyObject *payload);
+/* The message of a KIND_ARRAYS payload (_lane.c; the module's `unpack`). */
+PyObject *unpack_arrays(PyObject *payload);
 /* Their methods send(kind, payload) and receive() -> (kind, payload). */
 PyObject *wire_send_method(PyObject *wire, PyObject *const *args, Py_ssize_t nargs);
 PyObject *wire_receive_method(PyObject *wire, PyObject *unused);

@@ -10,8 +10,9 @@ memory (the extension `_wire`, `_ring.c`): a message costs a copy, and a receive
 sees it within a fraction of a microsecond, where a pipe costs system calls to write and to read. A
 pipe beside it wakes a receiver that has gone to sleep and tells each side when the other has gone.
 A frame's kind says what its payload is: a pickle, a pickle whose large buffers are in shared memory,
-a marshal (plain data only, which the federation's fast lane sends, `_lane.c`), or (over a socket) a
-pickle whose large buffers follow it raw.
+a marshal (plain data only, which the federation's fast lane sends, `_lane.c`), a marshal whose numpy
+arrays follow it in the frame (the same lane's plain data with arrays under SHARED_MIN: `_wire.unpack`
+makes the message), or (over a socket) a pickle whose large buffers follow it raw.
 `PipeChannel` frames the same pickles on an OS pipe alone (where the ring is not built, and for the
 Unix sockets of a federate in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
@@ -75,8 +76,9 @@ _IOV_MAX = 512  # parts per sendmsg (Linux takes 1024)
 SHM = "/dev/shm/"  # where SharedMemory's segments are files (Linux)
 _HEADER = struct.Struct("<QB")  # the payload's length, its kind (below)
 # A frame's kind: a pickle, a pickle whose large buffers are in shared memory, a marshal (the fast
-# lane's plain messages), a pickle whose large buffers follow the frame raw (a socket's); as _wire.h's.
-PICKLE, SHARED, MARSHAL, RAW = range(4)
+# lane's plain messages), a pickle whose large buffers follow the frame raw (a socket's), a marshal whose
+# numpy arrays follow it raw (the fast lane's plain messages with arrays: `_wire.unpack`); as _wire.h's.
+PICKLE, SHARED, MARSHAL, RAW, ARRAYS = range(5)
 
 
 class Channel(Protocol):
@@ -289,6 +291,8 @@ class _Local:
             return pickle.loads(data)
         if kind == MARSHAL:
             return marshal.loads(data)
+        if kind == ARRAYS:
+            return _wire.unpack(data)
         data, spans = pickle.loads(data)
         maps = {name: _map(name) for name in {name for name, _o, _n in spans}}
         return pickle.loads(data, buffers=[memoryview(maps[name])[o:o + n] for name, o, n in spans])
@@ -542,6 +546,8 @@ class SocketChannel:
             return pickle.loads(data)
         if kind == MARSHAL:
             return marshal.loads(data)
+        if kind == ARRAYS:
+            return _wire.unpack(data)
         data, sizes = pickle.loads(data)
         return pickle.loads(data, buffers=[self._take(bytearray(n)) for n in sizes])
 
