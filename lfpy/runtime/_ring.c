@@ -259,10 +259,10 @@ int ring_send(Ring *self, int kind, const void *data, Py_ssize_t size)
     return ring_sendv(self, kind, &part, 1);
 }
 
-/* Copies up to `n` bytes of the parts from *p (at *offset into it) into the ring at `head`, moving *p
- * and *offset past them; returns the bytes copied (fewer only where the parts end). */
-static uint64_t copy_parts(Ring *self, uint64_t head, const struct iovec *parts, int nparts, int *p, size_t *offset,
-                           uint64_t n)
+/* Copies the next `n` bytes of the parts, from part *p at *offset on, into the ring at `head`, moving *p
+ * and *offset past them. */
+static void copy_parts(Ring *self, uint64_t head, const struct iovec *parts, int nparts, int *p, size_t *offset,
+                       uint64_t n)
 {
     uint64_t done = 0;
     while (done < n && *p < nparts) {
@@ -276,7 +276,6 @@ static uint64_t copy_parts(Ring *self, uint64_t head, const struct iovec *parts,
             *offset = 0;
         }
     }
-    return done;
 }
 
 int ring_sendv(Ring *self, int kind, const struct iovec *parts, int nparts)
