@@ -371,7 +371,8 @@ def same_array(got: object, sent: numpy.ndarray) -> None:
 
 def test_arrays_travel_in_the_frame_of_a_plain_request(wires: Callable) -> None:
     # Arrays of booleans or numbers under transport.SHARED_MIN stay on the lane: the request is marshalled
-    # with the arrays' bytes after it, and each arrives as an array of its own, a view of the frame.
+    # with the arrays' bytes after it, and each arrives as an array of its own (copied out of the frame
+    # where the message has several, a view of it where it has one: checked at the end).
     requests_out, requests_in = wires()
     answers_out, answers_in = wires()
     calls: list = []
@@ -431,7 +432,7 @@ def test_a_frame_of_arrays_larger_than_a_ring_goes_through_in_parts(wires: Calla
     assert calls == ["round"] and len(received) == 1
     got = received[0][3][0][1][0][1]
     assert len(got) == len(sent)
-    for array, expected in zip(got, sent):
+    for array, expected in zip(got, sent, strict=True):
         same_array(array, expected)
     for channel in (requests_out, requests_in, answers_out, answers_in):
         channel.close()
