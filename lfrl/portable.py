@@ -14,6 +14,10 @@ inherits (`lfpy.runtime.cluster` passes the variables LFPY_ENV names to a cluste
 - MKL_DYNAMIC=FALSE: MKL computes on the threads torch gives it (`torch_threads`), never fewer;
 - oneDNN off (`torch.backends.mkldnn.enabled = False`, by `apply` where networks are made):
   convolutions go through ATen and MKL instead; ONEDNN_MAX_CPU_ISA=AVX2 besides;
+- NNPACK off (`torch.backends.nnpack.set_flags(False)`, by `apply`): without oneDNN, torch convolves a
+  batch of 16 or more with NNPACK, which blocks its sums by the processor's cache sizes, so that an
+  Intel Xeon and an AMD EPYC gave a DQN on Pong two sets of weights; its convolutions go through
+  ATen's im2col and MKL's matrix products instead, as a smaller batch's always did;
 - numpy's SIMD loops held to AVX2 (NPY_DISABLE_CPU_FEATURES, the AVX-512 levels of numpy 2 and 1.x by
   name; a name a numpy does not know it ignores): numpy picks a loop per level, and they round
   otherwise (float32 sin, cos, exp, log and tanh, float64 tanh give other bits with AVX2's loops than
@@ -77,8 +81,9 @@ def restart(argv: Sequence[str]) -> NoReturn:
 
 def apply() -> None:
     """In a portable run's process, before networks run: oneDNN off (its kernels are compiled for the
-    processor at hand)."""
+    processor at hand) and NNPACK off (its blocking follows the processor's caches)."""
     if active():
         import torch
 
         torch.backends.mkldnn.enabled = False
+        torch.backends.nnpack.set_flags(False)

@@ -97,3 +97,31 @@ def test_a_processor_the_pins_do_not_cover_is_refused_before_the_run(tmp_path: P
         "pins (the same weights on every x86-64 processor) need x86-64 with AVX2 or better; run without it here\n")
     monkeypatch.setattr(processor, "this", lambda: processor.of("AuthenticAMD", processor.AVX2, "EPYC"))
     assert portable.uncovered() is None
+
+
+def test_a_portable_process_convolves_every_batch_through_im2col_and_mkl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without oneDNN, torch convolves a batch of 16 or more with NNPACK, whose sums are blocked by the
+    processor's cache sizes (an Intel Xeon and an AMD EPYC gave DQN on Pong two checksums): a portable
+    process takes the same path for every batch, ATen's im2col and MKL's matrix products."""
+    import torch
+
+    def backends() -> set[str]:
+        found = set()
+        for channels, out, kernel, stride, size in [(4, 32, 8, 4, 84), (32, 64, 4, 2, 20), (64, 64, 3, 1, 9)]:  # Nature CNN
+            for batch in (1, 32, 256):
+                x, w = torch.zeros(batch, channels, size, size), torch.zeros(out, channels, kernel, kernel)
+                found.add(str(torch._C._select_conv_backend(x, w, None, [stride] * 2, [0, 0], [1, 1], False, [0, 0], 1,
+                                                            None)))
+        return found
+
+    saved = torch.backends.mkldnn.enabled, torch._C._get_nnpack_enabled()
+    try:
+        torch.backends.mkldnn.enabled = False
+        assert "_ConvBackend.NnpackSpatial" in backends()  # what oneDNN off alone leaves
+        for name, value in portable.VARIABLES.items():
+            monkeypatch.setenv(name, value)
+        portable.apply()
+        assert backends() == {"_ConvBackend.Slow2d"}
+    finally:
+        torch.backends.mkldnn.enabled = saved[0]
+        torch.backends.nnpack.set_flags(saved[1])
