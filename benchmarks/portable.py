@@ -8,13 +8,17 @@ defaults) and DQN on Pong (the Nature CNN, the zoo's Atari values), each for a f
 round runs both variants of every case back to back, alternating which goes first; the table shows
 the median seconds of the whole `lfrl run` process and the portable run's time over the default's.
 A portable run's checksum must be the same in every round, and on every processor for the same code
-and versions (shown, to compare with a run elsewhere); the two variants' checksums differ (other
-kernels round otherwise). Writes results/portable.md, .png and .json.
+and versions; the two variants' checksums differ (other kernels round otherwise). Each full run keeps
+its portable checksums in results/portable_checksums.json, one record per processor (the latest run
+there: its versions, budgets and commit), and the table compares this run's with every other
+processor's of the same versions and budgets: a record made at another commit differs where the
+learners' arithmetic changed in between. Writes results/portable.md, .png and .json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -74,29 +78,58 @@ def main() -> None:
                     checksums[(case, variant)].add(checksum)
                     bar.update(1)
     machine.done()
+    ours = {"processor": str(processor.this()), "versions": versions(), "commit": commit(),
+            "budgets": {case: (quick if args.quick else steps) for case, (_, _, steps, quick) in CASES.items()},
+            "checksums": {case: ", ".join(sorted(checksums[(case, "portable")])) for case in CASES}}
+    others = [r for r in recorded(ours) if r["versions"] == ours["versions"] and r["budgets"] == ours["budgets"]]
     lines = ["| case | default (s) | portable (s) | portable / default | portable's checksum the same every round | "
-             "portable's checksum (to compare with other processors') |",
-             "|---|---:|---:|---:|---|---|"]
+             "portable's checksum | on other processors (the latest run on each, its commit) |",
+             "|---|---:|---:|---:|---|---|---|"]
     rows = []
     for case in CASES:
         default, portable = times[(case, "default")], times[(case, "portable")]
         ratios = [p / d for p, d in zip(portable, default, strict=True)]
         same = "yes" if len(checksums[(case, "portable")]) == 1 else "**NO**"
+        elsewhere = "; ".join(f"{r['processor']} at {r['commit']}: {r['checksums'].get(case, '-')} "
+                              f"({'the same' if r['checksums'].get(case) == ours['checksums'][case] else '**differs**'})"
+                              for r in others) or "none recorded"
         lines.append(f"| {case} | {spread(default)} | {spread(portable)} | {ratio_spread(ratios)} | {same} | "
-                     f"{', '.join(sorted(checksums[(case, 'portable')]))} |")
+                     f"{ours['checksums'][case]} | {elsewhere} |")
         rows.append(Summary(f"--portable: {case}", "s per run", median(portable), peer=median(default),
                             peer_name="default kernels", vs_peer=median(default) / median(portable),
                             note="the cost of the same weights on any x86-64 processor with AVX2"))
     text = ["# The cost of `lfrl run --portable`", "",
             f"Command: `{' '.join(['.venv/bin/python', 'benchmarks/portable.py', *sys.argv[1:]])}`, on {machine.line()} "
             "Seconds of the whole `lfrl run` process (the script's header says what runs).", "",
-            f"Processor: {processor.this()}; {versions()}. The same commit and versions on another x86-64 processor "
-            "with AVX2 must give the same portable checksums.", "", *lines, ""]
+            f"Processor: {processor.this()}; {versions()}; commit {ours['commit']}. The same commit and versions on "
+            "another x86-64 processor with AVX2 must give the same portable checksums (the last column: "
+            "portable_checksums.json's runs of the same versions and budgets).", "", *lines, ""]
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if not args.quick:
+        (RESULTS / RECORD).write_text(json.dumps([*recorded(ours), ours], indent=1) + "\n")
     (RESULTS / "portable.md").write_text("\n".join([*text, "![seconds per run](portable.png)", ""]))
     plot(times)
     write_summary("portable", "The cost of --portable", machine, rows, quick=args.quick)
     print("\n".join(lines))
+
+
+RECORD = "portable_checksums.json"
+
+
+def recorded(ours: dict) -> list[dict]:
+    """The checksums recorded by the latest full run on each other processor."""
+    path = RESULTS / RECORD
+    records = json.loads(path.read_text()) if path.exists() else []
+    return [r for r in records if r["processor"] != ours["processor"]]
+
+
+def commit() -> str:
+    """The commit this run's code is at (short), marked where lfrl's or lfpy's files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + (" with changes" if git("status", "--porcelain", "lfrl", "lfpy", "templates", "lf") else "")
 
 
 def versions() -> str:
