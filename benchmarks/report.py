@@ -187,11 +187,17 @@ def write_readme(benchmarks: list[Benchmark], quick: bool, results: Path, failed
         path = results / f"{bench.stem}.json"
         if path.exists():
             summaries[bench.stem] = json.loads(path.read_text())
-    host = next((data["host"] for data in summaries.values() if "host" in data), "this machine")
+    hosts: dict[str, list[str]] = {}
+    for stem, data in summaries.items():
+        hosts.setdefault(data.get("host", "this machine").split(", Python")[0], []).append(stem)  # the machine
     make = "make bench QUICK=1" if quick else "make bench"
+    if len(hosts) <= 1:
+        where = f"`{make}` ran every script below one after the other on {next(iter(hosts), 'this machine')}"
+    else:  # scripts re-run alone on another machine since
+        where = (f"`{make}` runs every script below one after the other; these tables come from more than one machine ("
+                 + "; ".join(f"{host}: {', '.join(stems)}" for host, stems in hosts.items()) + ")")
     text = ["# Benchmarks", "",
-            f"`{make}` ran every script below one after the other on {host} (each table gives the load during "
-            "its own run). Each script interleaves its contenders in rounds (medians, min-max over "
+            f"{where} (each table gives the load during its own run). Each script interleaves its contenders in rounds (medians, min-max over "
             "rounds in its table), checks that they computed the same thing and prints no ratio where they did not. "
             "Ratios are speed-ups: above 1, lfrl is faster." + (" **A reduced (quick) run**: fewer rounds and "
                                                                "smaller sizes than `make bench`." if quick else ""),

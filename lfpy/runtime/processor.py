@@ -1,8 +1,9 @@
 """What kind of processor a node has, as numerical libraries tell processors apart: its vendor and
 its vector instruction level (as ATen's CPU capability reads the same flags: AVX-512 where
 avx512f, avx512bw, avx512vl, avx512dq and fma are all there, AVX2 with avx2 and fma, else none).
-torch, MKL, oneDNN, numpy and OpenBLAS pick their kernels by these, so two nodes of different kinds
-may compute other floating-point results from the same program; a cluster run says so
+torch, MKL, oneDNN, numpy and OpenBLAS pick their kernels by these (and torch's convolutions, oneDNN's
+and NNPACK's, block their sums by the caches' sizes, which no kind tells), so two nodes of different
+kinds may compute other floating-point results from the same program; a cluster run says so
 (lfpy.runtime.cluster), and where it pins the kernels (lfrl run --portable: those of x86-64 with AVX2),
 it names the nodes the pins do not cover.
 """
