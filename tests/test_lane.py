@@ -323,10 +323,13 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest(wires: Ca
 
 
 def test_a_remote_federates_lane_sends_what_it_printed_with_the_answer(wires: Callable) -> None:
-    # A federate on another machine holds what its reactions print (forwarding.Output): the lane's
-    # answer carries it, marshalled, and lets go of it after each tag (printing from the federate's
-    # threads between tags goes out at once, as `Output` does it).
+    # A federate on another machine holds what its reactions print (forwarding.Output, its Printed
+    # streams): the lane's answer carries it, marshalled, a partial line too, and what another thread
+    # prints while the tag runs; it lets go of it after each tag (printing between tags goes out at
+    # once, as `Output` does it). Where the answer goes back through the federation's code (a port only
+    # this federate reads), Output.release takes what the lane held.
     from lfpy.runtime import _wire
+    from lfpy.runtime.federation.forwarding import Printed
     from lfpy.runtime.federation.messages import NotSent, Print
     from lfpy.runtime.tag import Tag
 
@@ -336,27 +339,49 @@ def test_a_remote_federates_lane_sends_what_it_printed_with_the_answer(wires: Ca
     server.sched = sched
     sent_at_once: list[tuple] = []
     output = Output(sent_at_once.append)
-    table = [FederatePort("a", sched.set_ports)]
+    table = [FederatePort("a", sched.set_ports), FederatePort("kept", sched.set_ports)]
+    released: list[list] = []
 
     def speak() -> None:
-        output.write(1, "one\n")
-        output.write(2, "two\n")
+        print("one")
+        print("two", file=sys.stderr)
         table[0].set(1)
 
-    def quiet() -> None:
+    def partly() -> None:
+        thread = threading.Thread(target=print, args=("from a thread",))
+        thread.start()
+        thread.join()
+        print("no end", end="")
         table[0].set(2)
 
-    lane = _wire.FederateLane(server, sched, requests_in.wire, answers_out.wire, requests_in._unpickle,
-                              lambda: None, [LaneReaction(speak), LaneReaction(quiet)], [[], []], table,
-                              {table[0]: 0}, set(), [], NotSent, Tag, 1, 12, output)
-    requests_out.send((1, 1_000, 0, [(0, [])], []))
-    requests_out.send((1, 2_000, 0, [(1, [])], []))
-    requests_out.send((5,))
-    assert lane.next() == (5,)
+    def quiet() -> None:
+        table[0].set(3)
+
+    def keep() -> None:
+        print("kept")
+        table[1].set(4)
+        server.finish = lambda failed: released.append(output.release()) or LaneServer.finish(server, failed)
+
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Printed(1, output), Printed(2, output)
+    try:
+        lane = _wire.FederateLane(server, sched, requests_in.wire, answers_out.wire, requests_in._unpickle, None,
+                                  [LaneReaction(f) for f in (speak, partly, quiet, keep)], [[], [], [], []], table,
+                                  {table[0]: 0, table[1]: 1}, {1}, [], NotSent, Tag, 1, 12, output)
+        assert output.lane is lane
+        for k in range(4):
+            requests_out.send((1, 1_000 * (k + 1), 0, [(k, [])], []))
+        requests_out.send((5,))
+        assert lane.next() == (5,)
+        print("between")
+    finally:
+        sys.stdout, sys.stderr = streams
     assert answers_in.receive() == (12, [(0, 1)], [], [], [], False, False, None, [], [], [(1, "one\n"), (2, "two\n")])
-    assert answers_in.receive() == (12, [(0, 2)], [], [], [], False, False, None, [], [], [])
-    assert server.finished == [] and output.held is None  # both answered in C; nothing held between tags
-    output.write(1, "between\n")
+    assert answers_in.receive() == (12, [(0, 2)], [], [], [], False, False, None, [], [],
+                                    [(1, "from a thread\n"), (1, "no end")])
+    assert answers_in.receive() == (12, [(0, 3)], [], [], [], False, False, None, [], [], [])
+    assert server.finished == [False] and released == [[(1, "kept\n")]]  # the kept port's tag, in Python
+    assert output.held is None and lane.release() == []  # nothing held between tags
     assert sent_at_once == [Print(1, "between\n")]
     for channel in (requests_out, requests_in, answers_out, answers_in):
         channel.close()

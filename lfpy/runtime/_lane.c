@@ -25,7 +25,11 @@
  *
  * A federate on another machine holds what it prints while it runs reactions, to go back with their
  * answer (forwarding.py's `Output`): the `printed` of its marshalled Ran, which the coordinator's lane,
- * seeing it not plain, hands to the federation's code to print.
+ * seeing it not plain, hands to the federation's code to print. While the lane runs a plain tag it
+ * holds that output itself (`holding`, `held`: Output.write puts what is printed meanwhile, from any
+ * thread, with the lane's `put`, which the GIL makes one step), and it flushes one of the Output's
+ * Printed streams only where it keeps a partial line: a tag that prints nothing calls no Python for it
+ * (Output.hold, release and two flushes cost a federate in a Ray actor a quarter of its CPU per tag).
  *
  * Threading: a lane is used by one thread, the federate's serving thread or the coordinator's
  * scheduler thread, with the GIL (released only while a ring or socket waits).
@@ -41,8 +45,10 @@
 static PyObject *s_is_present, *s_value, *s_current, *s_arrival, *s_clock_offset, *s_halted, *s_run_reaction,
     *s_set_ports, *s_stop_requested, *s_scheduled, *s_physical_scheduled, *s_checkpoint_requests, *s_trace,
     *s_pending, *s_send_all, *s_finish, *s_flush, *s_set, *s_federate, *s_deadline, *s_call, *s_exit_status,
-    *s__current, *s_failed, *s_hold, *s_release, *s_dtype, *s_kind, *s_str, *s_metadata, *s_shape, *s_numpy;
+    *s__current, *s_failed, *s_streams, *s_lane, *s_partial, *s_stdout, *s_stderr, *s_dtype, *s_kind, *s_str,
+    *s_metadata, *s_shape, *s_numpy;
 static PyObject *k_zero;
+static PyObject *sys_dict; /* the sys module's namespace */
 
 static int intern_names(void)
 {
@@ -59,14 +65,20 @@ static int intern_names(void)
         {&s_trace, "trace"}, {&s_pending, "pending"}, {&s_send_all, "send_all"}, {&s_finish, "finish"},
         {&s_flush, "flush"}, {&s_set, "set"}, {&s_federate, "federate"}, {&s_deadline, "deadline"},
         {&s_call, "call"}, {&s_exit_status, "exit_status"}, {&s__current, "_current"}, {&s_failed, "failed"},
-        {&s_hold, "hold"}, {&s_release, "release"}, {&s_dtype, "dtype"}, {&s_kind, "kind"}, {&s_str, "str"},
-        {&s_metadata, "metadata"}, {&s_shape, "shape"}, {&s_numpy, "numpy"},
+        {&s_streams, "streams"}, {&s_lane, "lane"}, {&s_partial, "partial"}, {&s_stdout, "stdout"},
+        {&s_stderr, "stderr"}, {&s_dtype, "dtype"}, {&s_kind, "kind"}, {&s_str, "str"}, {&s_metadata, "metadata"},
+        {&s_shape, "shape"}, {&s_numpy, "numpy"},
     };
     for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
         if ((*names[k].slot = PyUnicode_InternFromString(names[k].text)) == NULL)
             return -1;
     if ((k_zero = PyLong_FromLong(0)) == NULL)
         return -1;
+    PyObject *sys = PyImport_ImportModule("sys");
+    if (sys == NULL)
+        return -1;
+    sys_dict = Py_NewRef(PyModule_GetDict(sys));
+    Py_DECREF(sys);
     return 0;
 }
 
@@ -175,14 +187,30 @@ static int attr_truth(PyObject *obj, PyObject *name)
     return truth;
 }
 
-/* sys.stdout.flush(), then sys.stderr's: what was printed goes out before the message. */
-static int flush_output(void)
+/* sys.stdout.flush(), then sys.stderr's: what was printed goes out before the message. A stream of
+ * `quiet` (a list: an Output's Printed streams, or NULL) is flushed only where it keeps a partial
+ * line: flushing it does nothing else. */
+static int flush_output(PyObject *quiet)
 {
-    const char *names[] = {"stdout", "stderr"};
+    PyObject *names[] = {s_stdout, s_stderr};
     for (int k = 0; k < 2; k++) {
-        PyObject *stream = PySys_GetObject(names[k]); /* borrowed */
+        PyObject *stream = PyDict_GetItemWithError(sys_dict, names[k]); /* borrowed; looked up by interned name */
+        if (stream == NULL && PyErr_Occurred())
+            return -1;
         if (stream == NULL || stream == Py_None)
             continue;
+        if (quiet != NULL) {
+            int served = 0;
+            for (Py_ssize_t i = 0; i < PyList_GET_SIZE(quiet) && !served; i++)
+                served = PyList_GET_ITEM(quiet, i) == stream;
+            if (served) {
+                int partial = attr_truth(stream, s_partial);
+                if (partial < 0)
+                    return -1;
+                if (!partial)
+                    continue;
+            }
+        }
         PyObject *res = PyObject_CallMethodNoArgs(stream, s_flush);
         if (res == NULL)
             return -1;
@@ -435,9 +463,12 @@ typedef struct {
     PyObject *requests, *answers; /* wires (`is_wire`) */
     PyObject *served;     /* server.FederateServer: `finish(failed)` and `send_all` */
     PyObject *output;     /* forwarding.Output of a federate on another machine, or None */
+    PyObject *output_streams; /* its Printed streams (NULL without one) */
+    int holding;          /* running a plain tag of such a federate: what it prints goes to `held` */
+    PyObject *held;       /* [(fd, text)] printed while holding, or NULL */
     PyObject *sched;      /* its FederateScheduler */
     PyObject *unpickle;   /* the requests channel's, for frames that are not marshalled */
-    PyObject *next_round; /* the answers channel's */
+    PyObject *next_round; /* the answers channel's, or None where it has nothing to do */
     PyObject *reactions, *reads, *table, *slot_of, *kept, *modes, *kept_marker, *tag_type;
     long run_kind, ran_kind;
 } FederateLane;
@@ -472,6 +503,18 @@ static int FederateLane_init(FederateLane *self, PyObject *args, PyObject *kw)
     }
     self->run_kind = run_kind;
     self->ran_kind = ran_kind;
+    Py_CLEAR(self->output_streams);
+    Py_CLEAR(self->held);
+    self->holding = 0;
+    if (output != Py_None) { /* the Output writes to this lane's `put` while it runs a tag */
+        if ((self->output_streams = PyObject_GetAttr(output, s_streams)) == NULL ||
+            PyObject_SetAttr(output, s_lane, (PyObject *)self) < 0)
+            return -1;
+        if (!PyList_CheckExact(self->output_streams)) {
+            PyErr_SetString(PyExc_TypeError, "FederateLane: output.streams is a list");
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -481,6 +524,8 @@ static int FederateLane_traverse(FederateLane *self, visitproc visit, void *arg)
     Py_VISIT(self->answers);
     Py_VISIT(self->served);
     Py_VISIT(self->output);
+    Py_VISIT(self->output_streams);
+    Py_VISIT(self->held);
     Py_VISIT(self->sched);
     Py_VISIT(self->unpickle);
     Py_VISIT(self->next_round);
@@ -501,6 +546,8 @@ static int FederateLane_clear(FederateLane *self)
     Py_CLEAR(self->answers);
     Py_CLEAR(self->served);
     Py_CLEAR(self->output);
+    Py_CLEAR(self->output_streams);
+    Py_CLEAR(self->held);
     Py_CLEAR(self->sched);
     Py_CLEAR(self->unpickle);
     Py_CLEAR(self->next_round);
@@ -612,16 +659,27 @@ static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports, int *arra
     return Py_BuildValue("(lN[][][]OOO[][][])", self->ran_kind, outputs, Py_False, Py_False, Py_None);
 }
 
-/* What a federate on another machine printed while the reactions ran (`Output.release`) into the answer
- * `ran`, a new tuple of ours (it then goes on as any answer that is not plain, to be printed there).
- * 0, or -1 with an exception. */
+/* What was printed while holding, [(fd, text)] (a new list), holding no more. */
+static PyObject *take_held(FederateLane *self)
+{
+    self->holding = 0;
+    PyObject *held = self->held;
+    self->held = NULL;
+    return held ? held : PyList_New(0);
+}
+
+/* What a federate on another machine printed while the reactions ran into the answer `ran`, a new
+ * tuple of ours (it then goes on as any answer that is not plain, to be printed there). 0, or -1 with
+ * an exception. */
 static int release_output(FederateLane *self, PyObject *ran)
 {
     if (self->output == Py_None)
         return 0;
-    PyObject *printed = PyObject_CallMethodNoArgs(self->output, s_release);
-    if (printed == NULL)
-        return -1;
+    if (self->held == NULL) { /* nothing printed (most tags): `ran` has [] */
+        self->holding = 0;
+        return 0;
+    }
+    PyObject *printed = take_held(self);
     int arrays = 0;
     if (!plain(printed, 0, &arrays) || arrays) { /* not for marshal: the federation's own code sends the answer */
         PyErr_SetString(PyExc_TypeError, "printed text is (fd, str) pairs");
@@ -657,8 +715,8 @@ static int finish(FederateLane *self, int failed)
             return -1;
         }
         if (ran != NULL) { /* as FederateServer.finish: the segments' round, the output, then the answer */
-            PyObject *res = PyObject_CallNoArgs(self->next_round);
-            if (res == NULL || flush_output() < 0 || release_output(self, ran) < 0) {
+            PyObject *res = self->next_round == Py_None ? Py_NewRef(Py_None) : PyObject_CallNoArgs(self->next_round);
+            if (res == NULL || flush_output(self->output_streams) < 0 || release_output(self, ran) < 0) {
                 Py_XDECREF(res);
                 Py_DECREF(ran);
                 Py_DECREF(set_ports);
@@ -764,12 +822,8 @@ static PyObject *make_tag(PyObject *tag_type, PyObject *time, PyObject *microste
 static int run_plain(FederateLane *self, PyObject *msg)
 {
     PyObject *sched = self->sched;
-    if (self->output != Py_None) { /* what the reactions print is held, to go back with the answer */
-        PyObject *res = PyObject_CallMethodNoArgs(self->output, s_hold);
-        if (res == NULL)
-            return -1;
-        Py_DECREF(res);
-    }
+    if (self->output != Py_None) /* what the reactions print goes back with the answer */
+        self->holding = 1;
     PyObject *tag = make_tag(self->tag_type, PyTuple_GET_ITEM(msg, 1), PyTuple_GET_ITEM(msg, 2));
     if (tag == NULL)
         return -1;
@@ -865,17 +919,50 @@ static PyObject *FederateLane_next(FederateLane *self, PyObject *unused)
             return msg;
         int go_on = run_plain(self, msg);
         Py_DECREF(msg);
-        if (go_on < 0)
+        if (go_on < 0) {
+            self->holding = 0; /* what is printed from now on goes out at once (the failure, say) */
             return NULL;
+        }
         if (go_on == 0)
             Py_RETURN_NONE;
     }
+}
+
+/* put(fd, text) -> whether it is held (the lane runs a plain tag): in one step under the GIL, so that
+ * what another thread prints is either held with this tag's answer or, once it is sent, not. */
+static PyObject *FederateLane_put(FederateLane *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "put(fd, text)");
+        return NULL;
+    }
+    if (!self->holding)
+        Py_RETURN_FALSE;
+    if (self->held == NULL && (self->held = PyList_New(0)) == NULL)
+        return NULL;
+    PyObject *pair = PyTuple_Pack(2, args[0], args[1]);
+    int rc = pair ? PyList_Append(self->held, pair) : -1;
+    Py_XDECREF(pair);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* release() -> what was printed while holding, holding no more (Output.release, where a plain tag's
+ * answer goes back through the federation's code). */
+static PyObject *FederateLane_release(FederateLane *self, PyObject *unused)
+{
+    return take_held(self);
 }
 
 static PyMethodDef FederateLane_methods[] = {
     {"next", (PyCFunction)FederateLane_next, METH_NOARGS,
      "next() -> the next request that is not a plain Run (answering those before it); None once the coordinator "
      "has gone."},
+    {"put", (PyCFunction)(void (*)(void))FederateLane_put, METH_FASTCALL,
+     "put(fd, text) -> whether it is held, to go back with the answer of the plain tag that runs."},
+    {"release", (PyCFunction)FederateLane_release, METH_NOARGS,
+     "release() -> [(fd, text)] printed while a plain tag ran, holding no more."},
     {NULL},
 };
 
@@ -1140,7 +1227,7 @@ static PyObject *CoordinatorLane_send(CoordinatorLane *self, PyObject *reactions
     if (used == 0)
         Py_RETURN_NONE;
     qsort(order, used, sizeof(Py_ssize_t), sort_ssize); /* federate order */
-    if (flush_output() < 0) /* what this process printed before comes first */
+    if (flush_output(NULL) < 0) /* what this process printed before comes first */
         goto fail;
     PyObject *now = PyObject_GetAttr(self->sched, s_current);
     if (now == NULL)

@@ -10,7 +10,7 @@ import io
 import sys
 import threading
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lfpy.runtime.federation.messages import Print
 
@@ -30,15 +30,23 @@ class Output:
     """What a federate on another machine prints (`Printed`, its sys.stdout and sys.stderr): while
     it runs reactions, held to go back with their answer, which the coordinator prints after its
     own reactions' output of that level and in federate order, as on one host; at other times (while
-    it starts, from its threads between tags) sent at once, a line at a time."""
+    it starts, from its threads between tags) sent at once, a line at a time. A tag the fast lane
+    (_lane.c's FederateLane, `lane`) runs is held there instead, without calling this: what is written
+    meanwhile goes to the lane's `put`, and `release` takes it where the answer goes back through the
+    federation's code; the lane flushes `streams`, its Printed streams, only where they keep a partial
+    line."""
 
     def __init__(self, send: Callable[[tuple], None]) -> None:
         """`send`: the federate's own channel (`server.Outbox.send`)."""
         self.send = send
         self.lock = threading.Lock()
         self.held: list[tuple[int, str]] | None = None
+        self.streams: list[Printed] = []
+        self.lane: Any = None  # the federate's FederateLane, where it has one
 
     def write(self, fd: int, text: str) -> None:
+        if self.lane is not None and self.lane.put(fd, text):  # held by the lane's tag
+            return
         with self.lock:
             if self.held is not None:
                 self.held.append((fd, text))
@@ -52,7 +60,7 @@ class Output:
     def release(self) -> list[tuple[int, str]]:
         with self.lock:
             held, self.held = self.held or [], None
-        return held
+        return held + self.lane.release() if self.lane is not None else held
 
 
 class Printed(io.TextIOBase):
@@ -62,8 +70,9 @@ class Printed(io.TextIOBase):
     def __init__(self, fd: int, output: Output) -> None:
         self.fd = fd
         self.output = output
-        self.partial = ""
+        self.partial = ""  # the line written so far, without its end
         self.lock = threading.Lock()
+        output.streams.append(self)
 
     def writable(self) -> bool:
         return True

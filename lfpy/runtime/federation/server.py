@@ -229,8 +229,8 @@ class FederateServer:
         assert _wire is not None
         return _wire.FederateLane(
             self, self.sched, requests.wire, answers.wire, requests._unpickle,  # type: ignore[attr-defined]
-            answers.next_round, self.env.reactions, self.reaction_reads, self.table, self.slot_of, self.unsent,
-            self.modes, NotSent, Tag, KINDS.index(Run), KINDS.index(Ran), self.output)
+            answers.next_round if answers.rounds else None, self.env.reactions, self.reaction_reads, self.table,
+            self.slot_of, self.unsent, self.modes, NotSent, Tag, KINDS.index(Run), KINDS.index(Ran), self.output)
 
     def start(self, message: Start) -> bool:
         self.sched.begin(message)

@@ -83,6 +83,7 @@ PICKLE, SHARED, MARSHAL, RAW, ARRAYS = range(5)
 
 class Channel(Protocol):
     wire: Any  # the end the fast lane sends or receives on (_wire's Ring or Socket), or None
+    rounds: bool  # whether `next_round` has anything to do (the fast lane calls it only then)
 
     def send(self, message: object) -> None:
         """Send one message (raises BrokenPipeError when the other end has gone)."""
@@ -263,6 +264,10 @@ class _Local:
 
     def send_bytes(self, framed: Any) -> None:
         raise NotImplementedError
+
+    @property
+    def rounds(self) -> bool:
+        return self.shared is not None
 
     def next_round(self) -> None:
         if self.shared is not None:
@@ -475,6 +480,8 @@ class SocketChannel:
     receives plain messages on it; without the extension this class reads them itself. One sender and
     one receiver at a time, as for a pipe. A receiver polls for `poll_ns` before it blocks (with the
     extension: `_socket.c`)."""
+
+    rounds = False  # a message's buffers are the receiver's own once sent: `next_round` does nothing
 
     def __init__(self, sock: socket.socket, poll_ns: int = 0) -> None:
         sock.setblocking(True)
