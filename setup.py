@@ -30,7 +30,8 @@ setup(
         # (federation/coordinator.py, server.py). gnu11: C11 atomics, clock_gettime, sched_yield.
         Extension(
             "lfpy.runtime._wire",
-            sources=["lfpy/runtime/_wire.c", "lfpy/runtime/_ring.c", "lfpy/runtime/_socket.c", "lfpy/runtime/_lane.c"],
+            sources=["lfpy/runtime/_wire.c", "lfpy/runtime/_ring.c", "lfpy/runtime/_socket.c", "lfpy/runtime/_lane.c",
+                     "lfpy/runtime/_plain.c"],
             depends=["lfpy/runtime/_wire.h"],
             extra_compile_args=["-O3", "-std=gnu11", *WARNINGS],
         ),

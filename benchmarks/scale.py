@@ -19,7 +19,7 @@ One host:
   own, `(driver.ask)+ -> workers.ask` and `workers.answer -> driver.answers`, a logical action
   (`next.schedule(0)`) starting the next round; run with `lfrl run` (the default transport on one
   machine: rings in shared memory, arrays under 128 KiB inside the messages, which the fast lane
-  marshals in C). A fresh `lfrl run` for every measurement.
+  encodes in C). A fresh `lfrl run` for every measurement.
 - *pipe star*: this script as the driver and N child processes (multiprocessing, forkserver), one
   `multiprocessing.Pipe` each: per round `send` to every child, then `recv` from every child. The
   children stay up for their row's rounds.
@@ -472,7 +472,7 @@ def write_results(args: argparse.Namespace, machine: Machine, rows: dict[Key, di
         "(min-max), timed inside the program (process start-up excluded). *One host*: *lfrl* a `federated "
         "reactor` of a Driver (in lfrl's process) and a bank `new[N] Worker()` of federates, a process each, "
         "through rings in shared memory (the default on one machine; arrays under 128 KiB inside the messages, "
-        "marshalled in C by the fast lane); "
+        "encoded in C by the fast lane); "
         "a fresh `lfrl run` per measurement. *pipe star*: this script and N child processes, one "
         "`multiprocessing.Pipe` each (arrays pickled in band). *Ray*: N actors (num_cpus = CPUs / N each), one "
         "`ray.get` of N calls per round (the arrays inside the calls). *Cluster*: a local Ray cluster of three "

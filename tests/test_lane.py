@@ -1,14 +1,15 @@
 """The federation's fast lane (lfpy/runtime/_lane.c): a plain tag's request and answer in C on both
 sides, everything else through the federation's own Python code. The lanes run with the C core; the same
 programs on the pure-Python core (LFPY_CORE=python, no lanes) give the same output and traces, with
-values marshal carries (numpy arrays of numbers in the frame beside it) and values it would not carry
-exactly (bytearrays, numpy scalars, named tuples), ports kept in a federate, actions scheduled there
+values the lane carries (_plain.c's encoding; numpy arrays of numbers in the frame beside it) and values
+it would not carry exactly (bytearrays, numpy scalars, named tuples), ports kept in a federate, actions scheduled there
 and a stop requested there."""
 
 from __future__ import annotations
 
 import os
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -188,7 +189,7 @@ def coordinator_lane(requests: Channel, answers: Channel, calls: list) -> tuple:
     return lane, reactions, slots
 
 
-def test_the_coordinators_lane_marshals_plain_requests_and_hands_over_the_rest(wires: Callable) -> None:
+def test_the_coordinators_lane_encodes_plain_requests_and_hands_over_the_rest(wires: Callable) -> None:
     requests_out, requests_in = wires()
     answers_out, answers_in = wires()
     calls: list = []
@@ -201,7 +202,7 @@ def test_the_coordinators_lane_marshals_plain_requests_and_hands_over_the_rest(w
     answers_out.send((12, [(2, "set there")], [], [], [], False, False, None, [], [], []))
     lane.collect()  # an answer that only sets ports: set here
     assert slots[2].log == ["set there"] and calls == ["round"]
-    slots[1].set(bytearray(b"ab"))  # marshal would make it bytes: the coordinator's Python sends it
+    slots[1].set(bytearray(b"ab"))  # not plain (it would arrive as bytes): the coordinator's Python sends it
     lane.send([reactions[2]])
     assert calls[-1] == ("send_run", 1, 1_000, 2, [(2, [(1, bytearray(b"ab"))])])
     stopped = (12, [], [], [], [], True, False, None, [], [], [])
@@ -304,7 +305,7 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest(wires: Ca
     table[1].is_present = True  # read, absent at this tag: the lane clears it
     requests_out.send((1, 5_000, 1, [(0, [(0, 41)])], []))
     requests_out.send((1, 6_000, 0, [(1, [])], []))  # sets a kept port
-    requests_out.send((1, 7_000, 0, [(2, [])], []))  # sets a value marshal would not carry exactly
+    requests_out.send((1, 7_000, 0, [(2, [])], []))  # sets a value the lane would not carry exactly
     requests_out.send((1, 8_000, 0, [(3, [])], []))  # fails
     requests_out.send((1, 8_500, 0, [(4, [(0, 2)])], []))  # has a deadline: the scheduler's run_reaction
     requests_out.send((1, 9_000, 0, [(0, [(0, 1)])], [(0, "Mode")]))  # a mode reset: not plain
@@ -324,7 +325,7 @@ def test_the_federates_lane_answers_plain_runs_and_hands_over_the_rest(wires: Ca
 
 def test_a_remote_federates_lane_sends_what_it_printed_with_the_answer(wires: Callable) -> None:
     # A federate on another machine holds what its reactions print (forwarding.Output, its Printed
-    # streams): the lane's answer carries it, marshalled, a partial line too, and what another thread
+    # streams): the lane's plain answer carries it, a partial line too, and what another thread
     # prints while the tag runs; it lets go of it after each tag (printing between tags goes out at
     # once, as `Output` does it). Where the answer goes back through the federation's code (a port only
     # this federate reads), Output.release takes what the lane held.
@@ -395,7 +396,7 @@ def same_array(got: object, sent: numpy.ndarray) -> None:
 
 
 def test_arrays_travel_in_the_frame_of_a_plain_request(wires: Callable) -> None:
-    # Arrays of booleans or numbers under transport.SHARED_MIN stay on the lane: the request is marshalled
+    # Arrays of booleans or numbers under transport.SHARED_MIN stay on the lane: the request is encoded
     # with the arrays' bytes after it, and each arrives as an array of its own (copied out of the frame
     # where the message has several, a view of it where it has one: checked at the end).
     requests_out, requests_in = wires()
@@ -531,3 +532,64 @@ def test_a_corrupt_frame_of_arrays_is_refused() -> None:
         _wire.unpack(bytearray(b"\xff" * 12))
     with pytest.raises(TypeError, match="a bytearray"):
         _wire.unpack(b"")
+
+
+def exact(got: object, sent: object) -> bool:
+    """`got` is `sent` decoded: the same types all the way down, floats bit for bit."""
+    if type(got) is not type(sent):
+        return False
+    if isinstance(sent, float | complex):
+        return struct.pack("dd", got.real, got.imag) == struct.pack("dd", sent.real, sent.imag)
+    if isinstance(sent, tuple | list):
+        return len(got) == len(sent) and all(exact(g, s) for g, s in zip(got, sent, strict=True))
+    if isinstance(sent, dict):
+        return list(got) == list(sent) and all(exact(got[k], sent[k]) for k in sent)
+    return got == sent
+
+
+def test_plain_data_is_carried_exactly_and_shared_as_sent_without_an_audit_event() -> None:
+    # _plain.c, the lane's encoding: every plain type exactly (ints past 64 bits, a NaN's payload, -0.0,
+    # lone surrogates, a dict's order), what the message holds twice held twice on arrival, and no audit
+    # event (marshal raised one per message, which a Python audit hook, filelock's in Ray's processes,
+    # then ran for every request and answer).
+    from lfpy.runtime import _wire
+
+    payload_nan = struct.unpack("d", struct.pack("Q", 0x7FF8000000000123))[0]
+    values = [None, True, False, ..., 0, -1, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**5000, -(7**3000), 1.5, -0.0,
+              float("inf"), payload_nan, complex(-0.0, payload_nan), "", "héllo ☃", "\ud800 alone", b"", b"\x00\xff",
+              (), (1,), [], {}, {"b": 1, "a": [1, (2.5, "x")], 5: None, (1, 2): b"k"}, "x" * 100_000, list(range(1000))]
+    shared = [1.0, "s"]
+    within = {"list": shared}
+    for value in [*values, values, [shared, within, shared, (within, shared)]]:
+        got = _wire.loads(_wire.dumps(value))
+        assert exact(got, value), value
+    audited = ("import sys; from lfpy.runtime import _wire; seen = []; sys.addaudithook(lambda e, a: seen.append(e)); "
+               "_wire.loads(_wire.dumps([1, 'x'])); import marshal; marshal.loads(marshal.dumps(1)); print(seen)")
+    seen = subprocess.run([sys.executable, "-c", audited], capture_output=True, text=True, check=True).stdout
+    assert seen == "['marshal.dumps', 'marshal.loads']\n"  # marshal's alone (the hook sees them: it works)
+    got = _wire.loads(_wire.dumps([shared, within, shared, (within, shared)]))
+    assert got[0] is got[2] is got[1]["list"] is got[3][1] and got[1] is got[3][0]
+    alone = _wire.loads(_wire.dumps([[1], [1]]))  # equal, not the same: two lists on arrival too
+    assert alone == [[1], [1]] and alone[0] is not alone[1]
+    for not_plain in [{1, 2}, bytearray(b"x"), [object()], numpy.float64(1.0), True.__class__.__mro__]:
+        with pytest.raises(TypeError, match="plain data holds no"):
+            _wire.dumps(not_plain)
+    deep: list = []
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested too deep"):
+        _wire.dumps(deep)
+
+
+def test_corrupt_plain_data_is_refused() -> None:
+    from lfpy.runtime import _wire
+
+    def size(n: int) -> bytes:
+        return struct.pack("Q", n)
+
+    marked_list = bytes([ord("[") | 0x80])
+    for corrupt in [b"", b"Z", b"i\x00", b"NN", b"s" + size(100) + b"ab", b"(" + size(2**62), b"(" * 1000,
+                    b"s" + size(2) + b"\xff\xfe", b"I" + size(3) + b"zzz", b"r" + size(0),
+                    marked_list + size(1) + b"r" + size(0)]:  # the last: a list inside itself
+        with pytest.raises(ValueError, match="plain data is corrupt"):
+            _wire.loads(corrupt)

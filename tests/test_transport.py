@@ -4,7 +4,6 @@ is not built, by the channel's own Python: every test runs with each."""
 
 from __future__ import annotations
 
-import marshal
 import pickle
 import socket
 import threading
@@ -15,7 +14,7 @@ import numpy
 import pytest
 
 from lfpy.runtime.federation import transport
-from lfpy.runtime.federation.transport import MARSHAL, SHARED_MIN, SocketChannel
+from lfpy.runtime.federation.transport import PLAIN, SHARED_MIN, SocketChannel
 
 READERS = ["c", "python"] if transport.RINGS else ["python"]
 
@@ -131,7 +130,7 @@ def _received(channel: SocketChannel) -> str:
 
 @pytest.mark.skipif(not transport.RINGS, reason="the extension is not built")
 def test_frames_the_extension_sends_are_read_by_either_reader() -> None:
-    # The fast lane sends marshalled frames with `wire.send`; the channel's Python reader and the
+    # The fast lane sends plain frames (_wire.dumps) with `wire.send`; the channel's Python reader and the
     # extension's read them, between pickled messages with raw buffers, alike.
     with socket.create_server(("127.0.0.1", 0)) as server:
         client = socket.create_connection(server.getsockname())
@@ -141,9 +140,9 @@ def test_frames_the_extension_sends_are_read_by_either_reader() -> None:
     for reader in ("c", "python"):
         b.wire = None if reader == "python" else transport._wire.Socket(b.sock)
         plain = (1, 5_000, 0, [(0, [(3, 1.5), (4, "x" * 70_000)])], [])
-        a.wire.send(MARSHAL, marshal.dumps(plain))
+        a.wire.send(PLAIN, transport._wire.dumps(plain))
         a.send({"big": big})
-        a.wire.send(MARSHAL, marshal.dumps(("after", reader)))
+        a.wire.send(PLAIN, transport._wire.dumps(("after", reader)))
         assert b.receive() == plain
         assert numpy.array_equal(b.receive()["big"], big)
         assert b.receive() == ("after", reader)

@@ -8,8 +8,8 @@
  * held for the coordinator, and every value is plain data (`plain`: None, bools, ints, floats,
  * complex numbers, strings, bytes, and tuples, lists and dicts of those, of these exact types, and
  * numpy arrays of booleans or numbers smaller than INBAND_MAX: `inband_array`).
- * Its messages are then marshalled (KIND_MARSHAL), which costs less than pickling and is exact for
- * those types. A message with arrays is marshalled with a stand-in for each, (Ellipsis, dtype, shape,
+ * Its messages are then encoded in C (KIND_PLAIN, _plain.c), which costs less than pickling and is exact
+ * for those types. A message with arrays is encoded with a stand-in for each, (Ellipsis, dtype, shape,
  * offset), and the arrays' bytes follow it in the same frame (KIND_ARRAYS, `send_plain`); the receiver
  * makes each array a view of the frame's bytearray (`unpack_arrays`): one copy into the frame and one out,
  * where pickling an array costs four and runs numpy's reconstruction in Python. What the message shares
@@ -24,7 +24,7 @@
  *         printed), plain when all but `outputs` are empty, False or None.
  *
  * A federate on another machine holds what it prints while it runs reactions, to go back with their
- * answer (forwarding.py's `Output`): the `printed` of its marshalled Ran, which the coordinator's lane,
+ * answer (forwarding.py's `Output`): the `printed` of its plain Ran, which the coordinator's lane,
  * seeing it not plain, hands to the federation's code to print. While the lane runs a plain tag it
  * holds that output itself (`holding`, `held`: Output.write puts what is printed meanwhile, from any
  * thread, with the lane's `put`, which the GIL makes one step), and it flushes one of the Output's
@@ -36,7 +36,6 @@
  */
 #include "_wire.h"
 
-#include <marshal.h>
 #include <time.h>
 
 #define MAX_DEPTH 64
@@ -141,7 +140,7 @@ static int inband_array(PyObject *o, Py_buffer *view, PyObject **dtype_str)
     return small;
 }
 
-/* Whether `o` is plain data that marshal carries exactly, or arrays that go with it (see the top);
+/* Whether `o` is plain data that _plain.c carries exactly, or arrays that go with it (see the top);
  * counts the arrays met in *arrays (an array met twice counts twice: at most MAX_ARRAYS). */
 static int plain(PyObject *o, int depth, int *arrays)
 {
@@ -173,7 +172,7 @@ static int plain(PyObject *o, int depth, int *arrays)
     }
     if (inband_array(o, NULL, NULL))
         return ++*arrays <= MAX_ARRAYS;
-    return 0; /* sets too: marshal sorts their items, which then iterate in another order */
+    return 0; /* sets too: received, their items could iterate in another order */
 }
 
 /* An attribute's truth: 1, 0, or -1 with an exception. */
@@ -221,7 +220,7 @@ static int flush_output(PyObject *quiet)
 
 /* ------------------------------------------------------------------ arrays in a frame */
 
-/* A KIND_ARRAYS payload: the marshalled message's size and the number of arrays (u64 each), the message
+/* A KIND_ARRAYS payload: the encoded message's size and the number of arrays (u64 each), the message
  * with a stand-in (Ellipsis, dtype str, shape, offset) for each array, zeros to a multiple of ALIGN, then
  * each array's bytes (each padded to a multiple of ALIGN), `offset` counting from the first.
  * A message's one array is a view of the payload; where there are several, each is copied out into
@@ -229,7 +228,7 @@ static int flush_output(PyObject *quiet)
 #define ARRAYS_HEADER 16
 
 typedef struct {
-    PyObject *made;   /* id of a container or array of the message -> what stands for it in the marshal */
+    PyObject *made;   /* id of a container or array of the message -> what stands for it in the encoding */
     Py_buffer views[MAX_ARRAYS]; /* the arrays', held until sent */
     int n;
     Py_ssize_t size;  /* the arrays' bytes so far, padded */
@@ -241,7 +240,7 @@ static Py_ssize_t padded(Py_ssize_t n)
 }
 
 /* `o` (plain, see `plain`) with stand-ins for its arrays: a new reference, or NULL with an exception.
- * Containers are rebuilt, each once, so that what the message shares the marshal shares too. */
+ * Containers are rebuilt, each once, so that what the message shares the encoding shares too. */
 static PyObject *placed(PyObject *o, Placing *pl)
 {
     PyTypeObject *t = Py_TYPE(o);
@@ -299,16 +298,16 @@ static PyObject *placed(PyObject *o, Placing *pl)
     return made;
 }
 
-/* Send `message` (plain already, with `arrays` arrays in it) on `wire`: marshalled, with its arrays
+/* Send `message` (plain already, with `arrays` arrays in it) on `wire`: encoded, with its arrays
  * after it where it has any. 0, or -1 with an exception. */
 static int send_plain(PyObject *wire, PyObject *message, int arrays)
 {
+    PlainBuffer data;
     if (arrays == 0) {
-        PyObject *data = PyMarshal_WriteObjectToString(message, Py_MARSHAL_VERSION);
-        if (data == NULL)
+        if (plain_encode(message, &data) < 0)
             return -1;
-        int rc = wire_send(wire, KIND_MARSHAL, PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data));
-        Py_DECREF(data);
+        int rc = wire_send(wire, KIND_PLAIN, data.data, data.len);
+        plain_release(&data);
         return rc;
     }
     static const char zeros[ALIGN];
@@ -316,14 +315,14 @@ static int send_plain(PyObject *wire, PyObject *message, int arrays)
     if (pl.made == NULL)
         return -1;
     PyObject *stand_in = placed(message, &pl);
-    PyObject *body = stand_in ? PyMarshal_WriteObjectToString(stand_in, Py_MARSHAL_VERSION) : NULL;
+    int body = stand_in ? plain_encode(stand_in, &data) : -1;
     int rc = -1;
-    if (body != NULL) {
-        uint64_t header[2] = {(uint64_t)PyBytes_GET_SIZE(body), (uint64_t)pl.n};
+    if (body == 0) {
+        uint64_t header[2] = {(uint64_t)data.len, (uint64_t)pl.n};
         struct iovec parts[3 + 2 * MAX_ARRAYS];
         int n = 0;
         parts[n++] = (struct iovec){header, ARRAYS_HEADER};
-        parts[n++] = (struct iovec){PyBytes_AS_STRING(body), (size_t)header[0]};
+        parts[n++] = (struct iovec){data.data, (size_t)header[0]};
         Py_ssize_t pad = padded(ARRAYS_HEADER + (Py_ssize_t)header[0]) - ARRAYS_HEADER - (Py_ssize_t)header[0];
         if (pad)
             parts[n++] = (struct iovec){(void *)zeros, (size_t)pad};
@@ -333,10 +332,10 @@ static int send_plain(PyObject *wire, PyObject *message, int arrays)
                 parts[n++] = (struct iovec){(void *)zeros, (size_t)pad};
         }
         rc = wire_sendv(wire, KIND_ARRAYS, parts, n);
+        plain_release(&data);
     }
     for (int k = 0; k < pl.n; k++)
         PyBuffer_Release(&pl.views[k]);
-    Py_XDECREF(body);
     Py_XDECREF(stand_in);
     Py_DECREF(pl.made);
     return rc;
@@ -377,7 +376,7 @@ static PyObject *array_for(PyObject *stand_in, PyObject *payload, Py_ssize_t bas
     return array;
 }
 
-/* Puts the arrays in place of their stand-ins within `o`, which marshal has just made (ours to change).
+/* Puts the arrays in place of their stand-ins within `o`, just decoded (ours to change).
  * 0, or -1 with an exception. */
 static int put_arrays(PyObject *o, PyObject *payload, Py_ssize_t base, int alone, PyObject *made)
 {
@@ -432,7 +431,7 @@ PyObject *unpack_arrays(PyObject *payload)
     }
     if (intern_names() < 0 || ndarray(1) == NULL)
         return NULL;
-    PyObject *message = PyMarshal_ReadObjectFromString(data + ARRAYS_HEADER, (Py_ssize_t)header[0]);
+    PyObject *message = plain_decode(data + ARRAYS_HEADER, (Py_ssize_t)header[0]);
     PyObject *made = message ? PyDict_New() : NULL;
     Py_ssize_t base = padded(ARRAYS_HEADER + (Py_ssize_t)header[0]);
     if (made == NULL || put_arrays(message, payload, base, header[1] == 1, made) < 0)
@@ -441,11 +440,11 @@ PyObject *unpack_arrays(PyObject *payload)
     return message;
 }
 
-/* The message in a frame: marshalled (with arrays after it), or pickled (`unpickle(kind, payload)`, the channel's). */
+/* The message in a frame: plain (with arrays after it), or pickled (`unpickle(kind, payload)`, the channel's). */
 static PyObject *frame_message(int kind, PyObject *payload, PyObject *unpickle)
 {
-    if (kind == KIND_MARSHAL)
-        return PyMarshal_ReadObjectFromString(PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload));
+    if (kind == KIND_PLAIN)
+        return plain_decode(PyBytes_AS_STRING(payload), PyBytes_GET_SIZE(payload));
     if (kind == KIND_ARRAYS)
         return unpack_arrays(payload);
     return PyObject_CallFunction(unpickle, "iO", kind, payload);
@@ -467,7 +466,7 @@ typedef struct {
     int holding;          /* running a plain tag of such a federate: what it prints goes to `held` */
     PyObject *held;       /* [(fd, text)] printed while holding, or NULL */
     PyObject *sched;      /* its FederateScheduler */
-    PyObject *unpickle;   /* the requests channel's, for frames that are not marshalled */
+    PyObject *unpickle;   /* the requests channel's, for frames that are not plain */
     PyObject *next_round; /* the answers channel's, or None where it has nothing to do */
     PyObject *reactions, *reads, *table, *slot_of, *kept, *modes, *kept_marker, *tag_type;
     long run_kind, ran_kind;
@@ -613,7 +612,7 @@ static int quiet_tag(FederateLane *self, int failed)
 }
 
 /* The answer of a quiet tag, (RAN, outputs, [], [], [], False, False, None, [], [], []), or NULL
- * with no exception when it is not plain (a kept port, a value marshal does not carry exactly); the
+ * with no exception when it is not plain (a kept port, a value the lane does not carry exactly); the
  * arrays in it counted in *arrays. */
 static PyObject *quiet_answer(FederateLane *self, PyObject *set_ports, int *arrays)
 {
@@ -681,7 +680,7 @@ static int release_output(FederateLane *self, PyObject *ran)
     }
     PyObject *printed = take_held(self);
     int arrays = 0;
-    if (!plain(printed, 0, &arrays) || arrays) { /* not for marshal: the federation's own code sends the answer */
+    if (!plain(printed, 0, &arrays) || arrays) { /* not plain: the federation's own code sends the answer */
         PyErr_SetString(PyExc_TypeError, "printed text is (fd, str) pairs");
         Py_DECREF(printed);
         return -1;

@@ -92,10 +92,30 @@ static PyObject *unpack(PyObject *module, PyObject *payload)
     return unpack_arrays(payload);
 }
 
+static PyObject *dumps(PyObject *module, PyObject *value)
+{
+    return plain_dumps(value);
+}
+
+static PyObject *loads(PyObject *module, PyObject *data)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *o = plain_decode(view.buf, view.len);
+    PyBuffer_Release(&view);
+    return o;
+}
+
 static PyMethodDef module_methods[] = {
     {"format", (PyCFunction)ring_format, METH_O, "format(memory) -> capacity: an empty ring in the memory."},
     {"unpack", (PyCFunction)unpack, METH_O,
-     "unpack(payload) -> the message of a frame of kind ARRAYS (a marshal whose numpy arrays follow it raw)."},
+     "unpack(payload) -> the message of a frame of kind ARRAYS (plain data whose numpy arrays follow it raw)."},
+    {"dumps", (PyCFunction)dumps, METH_O,
+     "dumps(value) -> the bytes of a frame of kind PLAIN: plain data (None, bools, ints, floats, complex numbers, "
+     "strings, bytes, Ellipsis, and tuples, lists and dicts of those, of these exact types), exactly."},
+    {"loads", (PyCFunction)loads, METH_O,
+     "loads(data) -> the value of a frame of kind PLAIN (ValueError where it is corrupt)."},
     {NULL},
 };
 
@@ -120,7 +140,7 @@ PyMODINIT_FUNC PyInit__wire(void)
         PyModule_AddObjectRef(m, "FederateLane", (PyObject *)&FederateLaneType) < 0 ||
         PyModule_AddObjectRef(m, "CoordinatorLane", (PyObject *)&CoordinatorLaneType) < 0 ||
         PyModule_AddIntConstant(m, "HEADER", (long)ring_header_size) < 0 ||
-        PyModule_AddIntConstant(m, "MARSHAL", KIND_MARSHAL) < 0 ||
+        PyModule_AddIntConstant(m, "PLAIN", KIND_PLAIN) < 0 ||
         PyModule_AddIntConstant(m, "ARRAYS", KIND_ARRAYS) < 0 ||
         PyModule_AddIntConstant(m, "INBAND_MAX", INBAND_MAX) < 0) {
         Py_DECREF(m);

@@ -2,6 +2,7 @@
  *
  * _ring.c:   `Ring`, one end of a one-way channel through a ring buffer in shared memory (one machine).
  * _socket.c: `Socket`, the same frames both ways over a connected stream socket (another machine).
+ * _plain.c:  the encoding of the fast lane's plain data (in place of marshal's, which raises an audit event).
  * _lane.c:   the federation's fast lane, the requests and answers of a plain tag handled in C on both
  *            sides, over rings or sockets (the federation's Python falls back to its own code for
  *            everything else).
@@ -19,11 +20,11 @@
 #define MAX_PARTS 256 /* parts of one frame (`ring_sendv`, `socket_sendv`): below sendmsg's IOV_MAX */
 
 /* What a frame's payload is (federation/transport.py's kinds): a pickle, a pickle whose large buffers are in
- * shared memory, a marshal (the fast lane's plain messages), a pickle whose large buffers follow the
- * frame raw (a socket's), a marshal whose numpy arrays follow it raw (the fast lane's plain messages
- * with arrays, _lane.c). A receiver gets the last kind's payload as a bytearray: its arrays are views
- * of it, writable as unpickled ones are. */
-enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_MARSHAL = 2, KIND_RAW = 3, KIND_ARRAYS = 4 };
+ * shared memory, plain data (the fast lane's messages, in _plain.c's encoding), a pickle whose large
+ * buffers follow the frame raw (a socket's), plain data whose numpy arrays follow it raw (the fast lane's
+ * messages with arrays, _lane.c). A receiver gets the last kind's payload as a bytearray: its arrays are
+ * views of it, writable as unpickled ones are. */
+enum { KIND_PICKLE = 0, KIND_SHARED = 1, KIND_PLAIN = 2, KIND_RAW = 3, KIND_ARRAYS = 4 };
 
 /* Arrays smaller than this travel inside a frame; larger ones through shared memory or raw after their
  * pickle (transport.SHARED_MIN, which tests/test_lane.py checks is the same). */
@@ -91,5 +92,20 @@ PyObject *wire_receive_method(PyObject *wire, PyObject *unused);
 long long monotonic_ns(void);
 
 extern PyTypeObject FederateLaneType, CoordinatorLaneType;
+
+/* _plain.c: plain data (None, bools, ints, floats, complex numbers, strings, bytes, Ellipsis, and tuples,
+ * lists and dicts of those, of these exact types) encoded into a buffer of the caller's, released with
+ * `plain_release` (0, or -1 with an exception, the buffer released), and decoded (a new reference, or
+ * NULL with an exception: ValueError where the bytes are corrupt). */
+typedef struct {
+    char *data; /* `here`, or memory of its own once it outgrows it */
+    Py_ssize_t len, cap;
+    char here[512];
+} PlainBuffer;
+
+int plain_encode(PyObject *o, PlainBuffer *out);
+void plain_release(PlainBuffer *b);
+PyObject *plain_dumps(PyObject *o);
+PyObject *plain_decode(const char *data, Py_ssize_t size);
 
 #endif

@@ -24,7 +24,7 @@ The sequence, for each federate's process (a transient federate's new process to
 
 On the wire a message is a plain tuple, its kind's number first (`encode`, `decode`): pickling a
 named tuple costs several times what a plain one does, twice per federate and level. The fast
-lane (_lane.c) marshals plain `Run`s and `Ran`s in the same layout.
+lane (_lane.c) encodes plain `Run`s and `Ran`s in the same layout (_plain.c).
 """
 
 from __future__ import annotations

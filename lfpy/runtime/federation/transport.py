@@ -10,9 +10,9 @@ memory (the extension `_wire`, `_ring.c`): a message costs a copy, and a receive
 sees it within a fraction of a microsecond, where a pipe costs system calls to write and to read. A
 pipe beside it wakes a receiver that has gone to sleep and tells each side when the other has gone.
 A frame's kind says what its payload is: a pickle, a pickle whose large buffers are in shared memory,
-a marshal (plain data only, which the federation's fast lane sends, `_lane.c`), a marshal whose numpy
-arrays follow it in the frame (the same lane's plain data with arrays under SHARED_MIN: `_wire.unpack`
-makes the message), or (over a socket) a pickle whose large buffers follow it raw.
+plain data (what the federation's fast lane sends, `_lane.c`, in `_plain.c`'s encoding), plain data
+whose numpy arrays follow it in the frame (the same lane's messages with arrays under SHARED_MIN:
+`_wire.unpack` makes the message), or (over a socket) a pickle whose large buffers follow it raw.
 `PipeChannel` frames the same pickles on an OS pipe alone (where the ring is not built, and for the
 Unix sockets of a federate in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
@@ -49,7 +49,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import io
-import marshal
 import mmap
 import os
 import pickle
@@ -75,10 +74,10 @@ SEGMENT_MIN = 1 << 20
 _IOV_MAX = 512  # parts per sendmsg (Linux takes 1024)
 SHM = "/dev/shm/"  # where SharedMemory's segments are files (Linux)
 _HEADER = struct.Struct("<QB")  # the payload's length, its kind (below)
-# A frame's kind: a pickle, a pickle whose large buffers are in shared memory, a marshal (the fast
-# lane's plain messages), a pickle whose large buffers follow the frame raw (a socket's), a marshal whose
-# numpy arrays follow it raw (the fast lane's plain messages with arrays: `_wire.unpack`); as _wire.h's.
-PICKLE, SHARED, MARSHAL, RAW, ARRAYS = range(5)
+# A frame's kind: a pickle, a pickle whose large buffers are in shared memory, plain data (the fast
+# lane's messages: `_wire.loads`), a pickle whose large buffers follow the frame raw (a socket's), plain
+# data whose numpy arrays follow it raw (the fast lane's messages with arrays: `_wire.unpack`); as _wire.h's.
+PICKLE, SHARED, PLAIN, RAW, ARRAYS = range(5)
 
 
 class Channel(Protocol):
@@ -290,12 +289,11 @@ class _Local:
 
     @staticmethod
     def _unpickle(kind: int, data: bytes | bytearray) -> object:
-        """The message of a frame: as `_pickle` made it, or marshalled (the fast lane's plain messages,
-        _lane.c)."""
+        """The message of a frame: as `_pickle` made it, or plain (the fast lane's messages, _lane.c)."""
         if kind == PICKLE:
             return pickle.loads(data)
-        if kind == MARSHAL:
-            return marshal.loads(data)
+        if kind == PLAIN:
+            return _wire.loads(data)
         if kind == ARRAYS:
             return _wire.unpack(data)
         data, spans = pickle.loads(data)
@@ -547,12 +545,12 @@ class SocketChannel:
             raise EOFError from None
 
     def _unpickle(self, kind: int, data: bytes | bytearray) -> object:
-        """The message of a frame (the fast lane passes those it does not unmarshal itself): a pickle
+        """The message of a frame (the fast lane passes those it does not decode itself): a pickle
         whose raw buffers are read after it into memory of this process's own, writable."""
         if kind == PICKLE:
             return pickle.loads(data)
-        if kind == MARSHAL:
-            return marshal.loads(data)
+        if kind == PLAIN:
+            return _wire.loads(data)
         if kind == ARRAYS:
             return _wire.unpack(data)
         data, sizes = pickle.loads(data)
