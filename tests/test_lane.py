@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lfpy.runtime import core
 from lfpy.runtime.federation import transport
@@ -593,3 +595,27 @@ def test_corrupt_plain_data_is_refused() -> None:
                     marked_list + size(1) + b"r" + size(0)]:  # the last: a list inside itself
         with pytest.raises(ValueError, match="plain data is corrupt"):
             _wire.loads(corrupt)
+
+
+PLAIN_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.complex_numbers() | st.text()
+    | st.binary() | st.just(...),
+    lambda inner: st.lists(inner, max_size=4) | st.lists(inner, max_size=4).map(tuple)
+    | st.dictionaries(st.integers() | st.text(max_size=3), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=PLAIN_VALUES, cut=st.integers(0, 64), flip=st.integers(0, 255))
+def test_any_plain_value_comes_back_exactly_and_damaged_bytes_are_refused(value: object, cut: int, flip: int) -> None:
+    from lfpy.runtime import _wire
+
+    data = _wire.dumps(value)
+    assert exact(_wire.loads(data), value)
+    damaged = bytearray(data[:max(0, len(data) - cut)])
+    if damaged:
+        damaged[flip % len(damaged)] ^= 0x5A
+    try:
+        _wire.loads(bytes(damaged))  # either some value or a refusal, never a crash
+    except (ValueError, TypeError):  # TypeError: a dict key decoded as a list
+        pass
