@@ -17,8 +17,11 @@ whose numpy arrays follow it in the frame (the same lane's messages with arrays 
 Unix sockets of a federate in a Ray actor on lfrl's machine). Either way a process waiting for a message first polls for a
 while (yielding its CPU between polls) before it sleeps: a sleeping virtual CPU can take hundreds of
 microseconds to wake, longer than a whole tag of a small program. Where the federation has more
-processes on the machine than CPUs (`processes.crowded`), it sleeps at once (`poll_ns` 0): a poller
-would take a CPU from a process with work to do, and the wake-ups cost less than that.
+processes on the machine than CPUs (`processes.crowded`), a federate sleeps at once (`poll_ns` 0): a
+poller would take a CPU from a process with work to do, and the wake-ups cost less than that. lfrl's
+process, one, polls for its answers for about a round trip first (CROWDED_POLL_NS), yielding its CPU
+between looks: an answer that comes that soon is taken without a wake-up (with 2 federates on 2 CPUs,
+half a round's time).
 
 Large buffers (numpy arrays of 128 KiB and more) do not go through the pipe: pickle's protocol 5
 hands them over out of band, the sender copies them into a shared-memory segment of its `Segments`,
@@ -67,6 +70,7 @@ except ImportError:  # not built: pipes alone carry the messages
     _wire = None  # type: ignore[assignment]
 
 POLL_NS = 2_000_000  # how long a receiver polls before it sleeps (0: it sleeps at once)
+CROWDED_POLL_NS = 100_000  # lfrl's process, for the answers of a crowded federation: about a round trip
 SOCKET_POLL_NS = 100_000  # over a socket: about a round trip, so that a federate waiting longer takes no CPU
 RING_BYTES = 1 << 20  # a ring's buffer: a larger message goes through in parts
 SHARED_MIN = 128 * 1024  # buffers this large go through shared memory (smaller ones cost less in the message)
