@@ -23,35 +23,23 @@ time: another protocol.) Steps to threshold vary widely from seed to seed (PPO o
 about 1,000 to 37,000), and for one seed from library to library even where their updates are the
 same (tests/test_ppo_sb3.py): PPO's training amplifies a difference in rounding (1e-7 in the weights)
 to 1e-2 within about 25 rounds, and the runs part. A median over 5 or 10 seeds is a coarse estimate:
-PPO on CartPole-v1 evaluated every 1,024 steps needs a median of 14,336 steps over seeds 0-119 with
-lfrl and with SB3, but lfrl's median is 1.79x SB3's over seeds 0-9 and 0.74x over seeds 10-19.
-Over seeds 0-29 (`--algos dqn,td3 --seeds 30 --sides lfrl,sb3 --peer-threads 1 --pong-steps 0`, an
-Intel Xeon): DQN on CartPole-v1 31,104 steps against SB3's 30,208 (1.03x; 26 and 28 of 30 seeds
-reach 475; the medians of seeds 0-9, 10-19 and 20-29, a seed that never reaches it counted as the
-budget, 1.00x, 1.18x and 1.16x), TD3 on Pendulum-v1 7,000 against 7,000 (1.00x; 29 of 30 each).
-Over seeds 0-29 too (`--algos ppo-recurrent`, the same options): ppo-recurrent 2,048 against
-RecurrentPPO's 2,048 (1.00x; 30 of 30 each). DDPG on Pendulum-v1 over seeds 0-59 (`--algos ddpg`,
-the same options, and again with `--first-seed 30`): 4,000 against 4,000 (1.00x; means 4,717 and
-4,767; 59 of 60 each), where seeds 0-29 alone gave 4,500 against 4,000 (lfrl at 4,000 steps or fewer
-in 15 of them, SB3 in 21; seeds 30-59: 23 and 19): the median sat on the edge between two
-evaluations. (Stepping the critic before the actor's gradient is taken, as SB3 does, gave 5,000
-over seeds 0-29: not the cause.) ppo-pendulum over seeds 0-59 (`--algos ppo-pendulum`, the
-same options, and again with `--first-seed 30`): 67,584 against 61,440 (1.10x, and 1.10x over each
-half; means 77,414 and 82,193; 58 and 54 of 60 reach -250). Before lfrl's PPO trained a round on its
-observations normalised with the statistics that include it (lfrl.ppo), seeds 0-29 gave 81,920
-against 61,440 (1.33x; 24 and 26 of 30). results/learners.md's 10 seeds give 1.65x against SB3's
-one-thread setting (the medians of the seeds that reach -250: 73,728 against 53,248, and 81,920 for
-SB3's other setting): the one-thread setting's medians over blocks of 10 of the 60 seeds go from
-53,248 (seeds 0-9) to 77,824.
-The figures over 30 to 120 seeds above were measured with lfrl's gradients through autograd, before
-lfrl.by_hand computed them by hand: the same arithmetic to rounding (DDPG's and TD3's updates equal
-bit for bit: benchmarks/results/by_hand.md), so that a seed may take another course, but not another
-distribution of courses.
+benchmarks/learners_steps.py measures the steps alone over many seeds (results/learners_steps.md: 40
+of each case, every ratio with its bootstrap interval and over each block of 10 seeds). Found before
+over more seeds: PPO on CartPole-v1 evaluated every 1,024 steps needs a median of 14,336 steps over
+seeds 0-119 with lfrl and with SB3, but lfrl's median is 1.79x SB3's over seeds 0-9 and 0.74x over
+seeds 10-19. Stepping DDPG's critic before the actor's gradient is taken, as SB3 does, gave 5,000
+steps over seeds 0-29 against 4,500: not a cause. ppo-pendulum: before lfrl's PPO trained a round on
+its observations normalised with the statistics that include it (lfrl.ppo), seeds 0-29 gave 81,920
+against SB3's 61,440 (1.33x); an actor adding each step's observations to its statistics before it
+acts on them (VecNormalize's order, the learner training on the inputs as acted) gave 81,920 over
+seeds 0-4 and 6-13, where lfrl's order gives 73,728 for them: not kept. A round's update is SB3's, the
+Gaussian's included (tests/test_ppo_sb3.py).
 How far 10 seeds are from settling it, results/learners.md shows within SB3 itself: its two thread
 settings, the same library and seeds with other CPU kernels, need 17,664 and 20,224 steps (PPO on
 CartPole-v1) and 81,920 and 53,248 (ppo-pendulum). Steps are also counted at evaluations only, so
 one evaluation more is about 1.25x at the medians of ddpg, td3, sac (every 1,000 steps), ppo (every
-5,000) and ppo-recurrent (every 512). On Pendulum-v1, seed 8's evaluation episodes are beyond -200
+5,000) and ppo-recurrent (every 512), and 1.20x at ppo-pendulum's (every 10,000 steps, after whole
+rounds of 4,096: 61,440, then 73,728). On Pendulum-v1, seed 8's evaluation episodes are beyond -200
 for every side and algorithm (best -220 to -227).
 SB3's DQN has no double Q-learning (nor SBX's), so lfrl's DQN runs with `--double-q no` here.
 Two cases measure what only sb3-contrib has, against it: ppo-masked (tests/toyenvs.py's MaskedCue,

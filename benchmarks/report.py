@@ -70,6 +70,9 @@ BENCHMARKS = [
               (), ("--quick",), 8, 1),
     Benchmark("learners", "The learners' time to a known return, lfrl against Stable-Baselines3 and SBX (its JAX "
               "port), and DQN's training throughput on Pong, lfrl against SB3", ("--seeds", "1"), ("--quick",), 32, 4),
+    # its 640 runs take hours: `make bench` runs those the committed learners_steps.csv lacks (--resume)
+    Benchmark("learners_steps", "Sample efficiency over many seeds: the environment steps lfrl and Stable-Baselines3 "
+              "need to reach each learner's threshold", ("--resume", "--jobs", "2"), ("--quick",), 0.2, 0.5),
     Benchmark("portable", "What `lfrl run --portable` costs: torch's kernels pinned against as the processor picks "
               "them", ("--rounds", "1"), ("--quick",), 1.5, 0.5),
     Benchmark("parallel_learners", "SAC's updates/s with each batch split over L learner reactors (1 and 2 "
